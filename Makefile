@@ -1,0 +1,53 @@
+# Two commands for a fresh machine: `make demo` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SAMPLES_OUT ?= demo-output
+
+.PHONY: demo test lint bench verify-blender clean
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "retarget needs Python >= 3.11 (PYTHON=$(PYTHON))"; exit 2; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	@touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[test]'
+	@touch $@ $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(BIN)/retarget demo --out $(SAMPLES_OUT)
+
+test: $(VENV)/.installed-test
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/python -m pytest -n 2 -q
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/mypy src/retarget
+
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[bench]'
+	@touch $@
+
+bench: $(VENV)/.installed-bench
+	$(BIN)/python benchmarks/io_kinematics.py
+
+# Blender's BVH importer as a reference (bpy needs numpy<2: its own venv).
+BLENDER_VENV := .venv-blender
+$(BLENDER_VENV)/.installed:
+	$(PYTHON) -m venv $(BLENDER_VENV)
+	$(BLENDER_VENV)/bin/python -m pip install -q --upgrade pip
+	$(BLENDER_VENV)/bin/python -m pip install -q 'bpy==5.0.1' 'numpy<2'
+	@touch $@
+
+verify-blender: $(VENV)/.installed $(BLENDER_VENV)/.installed
+	$(BIN)/python tools/verify_blender.py --blender-python $(BLENDER_VENV)/bin/python
+
+clean:
+	rm -rf $(VENV) $(BLENDER_VENV) $(SAMPLES_OUT) .pytest_cache

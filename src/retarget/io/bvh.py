@@ -1,0 +1,566 @@
+"""BVH (Biovision Hierarchy) reading and writing.
+
+Accepted: any rotation order per joint (one to three rotation channels), 3- and
+6-channel joints (position channels on any joint), End Sites, names with
+spaces or colons, tabs, CRLF line ends, numbers in exponent form, frames
+wrapped over several lines, and ``Frames: 0``. Every problem raises
+:class:`retarget.errors.FormatError` naming the file, the line and what was
+expected.
+
+Semantics (those of Blender's importer): position channels *replace* the
+joint's OFFSET (the root's OFFSET is its rest position only); rotation
+channels in file order compose left to right, ``Zrotation Yrotation
+Xrotation`` → ``R = Rz Ry Rx``. Position channels of non-root joints that are
+constant over the clip become the joint's offset; animated ones are kept in
+:attr:`Motion.translations`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .. import quat
+from ..errors import FormatError
+from ..motion import Motion
+from ..skeleton import CHANNEL_NAMES, Skeleton
+from ._files import atomic_write
+from ._scan import TOKEN_SLOW, euler_deg_to_quat, parse_floats, scan_channels
+
+__all__ = ["format_bvh", "parse_bvh", "read_bvh", "write_bvh"]
+
+_CHANNEL_LOOKUP = {c.lower(): c for c in CHANNEL_NAMES}
+_MOTION_RE = re.compile(rb"^[ \t]*MOTION[ \t]*\r?$", re.MULTILINE)
+
+
+def read_bvh(path: str | os.PathLike, *, unit: str = "cm") -> Motion:
+    """Read a BVH file.
+
+    Parameters
+    ----------
+    path : str or path-like
+    unit : str
+        Length unit to record on the skeleton (BVH does not say; most files are cm).
+
+    Returns
+    -------
+    Motion
+
+    Raises
+    ------
+    FormatError
+        When the file is malformed (the message gives file, line and expectation).
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            # A memory map costs far fewer page faults than a copy of a large file.
+            try:
+                data: bytes | mmap.mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            except (ValueError, OSError):  # empty file, pipe, special file
+                data = fh.read()
+    except OSError as exc:
+        raise FormatError(str(path), None, f"cannot read the file ({exc.strerror})") from None
+    try:
+        return parse_bvh(data, name=str(path), unit=unit)
+    finally:
+        if isinstance(data, mmap.mmap):
+            with contextlib.suppress(BufferError):  # a view still alive: the GC closes it
+                data.close()
+
+
+def _tokens(text: str, first_line: int) -> list[tuple[str, int]]:
+    out = []
+    for k, line in enumerate(text.splitlines()):
+        for tok in line.replace("{", " { ").replace("}", " } ").split():
+            out.append((tok, first_line + k))
+    return out
+
+
+class _Parser:
+    """Recursive-descent parser of the HIERARCHY section, one token at a time."""
+
+    def __init__(self, name: str, text: str) -> None:
+        self.name = name
+        self.lines = text.splitlines()
+        self.toks = _tokens(text, 1)
+        self.pos = 0
+        self.names: list[str] = []
+        self.parents: list[int] = []
+        self.offsets: list[list[float] | None] = []
+        self.channels: list[tuple[str, ...] | None] = []
+        self.sites: list[tuple[str, int, list[float]]] = []
+
+    def error(self, message: str, line: int | None = None) -> FormatError:
+        if line is None:
+            line = self.toks[self.pos][1] if self.pos < len(self.toks) else len(self.lines)
+        return FormatError(self.name, line, message)
+
+    def peek(self) -> str | None:
+        return self.toks[self.pos][0] if self.pos < len(self.toks) else None
+
+    def take(self, what: str) -> tuple[str, int]:
+        if self.pos >= len(self.toks):
+            raise self.error(f"unexpected end of the hierarchy; expected {what}")
+        tok = self.toks[self.pos]
+        self.pos += 1
+        return tok
+
+    def expect(self, word: str) -> int:
+        tok, line = self.take(repr(word))
+        if tok.upper() != word.upper():
+            raise self.error(f"expected {word!r}, found {tok!r}", line)
+        return line
+
+    def number(self, what: str) -> float:
+        tok, line = self.take(what)
+        try:
+            value = float(tok)
+        except ValueError:
+            raise self.error(f"expected {what} (a number), found {tok!r}", line) from None
+        if not np.isfinite(value):
+            raise self.error(f"expected a finite {what}, found {tok!r}", line)
+        return value
+
+    def rest_of_line(self, line: int, what: str) -> str:
+        """The name after ROOT/JOINT: every token left on that line but a brace."""
+        parts = []
+        while self.pos < len(self.toks) and self.toks[self.pos][1] == line and self.peek() != "{":
+            parts.append(self.take(what)[0])
+        if not parts:
+            raise self.error(f"expected {what} after the keyword", line)
+        # keep the original spacing of names with spaces
+        raw = self.lines[line - 1].strip()
+        head = raw.split(None, 1)[1] if len(raw.split(None, 1)) > 1 else ""
+        head = head.split("{")[0].strip()
+        return head if head.split() == parts else " ".join(parts)
+
+    def parse(self) -> None:
+        tok = self.peek()
+        if tok is None or tok.upper() != "HIERARCHY":
+            raise self.error(f"expected 'HIERARCHY' at the start of the file, found {tok!r}", 1)
+        self.take("HIERARCHY")
+        tok, line = self.take("'ROOT'")
+        if tok.upper() != "ROOT":
+            raise self.error(f"expected 'ROOT', found {tok!r}", line)
+        self.joint(-1, line)
+        if self.peek() is not None:
+            tok, line = self.take("end")
+            if tok.upper() == "ROOT":
+                raise self.error("a second ROOT: files with several skeletons are not supported", line)
+            raise self.error(f"expected 'MOTION' after the hierarchy, found {tok!r}", line)
+
+    def joint(self, parent: int, line: int) -> None:
+        name = self.rest_of_line(line, "a joint name")
+        if name in self.names:
+            raise self.error(f"duplicate joint name {name!r}", line)
+        index = len(self.names)
+        self.names.append(name)
+        self.parents.append(parent)
+        self.offsets.append(None)
+        self.channels.append(None)
+        self.expect("{")
+        while True:
+            tok, tline = self.take("'}', OFFSET, CHANNELS, JOINT or End Site")
+            word = tok.upper()
+            if word == "}":
+                break
+            if word == "OFFSET":
+                if self.offsets[index] is not None:
+                    raise self.error(f"joint {name!r} has a second OFFSET", tline)
+                self.offsets[index] = self.vector()
+            elif word == "CHANNELS":
+                if self.channels[index] is not None:
+                    raise self.error(f"joint {name!r} has a second CHANNELS line", tline)
+                self.channels[index] = self.channel_list(tline)
+            elif word == "JOINT":
+                self.joint(index, tline)
+            elif word == "END":
+                self.expect("Site")
+                self.expect("{")
+                self.expect("OFFSET")
+                site_offset = self.vector()
+                self.expect("}")
+                self.sites.append((name, index, site_offset))
+            else:
+                raise self.error(
+                    f"expected '}}', OFFSET, CHANNELS, JOINT or End Site in joint {name!r}, "
+                    f"found {tok!r}",
+                    tline,
+                )
+        if self.offsets[index] is None:
+            raise self.error(f"joint {name!r} has no OFFSET", tline)
+        if self.channels[index] is None:
+            raise self.error(f"joint {name!r} has no CHANNELS line", tline)
+
+    def vector(self) -> list[float]:
+        return [self.number("OFFSET x"), self.number("OFFSET y"), self.number("OFFSET z")]
+
+    def channel_list(self, line: int) -> tuple[str, ...]:
+        tok, tline = self.take("a channel count")
+        try:
+            count = int(tok)
+        except ValueError:
+            raise self.error(f"expected a channel count after CHANNELS, found {tok!r}", tline) from None
+        if not 0 <= count <= 6:
+            raise self.error(f"expected 0 to 6 channels, found {count}", tline)
+        out = []
+        for k in range(count):
+            if self.pos >= len(self.toks) or self.toks[self.pos][1] != line:
+                raise self.error(
+                    f"CHANNELS {count} lists only {k} channel names", line
+                )
+            tok, tline = self.take("a channel name")
+            canon = _CHANNEL_LOOKUP.get(tok.lower())
+            if canon is None:
+                raise self.error(
+                    f"expected a channel name ({', '.join(CHANNEL_NAMES)}), found {tok!r}", tline
+                )
+            if canon in out:
+                raise self.error(f"channel {canon} listed twice", tline)
+            out.append(canon)
+        if self.pos < len(self.toks) and self.toks[self.pos][1] == line:
+            raise self.error(
+                f"CHANNELS {count} is followed by more than {count} channel names", line
+            )
+        return tuple(out)
+
+
+def _site_names(parser: _Parser) -> list[str]:
+    taken = set(parser.names)
+    out = []
+    for parent_name, _, _ in parser.sites:
+        base = f"{parent_name}_end"
+        name, k = base, 1
+        while name in taken:
+            k += 1
+            name = f"{base}{k}"
+        taken.add(name)
+        out.append(name)
+    return out
+
+
+def _header_value(line: str, key: str, name: str, lineno: int) -> str:
+    m = re.match(rf"\s*{key}\s*:\s*(\S+)\s*$", line, re.IGNORECASE)
+    if not m:
+        raise FormatError(name, lineno, f"expected '{key}: <number>', found {line.strip()!r}")
+    return m.group(1)
+
+
+def _find_motion(data: bytes) -> re.Match[bytes] | None:
+    """The line 'MOTION' (found with bytes.find, far faster than a regex over the data)."""
+    start = 0
+    while True:
+        k = data.find(b"MOTION", start)
+        if k < 0:
+            return None
+        line_start = data.rfind(b"\n", 0, k) + 1
+        line_end = data.find(b"\n", k)
+        line_end = len(data) if line_end < 0 else line_end
+        match = _MOTION_RE.match(data, line_start, line_end)
+        if match is not None:
+            return match
+        start = k + 6
+
+
+def parse_bvh(data: bytes | str | mmap.mmap, *, name: str = "<string>", unit: str = "cm") -> Motion:
+    """Parse BVH text (see :func:`read_bvh`)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    match = _find_motion(data)
+    if match is None:
+        last = data[:].count(b"\n") + 1
+        raise FormatError(name, last, "no MOTION section: expected a line 'MOTION' after the hierarchy")
+    head = data[: match.start()]
+    try:
+        head_text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        head_text = head.decode("latin-1")
+    parser = _Parser(name, head_text)
+    parser.parse()
+    line_motion = head.count(b"\n") + 1
+    # "Frames:" and "Frame Time:" lines follow MOTION (blank lines allowed).
+    pos = match.end() + 1
+    header: list[tuple[str, int]] = []
+    lineno = line_motion
+    while len(header) < 2:
+        if pos >= len(data):
+            want = "'Frames: N'" if not header else "'Frame Time: seconds'"
+            raise FormatError(name, lineno, f"file ends after MOTION; expected {want}")
+        nl = data.find(b"\n", pos)
+        nl = len(data) if nl < 0 else nl
+        line = data[pos:nl].decode("latin-1")
+        lineno += 1
+        pos = nl + 1
+        if line.strip():
+            header.append((line, lineno))
+    frames_txt = _header_value(header[0][0], "Frames", name, header[0][1])
+    try:
+        num_frames = int(frames_txt)
+    except ValueError:
+        raise FormatError(name, header[0][1], f"expected a whole frame count, found {frames_txt!r}") from None
+    if num_frames < 0:
+        raise FormatError(name, header[0][1], f"expected a frame count >= 0, found {num_frames}")
+    dt_txt = _header_value(header[1][0], "Frame Time", name, header[1][1])
+    try:
+        frame_time = float(dt_txt)
+    except ValueError:
+        raise FormatError(name, header[1][1], f"expected a frame time in seconds, found {dt_txt!r}") from None
+    if not (np.isfinite(frame_time) and frame_time > 0):
+        raise FormatError(name, header[1][1], f"expected a positive frame time, found {dt_txt!r}")
+    first_data_line = lineno + 1
+    n_chan = sum(len(c) for c in parser.channels)
+    expected = num_frames * n_chan
+    start = min(pos, len(data))
+    layout = _Layout(parser.channels, np.array(parser.offsets, dtype=np.float64), num_frames)
+    rotations, count, kind, err = scan_channels(
+        data, start, num_frames, layout.targets, layout.columns, layout.orders,
+        layout.root, layout.trans,
+    )
+    if kind == TOKEN_SLOW:  # a value the fast path cannot take: parse all values generically
+        values, count, err = parse_floats(data, expected, start=start)
+        if err < 0 and count == expected:
+            rotations = layout.fill(values.reshape(num_frames, n_chan))
+    if err >= 0:
+        bad_line = lineno + 1 + data[pos:err].count(b"\n")
+        token = data[err:err + 64].split(None, 1)[0].decode("latin-1")
+        raise FormatError(name, bad_line, f"expected a finite number in the motion data, found {token!r}")
+    if count != expected:
+        raise _count_error(name, data[pos:], first_data_line, num_frames, n_chan, count)
+    return _build_motion(parser, layout, rotations, frame_time, unit)
+
+
+class _Layout:
+    """Where each channel of a frame goes, and the position arrays it fills.
+
+    ``root`` (F, 3) starts at the root's OFFSET, ``trans`` (F, J, 3) at the
+    joints' offsets (a (1, 1, 3) dummy when no non-root joint has position
+    channels); ``targets[c]`` is -1 for a rotation channel, 0-2 for a root axis
+    and ``3 + 3j + axis`` for joint j's translation.
+    """
+
+    def __init__(self, channels: list, offsets: np.ndarray, num_frames: int) -> None:
+        self.offsets = offsets
+        self.columns: list[list[int]] = []
+        self.orders: list[str] = []
+        targets: list[int] = []
+        for j, chans in enumerate(channels):
+            self.columns.append([])
+            order = ""
+            for c in chans:
+                if c.endswith("position"):
+                    axis = "XYZ".index(c[0])
+                    targets.append(axis if j == 0 else 3 + 3 * j + axis)
+                else:
+                    self.columns[j].append(len(targets))
+                    order += c[0]
+                    targets.append(-1)
+            self.orders.append(order)
+        self.targets = np.array(targets, dtype=np.intp)
+        self.root = np.broadcast_to(offsets[0], (num_frames, 3)).copy()
+        self.has_trans = bool(np.any(self.targets >= 3))
+        shape = (num_frames, len(channels), 3) if self.has_trans else (1, 1, 3)
+        self.trans = np.broadcast_to(offsets if self.has_trans else 0.0, shape).copy()
+
+    def fill(self, values: np.ndarray) -> np.ndarray:
+        """Fill the positions from a (F, C) table of values; return the rotations."""
+        for c, t in enumerate(self.targets):
+            if t >= 3:
+                self.trans[:, (t - 3) // 3, (t - 3) % 3] = values[:, c]
+            elif t >= 0:
+                self.root[:, t] = values[:, c]
+        return euler_deg_to_quat(values, self.columns, self.orders)
+
+
+def _count_error(name: str, body: bytes, first_line: int, frames: int, n_chan: int, count: int) -> FormatError:
+    """Explain a value count that disagrees with Frames × channels, naming a line."""
+    lines = body.split(b"\n")
+    counts = [len(ln.split()) for ln in lines]
+    data_lines = [k for k, c in enumerate(counts) if c]
+    if data_lines and all(counts[k] == n_chan for k in data_lines[:-1]) and len(data_lines) >= 1:
+        # one frame per line: point at the first line that breaks the pattern
+        for k in data_lines:
+            if counts[k] != n_chan:
+                return FormatError(
+                    name, first_line + k,
+                    f"expected {n_chan} values per frame (the hierarchy's channel count), found {counts[k]}",
+                )
+    if count < frames * n_chan:
+        last = first_line + (data_lines[-1] if data_lines else 0)
+        return FormatError(
+            name, last,
+            f"file ends early: 'Frames: {frames}' × {n_chan} channels needs {frames * n_chan} values, "
+            f"found {count} ({count / n_chan:.6g} frames)",
+        )
+    extra_line = first_line + (data_lines[-1] if data_lines else 0)
+    return FormatError(
+        name, extra_line,
+        f"more motion data than 'Frames: {frames}' × {n_chan} channels = {frames * n_chan} values: "
+        f"found {count}",
+    )
+
+
+def _fps_from_frame_time(frame_time: float) -> float:
+    """1 / frame_time, snapped to a whole rate when the file rounded it (0.033333 -> 30)."""
+    fps = 1.0 / frame_time
+    whole = round(fps)
+    return float(whole) if whole > 0 and abs(fps - whole) <= 2e-4 * fps else fps
+
+
+def _build_motion(
+    parser: _Parser, layout: _Layout, rotations: np.ndarray, frame_time: float, unit: str
+) -> Motion:
+    offsets = layout.offsets
+    translations = layout.trans if layout.has_trans else None
+    if translations is not None and len(translations) > 0:
+        constant = np.all(translations == translations[:1], axis=(0, 2))
+        offsets[constant] = translations[0, constant]
+        if np.all(constant):
+            translations = None
+    sites = parser.sites
+    skeleton = Skeleton(
+        names=tuple(parser.names),
+        parents=np.array(parser.parents),
+        offsets=offsets,
+        channels=tuple(parser.channels),
+        site_names=tuple(_site_names(parser)),
+        site_parents=np.array([s[1] for s in sites], dtype=np.intp),
+        site_offsets=np.array([s[2] for s in sites], dtype=np.float64).reshape(-1, 3),
+        unit=unit,
+    )
+    fps = _fps_from_frame_time(frame_time)
+    return Motion._adopt(skeleton, layout.root, rotations, fps, translations)
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def _fmt(x: float) -> str:
+    return repr(float(x)) if x != 0 else "0"
+
+
+def _written_channels(motion: Motion) -> tuple[tuple[str, ...], ...]:
+    """Channel layout to write: the skeleton's, widened to three rotation channels
+    where its own channels cannot express the motion's rotations (ASF axes, or
+    partial channels that the motion turns about other axes)."""
+    sk = motion.skeleton
+    out = []
+    for j, chans in enumerate(sk.channels):
+        order = sk.euler_orders[j]
+        identity_axis = np.allclose(sk.axes[j], (1, 0, 0, 0), atol=1e-12)
+        if identity_axis and len(order) == 3:
+            out.append(chans)
+            continue
+        rot = motion.rotations[:, j]
+        if identity_axis:
+            if order:
+                back = quat.quat_from_euler(quat.euler_from_quat(rot, order), order)
+                err = quat.angle(back, rot)
+            else:
+                err = quat.angle(rot)
+            if err.size == 0 or err.max() < 1e-9:
+                out.append(chans)
+                continue
+        positions = tuple(c for c in chans if c.endswith("position"))
+        out.append(positions + ("Zrotation", "Yrotation", "Xrotation"))
+    return tuple(out)
+
+
+def format_bvh(motion: Motion, *, precision: int = 10) -> str:
+    """BVH text of a motion (see :func:`write_bvh`)."""
+    sk = motion.skeleton
+    channels = _written_channels(motion)
+    offsets = sk.offsets if motion.translations is None else sk.offsets.copy()
+    lines = ["HIERARCHY"]
+    order: list[int] = []
+    children = [[] for _ in range(sk.num_joints)]
+    for j in range(1, sk.num_joints):
+        children[sk.parents[j]].append(j)
+    sites = [[] for _ in range(sk.num_joints)]
+    for s, p in enumerate(sk.site_parents):
+        sites[p].append(s)
+
+    def emit(j: int, depth: int) -> None:
+        ind = "\t" * depth
+        lines.append(f"{ind}{'ROOT' if j == 0 else 'JOINT'} {sk.names[j]}")
+        lines.append(f"{ind}{{")
+        lines.append(f"{ind}\tOFFSET {' '.join(_fmt(v) for v in offsets[j])}")
+        lines.append(f"{ind}\tCHANNELS {len(channels[j])}{''.join(' ' + c for c in channels[j])}")
+        order.append(j)
+        for c in children[j]:
+            emit(c, depth + 1)
+        for s in sites[j]:
+            lines.append(f"{ind}\tEnd Site")
+            lines.append(f"{ind}\t{{")
+            lines.append(f"{ind}\t\tOFFSET {' '.join(_fmt(v) for v in sk.site_offsets[s])}")
+            lines.append(f"{ind}\t}}")
+        lines.append(f"{ind}}}")
+
+    emit(0, 0)
+    lines.append("MOTION")
+    lines.append(f"Frames: {motion.num_frames}")
+    lines.append(f"Frame Time: {1.0 / motion.fps:.10g}")
+    columns = []
+    trans = motion.translations
+    for j in order:
+        chans = channels[j]
+        rot_order = "".join(c[0] for c in chans if c.endswith("rotation"))
+        angles = None
+        if rot_order:
+            angles = np.rad2deg(quat.euler_from_quat(motion.rotations[:, j], rot_order))
+            angles = np.unwrap(angles, period=360.0, axis=0) if motion.num_frames else angles
+            angles = np.where(np.abs(angles) < 1e-12, 0.0, angles)
+        k = 0
+        for c in chans:
+            axis = "XYZ".index(c[0])
+            if c.endswith("position"):
+                if j == 0:
+                    columns.append(motion.root_position[:, axis])
+                elif trans is not None:
+                    columns.append(trans[:, j, axis])
+                else:
+                    columns.append(np.full(motion.num_frames, offsets[j, axis]))
+            else:
+                columns.append(angles[:, k])
+                k += 1
+    if motion.num_frames and columns:
+        table = np.stack(columns, axis=1)
+        row = " ".join([f"%.{precision}g"] * table.shape[1])
+        lines.extend(row % tuple(r) for r in table.tolist())
+    elif motion.num_frames:
+        lines.extend([""] * motion.num_frames)
+    return "\n".join(lines) + "\n"
+
+
+def write_bvh(
+    path: str | os.PathLike,
+    motion: Motion,
+    *,
+    precision: int = 10,
+    inputs: tuple[str | os.PathLike, ...] = (),
+) -> Path:
+    """Write a motion as BVH, atomically.
+
+    Joints are written depth first (children in index order, then End Sites);
+    rotations as Euler angles in degrees in each joint's channel order,
+    unwrapped over frames so curves stay continuous. Joints whose channels
+    cannot hold their rotations (ASF axes, hinge channels turned about other
+    axes) are written with three rotation channels ``Zrotation Yrotation
+    Xrotation`` instead.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Output file; never one of ``inputs``.
+    motion : Motion
+    precision : int
+        Significant digits of motion values.
+    inputs : tuple of paths
+        Files this output must not overwrite.
+    """
+    return atomic_write(path, format_bvh(motion, precision=precision), inputs=inputs)

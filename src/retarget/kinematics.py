@@ -1,0 +1,258 @@
+"""Batched forward kinematics, Jacobians in the tangent space, centre of mass.
+
+Forward kinematics is the library's innermost loop (every solver, filter and
+measure calls it, often on sigma points or whole clips), so it is a fused
+numba kernel: one pass over frames and points that keeps each frame's chain in
+registers. Done array-at-a-time in numpy, the same work costs ~25x more on
+lafan_walk.bvh (one temporary per arithmetic operation over all frames; see
+``benchmarks/io_kinematics.py``).
+
+Jacobians follow DESIGN.md's single convention: columns are the entries of the
+tangent vector ``x = (v_root, v_0, …, v_{J-1})`` of :mod:`retarget.motion`
+(root translation, then one *local* rotation vector per joint applied on the
+right, ``q_j ⊗ exp(v_j)``); rows are world-frame quantities.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from . import quat
+from .motion import Motion, tangent_size
+from .skeleton import Skeleton
+
+__all__ = [
+    "center_of_mass",
+    "forward_kinematics",
+    "jacobian",
+    "positions",
+]
+
+Array = NDArray[np.float64]
+
+
+@numba.njit(cache=True, nogil=True)
+def _fk_kernel(root, rot, parents, offsets, num_joints, pos, world):  # pragma: no cover - jitted
+    """pos[f, p] and world[f, p] for every frame f and point p (joints, then sites).
+
+    ``offsets`` has shape (1, P, 3) (the skeleton's) or (F, P, 3) (per frame).
+    """
+    n_frames = rot.shape[0]
+    n_points = parents.shape[0]
+    per_frame = offsets.shape[0] > 1
+    for f in range(n_frames):
+        fo = f if per_frame else 0
+        for c in range(3):
+            pos[f, 0, c] = root[f, c]
+        for c in range(4):
+            world[f, 0, c] = rot[f, 0, c]
+        for p in range(1, n_points):
+            a = parents[p]
+            w = world[f, a, 0]
+            x = world[f, a, 1]
+            y = world[f, a, 2]
+            z = world[f, a, 3]
+            vx = offsets[fo, p, 0]
+            vy = offsets[fo, p, 1]
+            vz = offsets[fo, p, 2]
+            # R(q) v = v + w t + u × t with t = 2 u × v
+            tx = 2.0 * (y * vz - z * vy)
+            ty = 2.0 * (z * vx - x * vz)
+            tz = 2.0 * (x * vy - y * vx)
+            pos[f, p, 0] = pos[f, a, 0] + vx + w * tx + (y * tz - z * ty)
+            pos[f, p, 1] = pos[f, a, 1] + vy + w * ty + (z * tx - x * tz)
+            pos[f, p, 2] = pos[f, a, 2] + vz + w * tz + (x * ty - y * tx)
+            if p < num_joints:
+                bw = rot[f, p, 0]
+                bx = rot[f, p, 1]
+                by = rot[f, p, 2]
+                bz = rot[f, p, 3]
+                world[f, p, 0] = w * bw - x * bx - y * by - z * bz
+                world[f, p, 1] = w * bx + x * bw + y * bz - z * by
+                world[f, p, 2] = w * by - x * bz + y * bw + z * bx
+                world[f, p, 3] = w * bz + x * by - y * bx + z * bw
+            else:
+                world[f, p, 0] = w
+                world[f, p, 1] = x
+                world[f, p, 2] = y
+                world[f, p, 3] = z
+
+
+def forward_kinematics(
+    skeleton: Skeleton,
+    root_position: ArrayLike,
+    rotations: ArrayLike,
+    translations: ArrayLike | None = None,
+) -> tuple[Array, Array]:
+    """World positions and rotations of every joint and end site.
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+    root_position : array_like, shape (..., 3)
+        World position of the root.
+    rotations : array_like, shape (..., J, 4)
+        Local rotations (unit quaternions, w x y z).
+    translations : array_like, shape (..., J, 3), optional
+        Per-pose local offsets replacing ``skeleton.offsets`` (animated joint
+        translations; see :class:`retarget.motion.Motion`).
+
+    Returns
+    -------
+    positions : ndarray, shape (..., J + S, 3)
+        World positions of the points (joints, then sites), in ``skeleton.unit``.
+    world_rotations : ndarray, shape (..., J + S, 4)
+        World rotations of the points' frames (a site has its parent's).
+    """
+    rot = np.asarray(rotations, dtype=np.float64)
+    n_joints = skeleton.num_joints
+    if rot.shape[-2:] != (n_joints, 4):
+        raise ValueError(f"Expected `rotations` of shape (..., {n_joints}, 4), got {rot.shape}")
+    root = np.asarray(root_position, dtype=np.float64)
+    batch = np.broadcast_shapes(rot.shape[:-2], root.shape[:-1])
+    rot = np.ascontiguousarray(np.broadcast_to(rot, (*batch, n_joints, 4))).reshape(-1, n_joints, 4)
+    root = np.ascontiguousarray(np.broadcast_to(root, (*batch, 3))).reshape(-1, 3)
+    n = rot.shape[0]
+    if translations is None:
+        offsets = skeleton.point_offsets[None]
+    else:
+        t = np.broadcast_to(np.asarray(translations, np.float64), (*batch, n_joints, 3)).reshape(n, n_joints, 3)
+        offsets = np.concatenate(
+            [t, np.broadcast_to(skeleton.site_offsets, (n, skeleton.num_sites, 3))], axis=1
+        )
+    offsets = np.ascontiguousarray(offsets)
+    n_points = skeleton.num_points
+    pos = np.empty((n, n_points, 3))
+    world = np.empty((n, n_points, 4))
+    _fk_kernel(root, rot, np.ascontiguousarray(skeleton.point_parents), offsets, n_joints, pos, world)
+    return pos.reshape(*batch, n_points, 3), world.reshape(*batch, n_points, 4)
+
+
+def positions(motion: Motion) -> Array:
+    """World positions of every joint and end site of a motion, shape (F, J + S, 3)."""
+    return forward_kinematics(
+        motion.skeleton, motion.root_position, motion.rotations, motion.translations
+    )[0]
+
+
+def _skew(v: Array) -> Array:
+    """Cross-product matrices, shape (..., 3, 3), with ``skew(a) @ b == a × b``."""
+    z = np.zeros(v.shape[:-1])
+    x, y, w = v[..., 0], v[..., 1], v[..., 2]
+    return np.stack([z, -w, y, w, z, -x, -y, x, z], axis=-1).reshape(*v.shape[:-1], 3, 3)
+
+
+def _ancestors(skeleton: Skeleton, points: NDArray[np.intp]) -> NDArray[np.bool_]:
+    """mask[k, j]: joint j is ``points[k]`` or one of its ancestors, shape (K, J)."""
+    mask = np.zeros((len(points), skeleton.num_joints), dtype=bool)
+    parents = skeleton.point_parents
+    for k, p in enumerate(points):
+        p = int(p)
+        while p >= 0:
+            if p < skeleton.num_joints:
+                mask[k, p] = True
+            p = int(parents[p])
+    return mask
+
+
+def jacobian(
+    skeleton: Skeleton,
+    root_position: ArrayLike,
+    rotations: ArrayLike,
+    effectors: ArrayLike,
+    *,
+    orientation: bool = False,
+    translations: ArrayLike | None = None,
+) -> Array:
+    """Jacobian of end-effector positions (and orientations) in the tangent space.
+
+    For joint ``j`` with world rotation ``R_j`` at ``p_j`` and effector ``e``,
+    a local increment ``v_j`` turns the world frame by ``ω = R_j v_j`` about
+    ``p_j``, so
+
+    .. math:: ∂p_e/∂v_j = [p_j - p_e]_× R_j,\\quad ∂ω_e/∂v_j = R_j,\\quad ∂p_e/∂v_{root} = I
+
+    for every joint ``j`` on the path from the root to ``e`` (zero elsewhere).
+    The orientation rows are the world-frame rotation vector of the effector's
+    frame (``W_e(x) ≈ exp(ω) W_e``).
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+    root_position : array_like, shape (..., 3)
+    rotations : array_like, shape (..., J, 4)
+    effectors : array_like of int, shape (K,)
+        Point indices (joints or sites), e.g. from ``skeleton.indices([...])``.
+    orientation : bool
+        Also return orientation rows.
+    translations : array_like, shape (..., J, 3), optional
+
+    Returns
+    -------
+    ndarray, shape (..., 3K, 3 + 3J) or (..., 6K, 3 + 3J)
+        Rows ``3k:3k+3`` are effector ``k``'s position; with ``orientation``,
+        rows ``3K + 3k : 3K + 3k + 3`` its orientation.
+    """
+    eff = np.atleast_1d(np.asarray(effectors, dtype=np.intp))
+    pos, world = forward_kinematics(skeleton, root_position, rotations, translations)
+    n_joints = skeleton.num_joints
+    mask = _ancestors(skeleton, eff)  # (K, J)
+    r_joint = quat.matrix_from_quat(world[..., :n_joints, :])  # (..., J, 3, 3)
+    lever = pos[..., None, :n_joints, :] - pos[..., eff, None, :]  # (..., K, J, 3): p_j - p_e
+    blocks = _skew(lever) @ r_joint[..., None, :, :, :]  # (..., K, J, 3, 3)
+    blocks = blocks * mask[..., None, None]
+    batch = pos.shape[:-2]
+    k = len(eff)
+    # (..., K, J, 3, 3) -> (..., K, 3, J, 3) -> (..., 3K, 3J)
+    j_rot = np.moveaxis(blocks, -2, -3).reshape(*batch, 3 * k, 3 * n_joints)
+    j_root = np.broadcast_to(np.tile(np.eye(3), (k, 1)), (*batch, 3 * k, 3))
+    jac = np.concatenate([j_root, j_rot], axis=-1)
+    if orientation:
+        o_blocks = np.broadcast_to(r_joint[..., None, :, :, :], blocks.shape) * mask[..., None, None]
+        o_rot = np.moveaxis(o_blocks, -2, -3).reshape(*batch, 3 * k, 3 * n_joints)
+        o_root = np.zeros((*batch, 3 * k, 3))
+        jac = np.concatenate([jac, np.concatenate([o_root, o_rot], axis=-1)], axis=-2)
+    assert jac.shape[-1] == tangent_size(n_joints)
+    return jac
+
+
+def center_of_mass(
+    positions: ArrayLike,
+    masses: ArrayLike,
+    starts: ArrayLike,
+    ends: ArrayLike,
+    fractions: ArrayLike,
+) -> Array:
+    """Centre of mass of segments lying along bones.
+
+    Segment ``k`` has mass ``masses[k]`` concentrated at
+    ``p[starts[k]] + fractions[k] · (p[ends[k]] - p[starts[k]])``.
+
+    Parameters
+    ----------
+    positions : array_like, shape (..., P, 3)
+        World positions of the points (from :func:`forward_kinematics`).
+    masses : array_like, shape (K,)
+        Segment masses (any unit; only ratios matter).
+    starts, ends : array_like of int, shape (K,)
+        Point indices of each segment's proximal and distal ends.
+    fractions : array_like, shape (K,)
+        Position of each segment's centre along it, 0 at the start, 1 at the end.
+
+    Returns
+    -------
+    ndarray, shape (..., 3)
+    """
+    p = np.asarray(positions, dtype=np.float64)
+    m = np.asarray(masses, dtype=np.float64)
+    f = np.asarray(fractions, dtype=np.float64)[:, None]
+    starts = np.asarray(starts, dtype=np.intp)
+    ends = np.asarray(ends, dtype=np.intp)
+    if not (m.shape == f.shape[:1] == starts.shape == ends.shape):
+        raise ValueError("masses, starts, ends and fractions must have one length K")
+    if m.sum() <= 0:
+        raise ValueError("Expected a positive total mass")
+    centres = (1.0 - f) * p[..., starts, :] + f * p[..., ends, :]  # (..., K, 3)
+    return np.einsum("k,...kc->...c", m, centres) / m.sum()

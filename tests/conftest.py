@@ -1,0 +1,50 @@
+"""Shared fixtures: the real captured clips of RETARGET_DATA.
+
+Tests that need the clips take the ``data_dir`` fixture. When the folder is
+missing they are skipped locally with the reason shown, and fail under CI
+(``CI=true``), so a missing data set can never pass silently.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+CLIPS = ("lafan_walk.bvh", "mocapbank.bvh", "vicon.asf", "vicon.amc")
+
+
+def _data_dir() -> Path | None:
+    env = os.environ.get("RETARGET_DATA")
+    candidates = [Path(env)] if env else []
+    candidates.append(Path(__file__).resolve().parents[1].parent / "shared" / "data")
+    for c in candidates:
+        if all((c / f).is_file() for f in CLIPS):
+            return c
+    return None
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    found = _data_dir()
+    if found is None:
+        msg = f"real clips {CLIPS} not found (set RETARGET_DATA to their folder)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return found
+
+
+@pytest.fixture(scope="session")
+def lafan(data_dir):
+    from retarget.io import read_bvh
+
+    return read_bvh(data_dir / "lafan_walk.bvh")
+
+
+@pytest.fixture(scope="session")
+def mocapbank(data_dir):
+    from retarget.io import read_bvh
+
+    return read_bvh(data_dir / "mocapbank.bvh")
