@@ -16,9 +16,13 @@ def tree_skeleton():
     parents = [-1, 0, 1, 0, 3, 4]
     rng = np.random.default_rng(7)
     return Skeleton(
-        names, parents, rng.normal(size=(6, 3)),
-        site_names=("b_tip", "e_tip"), site_parents=[2, 5], site_offsets=rng.normal(size=(2, 3)),
-    )  # fmt: skip
+        names,
+        parents,
+        rng.normal(size=(6, 3)),
+        site_names=("b_tip", "e_tip"),
+        site_parents=[2, 5],
+        site_offsets=rng.normal(size=(2, 3)),
+    )
 
 
 def reference_fk(sk, root, rot):
@@ -72,7 +76,7 @@ def test_jacobian_matches_finite_differences(orientation):
     jac = jacobian(sk, root, rot, eff, orientation=orientation)
     n = tangent_size(6)
     assert jac.shape == ((6 if orientation else 3) * 4, n)
-    pos0, world0 = forward_kinematics(sk, root, rot)
+    _, world0 = forward_kinematics(sk, root, rot)
     h = 1e-6
     fd = np.zeros_like(jac)
     for k in range(n):
@@ -87,7 +91,7 @@ def test_jacobian_matches_finite_differences(orientation):
             # world-frame rotation vector of the change: log(W(x) W0⁻¹)
             d1 = quat.log(quat.multiply(w1[eff], quat.conjugate(world0[eff])))
             d2 = quat.log(quat.multiply(w2[eff], quat.conjugate(world0[eff])))
-            fd[3 * len(eff):, k] = ((d1 - d2) / (2 * h)).ravel()
+            fd[3 * len(eff) :, k] = ((d1 - d2) / (2 * h)).ravel()
     np.testing.assert_allclose(jac, fd, atol=1e-7)
 
 
@@ -96,7 +100,9 @@ def test_jacobian_batched_equals_per_frame(lafan):
     eff = m.skeleton.indices(["LeftToe_end", "RightHand", "Head"])
     jac = jacobian(m.skeleton, m.root_position, m.rotations, eff, orientation=True)
     assert jac.shape == (4, 18, tangent_size(m.skeleton.num_joints))
-    np.testing.assert_allclose(jac[2], jacobian(m.skeleton, m.root_position[2], m.rotations[2], eff, orientation=True))
+    np.testing.assert_allclose(
+        jac[2], jacobian(m.skeleton, m.root_position[2], m.rotations[2], eff, orientation=True)
+    )
 
 
 def test_center_of_mass():
@@ -116,7 +122,9 @@ def test_positions_of_a_motion(mocapbank):
     # bone lengths are kept in every frame
     sk = mocapbank.skeleton
     lengths = np.linalg.norm(pos[:, 1:] - pos[:, sk.point_parents[1:]], axis=-1)
-    np.testing.assert_allclose(lengths, np.broadcast_to(sk.bone_lengths()[1:], lengths.shape), atol=1e-9)
+    np.testing.assert_allclose(
+        lengths, np.broadcast_to(sk.bone_lengths()[1:], lengths.shape), atol=1e-9
+    )
 
 
 def test_motion_with_translations_round_trips_through_fk():
@@ -125,4 +133,6 @@ def test_motion_with_translations_round_trips_through_fk():
     trans = np.broadcast_to(sk.offsets, (5, 6, 3)).copy()
     trans[:, 2] += rng.normal(size=(5, 3))
     m = Motion(sk, np.zeros((5, 3)), quat.identity((5, 6)), 30, translations=trans)
-    np.testing.assert_allclose(positions(m)[:, 2], positions(m.replace(translations=None))[:, 1] + trans[:, 2])
+    np.testing.assert_allclose(
+        positions(m)[:, 2], positions(m.replace(translations=None))[:, 1] + trans[:, 2]
+    )

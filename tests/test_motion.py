@@ -61,7 +61,7 @@ def test_oplus_ominus_on_single_poses_and_batches():
     x = rng.normal(scale=0.3, size=(10, tangent_size(4)))
     root, rot = oplus(m.root_position, m.rotations, x)
     np.testing.assert_allclose(ominus(root, rot, m.root_position, m.rotations), x, atol=1e-12)
-    r1, q1 = oplus(m.root_position[3], m.rotations[3], x[3])
+    _, q1 = oplus(m.root_position[3], m.rotations[3], x[3])
     np.testing.assert_allclose(q1, rot[3])
     with pytest.raises(ValueError, match="tangent"):
         oplus(m.root_position, m.rotations, np.zeros((10, 5)))

@@ -36,7 +36,9 @@ def same_rotation(a, b, atol=1e-12):
 def test_group_axioms(q):
     a, b, c = q
     e = quat.identity()
-    np.testing.assert_allclose(quat.multiply(quat.multiply(a, b), c), quat.multiply(a, quat.multiply(b, c)), atol=1e-12)
+    np.testing.assert_allclose(
+        quat.multiply(quat.multiply(a, b), c), quat.multiply(a, quat.multiply(b, c)), atol=1e-12
+    )
     np.testing.assert_allclose(quat.multiply(a, e), a, atol=1e-15)
     np.testing.assert_allclose(quat.multiply(e, a), a, atol=1e-15)
     assert same_rotation(quat.multiply(a, quat.inverse(a)), e)
@@ -68,17 +70,23 @@ def test_exp_log_round_trip_and_scipy(v):
     assert np.all(np.linalg.norm(v, axis=-1) < np.pi)
     q = quat.exp(v)
     np.testing.assert_allclose(np.linalg.norm(q, axis=-1), 1.0, atol=1e-15)
-    np.testing.assert_allclose(quat.matrix_from_quat(q), Rotation.from_rotvec(v).as_matrix(), atol=1e-12)
+    np.testing.assert_allclose(
+        quat.matrix_from_quat(q), Rotation.from_rotvec(v).as_matrix(), atol=1e-12
+    )
     # log inverts exp on the shortest arc (|v| < π here)
     np.testing.assert_allclose(quat.log(q), v, atol=1e-12)
 
 
-@pytest.mark.parametrize("angle", [0.0, 1e-300, 1e-12, 1e-8, 1e-5, 1e-4, 2e-4, 0.5, np.pi - 1e-6, np.pi - 1e-12, np.pi])
+@pytest.mark.parametrize(
+    "angle", [0.0, 1e-300, 1e-12, 1e-8, 1e-5, 1e-4, 2e-4, 0.5, np.pi - 1e-6, np.pi - 1e-12, np.pi]
+)
 def test_exp_log_near_zero_and_pi(angle):
     axis = np.array([1.0, -2.0, 0.5]) / np.linalg.norm([1.0, -2.0, 0.5])
     v = angle * axis
     q = quat.exp(v)
-    np.testing.assert_allclose(quat.matrix_from_quat(q), Rotation.from_rotvec(v).as_matrix(), atol=1e-15)
+    np.testing.assert_allclose(
+        quat.matrix_from_quat(q), Rotation.from_rotvec(v).as_matrix(), atol=1e-15
+    )
     back = quat.log(q)
     if angle < np.pi - 1e-9:
         np.testing.assert_allclose(back, v, rtol=1e-12, atol=1e-300)
@@ -170,7 +178,10 @@ def test_broadcasting_over_leading_axes():
     assert quat.euler_from_quat(ab, "ZYX").shape == (5, 7, 3)
 
 
-@given(arrays(np.float64, (6, 3), elements=st.floats(-1, 1)), arrays(np.float64, (6, 3), elements=st.floats(-1, 1)))
+@given(
+    arrays(np.float64, (6, 3), elements=st.floats(-1, 1)),
+    arrays(np.float64, (6, 3), elements=st.floats(-1, 1)),
+)
 @settings(max_examples=50)
 def test_quat_between(u, v):
     ok = (np.linalg.norm(u, axis=-1) > 1e-3) & (np.linalg.norm(v, axis=-1) > 1e-3)

@@ -118,7 +118,9 @@ def forward_kinematics(
     if translations is None:
         offsets = skeleton.point_offsets[None]
     else:
-        t = np.broadcast_to(np.asarray(translations, np.float64), (*batch, n_joints, 3)).reshape(n, n_joints, 3)
+        t = np.broadcast_to(np.asarray(translations, np.float64), (*batch, n_joints, 3)).reshape(
+            n, n_joints, 3
+        )
         offsets = np.concatenate(
             [t, np.broadcast_to(skeleton.site_offsets, (n, skeleton.num_sites, 3))], axis=1
         )
@@ -126,7 +128,9 @@ def forward_kinematics(
     n_points = skeleton.num_points
     pos = np.empty((n, n_points, 3))
     world = np.empty((n, n_points, 4))
-    _fk_kernel(root, rot, np.ascontiguousarray(skeleton.point_parents), offsets, n_joints, pos, world)
+    _fk_kernel(
+        root, rot, np.ascontiguousarray(skeleton.point_parents), offsets, n_joints, pos, world
+    )
     return pos.reshape(*batch, n_points, 3), world.reshape(*batch, n_points, 4)
 
 
@@ -210,7 +214,9 @@ def jacobian(
     j_root = np.broadcast_to(np.tile(np.eye(3), (k, 1)), (*batch, 3 * k, 3))
     jac = np.concatenate([j_root, j_rot], axis=-1)
     if orientation:
-        o_blocks = np.broadcast_to(r_joint[..., None, :, :, :], blocks.shape) * mask[..., None, None]
+        o_blocks = (
+            np.broadcast_to(r_joint[..., None, :, :, :], blocks.shape) * mask[..., None, None]
+        )
         o_rot = np.moveaxis(o_blocks, -2, -3).reshape(*batch, 3 * k, 3 * n_joints)
         o_root = np.zeros((*batch, 3 * k, 3))
         jac = np.concatenate([jac, np.concatenate([o_root, o_rot], axis=-1)], axis=-2)

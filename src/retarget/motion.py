@@ -179,14 +179,18 @@ class Motion:
         rotations = rotations * scale[..., None]  # a fresh array nobody else holds
         rotations.setflags(write=False)
         object.__setattr__(self, "rotations", rotations)
-        object.__setattr__(self, "root_position", _readonly(self.root_position, (n, 3), "root_position"))
+        object.__setattr__(
+            self, "root_position", _readonly(self.root_position, (n, 3), "root_position")
+        )
         fps = float(self.fps)
         if not (np.isfinite(fps) and fps > 0):
             raise ValueError(f"Expected fps > 0, got {self.fps}")
         object.__setattr__(self, "fps", fps)
         if self.translations is not None:
             shape = (n, self.skeleton.num_joints, 3)
-            object.__setattr__(self, "translations", _readonly(self.translations, shape, "translations"))
+            object.__setattr__(
+                self, "translations", _readonly(self.translations, shape, "translations")
+            )
 
     # -- sizes --------------------------------------------------------------------------
     @property
@@ -254,20 +258,29 @@ class Motion:
         root = (1 - a) * self.root_position[i0] + a * self.root_position[i1]
         trans = None
         if self.translations is not None:
-            trans = (1 - a[..., None]) * self.translations[i0] + a[..., None] * self.translations[i1]
+            trans = (1 - a[..., None]) * self.translations[i0] + a[..., None] * self.translations[
+                i1
+            ]
         return Motion(self.skeleton, root, rotations, fps, trans)
 
     # -- displacement maps (Lee & Shin 1999, eq. 1) ---------------------------------------
     def displace(self, d: ArrayLike) -> Motion:
         """``self ⊕ d`` for a displacement map ``d`` of shape (F, 3 + 3J) (or (3 + 3J,))."""
         root, rot = oplus(self.root_position, self.rotations, d)
-        return self.replace(root_position=np.broadcast_to(root, self.root_position.shape), rotations=rot)
+        return self.replace(
+            root_position=np.broadcast_to(root, self.root_position.shape), rotations=rot
+        )
 
     def displacement(self, reference: Motion) -> Array:
         """``self ⊖ reference``: the map ``d`` (F, 3 + 3J) with ``reference ⊕ d == self``."""
-        if reference.num_frames != self.num_frames or reference.skeleton.num_joints != self.skeleton.num_joints:
+        if (
+            reference.num_frames != self.num_frames
+            or reference.skeleton.num_joints != self.skeleton.num_joints
+        ):
             raise ValueError("Displacement needs motions of equal frame and joint counts")
-        return ominus(self.root_position, self.rotations, reference.root_position, reference.rotations)
+        return ominus(
+            self.root_position, self.rotations, reference.root_position, reference.rotations
+        )
 
     def __repr__(self) -> str:
         return (
@@ -288,15 +301,22 @@ def concatenate(motions: Sequence[Motion]) -> Motion:
         ):
             raise ValueError("Concatenated motions must share one skeleton")
         if not np.isclose(m.fps, first.fps):
-            raise ValueError(f"Concatenated motions must share one fps, got {first.fps} and {m.fps}")
+            raise ValueError(
+                f"Concatenated motions must share one fps, got {first.fps} and {m.fps}"
+            )
     has_t = [m.translations is not None for m in motions]
     trans = None
     if any(has_t):
         trans = np.concatenate(
-            [m.translations if m.translations is not None
-             else np.broadcast_to(first.skeleton.offsets, (m.num_frames, *first.skeleton.offsets.shape))
-             for m in motions]
-        )  # fmt: skip
+            [
+                m.translations
+                if m.translations is not None
+                else np.broadcast_to(
+                    first.skeleton.offsets, (m.num_frames, *first.skeleton.offsets.shape)
+                )
+                for m in motions
+            ]
+        )
     return Motion(
         first.skeleton,
         np.concatenate([m.root_position for m in motions]),

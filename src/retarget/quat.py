@@ -338,9 +338,11 @@ def _axis_quat(axis: int, angles: Array) -> Array:
 
 def _check_order(order: str, max_len: int = 3) -> str:
     order = order.upper()
-    if not 1 <= len(order) <= max_len or any(c not in _AXES for c in order) or len(
-        set(order)
-    ) != len(order):
+    if (
+        not 1 <= len(order) <= max_len
+        or any(c not in _AXES for c in order)
+        or len(set(order)) != len(order)
+    ):
         raise ValueError(
             f"Expected an Euler order of distinct axes from 'XYZ' (such as 'ZYX'), got {order!r}"
         )

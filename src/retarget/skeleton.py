@@ -30,15 +30,22 @@ from .errors import UnknownJointError
 __all__ = ["CHANNEL_NAMES", "Skeleton"]
 
 CHANNEL_NAMES = (
-    "Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation",
-)  # fmt: skip
+    "Xposition",
+    "Yposition",
+    "Zposition",
+    "Xrotation",
+    "Yrotation",
+    "Zrotation",
+)
 ROOT_CHANNELS = ("Xposition", "Yposition", "Zposition", "Zrotation", "Yrotation", "Xrotation")
 JOINT_CHANNELS = ("Zrotation", "Yrotation", "Xrotation")
 
 
 def _frozen(a: ArrayLike, dtype: type, shape: tuple[int | None, ...], name: str) -> NDArray:
     arr = np.array(a, dtype=dtype)  # always a copy
-    if arr.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, arr.shape)):
+    if arr.ndim != len(shape) or any(
+        s is not None and s != n for s, n in zip(shape, arr.shape, strict=False)
+    ):
         want = ", ".join("n" if s is None else str(s) for s in shape)
         raise ValueError(f"Expected `{name}` to have shape ({want}), got {arr.shape}")
     arr.setflags(write=False)
@@ -92,8 +99,10 @@ class Skeleton:
         if n_joints == 0:
             raise ValueError("A skeleton needs at least one joint")
         parents = _frozen(self.parents, np.intp, (n_joints,), "parents")
-        if parents[0] != -1 or np.any(parents[1:] < 0) or np.any(
-            parents[1:] >= np.arange(1, n_joints)
+        if (
+            parents[0] != -1
+            or np.any(parents[1:] < 0)
+            or np.any(parents[1:] >= np.arange(1, n_joints))
         ):
             raise ValueError("Expected parents[0] == -1 and 0 <= parents[j] < j for j > 0")
         offsets = _frozen(self.offsets, np.float64, (n_joints, 3), "offsets")
@@ -103,7 +112,7 @@ class Skeleton:
         )
         if len(channels) != n_joints:
             raise ValueError(f"Expected {n_joints} channel layouts, got {len(channels)}")
-        for name, chans in zip(names, channels):
+        for name, chans in zip(names, channels, strict=True):
             if any(c not in CHANNEL_NAMES for c in chans) or len(set(chans)) != len(chans):
                 raise ValueError(
                     f"Joint {name!r}: channels must be distinct names from {CHANNEL_NAMES}, "
@@ -132,11 +141,17 @@ class Skeleton:
         if np.any(limits[..., 0] > limits[..., 1]):
             raise ValueError("Expected lower limits <= upper limits")
         for key, value in [
-            ("names", names), ("parents", parents), ("offsets", offsets),
-            ("channels", channels), ("site_names", site_names),
-            ("site_parents", site_parents), ("site_offsets", site_offsets),
-            ("axes", axes), ("limits", limits), ("unit", str(self.unit)),
-        ]:  # fmt: skip
+            ("names", names),
+            ("parents", parents),
+            ("offsets", offsets),
+            ("channels", channels),
+            ("site_names", site_names),
+            ("site_parents", site_parents),
+            ("site_offsets", site_offsets),
+            ("axes", axes),
+            ("limits", limits),
+            ("unit", str(self.unit)),
+        ]:
             object.__setattr__(self, key, value)
 
     # -- sizes and points ---------------------------------------------------------

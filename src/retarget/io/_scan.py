@@ -37,8 +37,15 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["TOKEN_BAD", "TOKEN_END", "TOKEN_SLOW", "euler_deg_to_quat", "parse_floats",
-           "scan_channels", "sincos_half_deg"]  # fmt: skip
+__all__ = [
+    "TOKEN_BAD",
+    "TOKEN_END",
+    "TOKEN_SLOW",
+    "euler_deg_to_quat",
+    "parse_floats",
+    "scan_channels",
+    "sincos_half_deg",
+]
 
 POW10 = np.array([10.0**k for k in range(23)])
 TOKEN_END, TOKEN_SLOW, TOKEN_BAD = 0, 2, 3  # how a scan stopped
@@ -64,10 +71,19 @@ def _sincos_half(theta, s_out, c_out):  # pragma: no cover - jitted
         k = math.floor(phi * (1.0 / 90.0) + 0.5)  # nearest quarter turn
         x = (phi - 90.0 * k) * _DEG  # exact reduction in degrees, |x| <= π/4
         x2 = x * x
-        s = x * (_S0 + x2 * (_S1 + x2 * (_S2 + x2 * (_S3 + x2 * (_S4 + x2 * (
-            _S5 + x2 * (_S6 + x2 * (_S7 + x2 * _S8))))))))
-        c = _C0 + x2 * (_C1 + x2 * (_C2 + x2 * (_C3 + x2 * (_C4 + x2 * (
-            _C5 + x2 * (_C6 + x2 * (_C7 + x2 * _C8)))))))
+        s = x * (
+            _S0
+            + x2
+            * (
+                _S1
+                + x2
+                * (_S2 + x2 * (_S3 + x2 * (_S4 + x2 * (_S5 + x2 * (_S6 + x2 * (_S7 + x2 * _S8))))))
+            )
+        )
+        c = _C0 + x2 * (
+            _C1
+            + x2 * (_C2 + x2 * (_C3 + x2 * (_C4 + x2 * (_C5 + x2 * (_C6 + x2 * (_C7 + x2 * _C8))))))
+        )
         m = k - 4.0 * math.floor(k * 0.25)  # quadrant 0..3
         swap = (m == 1.0) | (m == 3.0)
         ss = c if swap else s
@@ -76,7 +92,9 @@ def _sincos_half(theta, s_out, c_out):  # pragma: no cover - jitted
         c_out[i] = -cc if (m == 1.0) | (m == 2.0) else cc
 
 
-def sincos_half_deg(theta_deg: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def sincos_half_deg(
+    theta_deg: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``sin(θ/2)`` and ``cos(θ/2)`` of finite angles in degrees, same shape as the input."""
     theta = np.ascontiguousarray(theta_deg, dtype=np.float64)
     s = np.empty_like(theta)
@@ -132,7 +150,7 @@ def _plan(columns: list[list[int]], orders: list[str]) -> tuple[NDArray[np.intp]
     cols = np.zeros((n_joints, 3), dtype=np.intp)
     axes = np.zeros((n_joints, 3), dtype=np.intp)
     counts = np.zeros(n_joints, dtype=np.intp)
-    for j, (cs, order) in enumerate(zip(columns, orders)):
+    for j, (cs, order) in enumerate(zip(columns, orders, strict=True)):
         counts[j] = len(cs)
         cols[j, : len(cs)] = cs
         axes[j, : len(cs)] = ["XYZ".index(a) for a in order]
@@ -169,7 +187,9 @@ def euler_deg_to_quat(
 
 
 @numba.njit(cache=True, nogil=True)
-def _scan_kernel(buf, out, slow, frame0, targets, cols, axes, counts, root, trans, rot, pow10):  # pragma: no cover
+def _scan_kernel(  # pragma: no cover - jitted
+    buf, out, slow, frame0, targets, cols, axes, counts, root, trans, rot, pow10
+):
     """Parse the decimals of ``buf``.
 
     Generic mode (``targets`` empty): value k goes to ``out[k]`` while room
@@ -325,9 +345,8 @@ def _in_halves(view: memoryview, start: int, frame_size: int, scan):
         # lines ending at or before the newline at `cut`
         first_token = count_lines(np.frombuffer(view[start : cut + 1], dtype=np.uint8)) * frame_size
         result: list = []
-        worker = threading.Thread(
-            target=lambda: result.append(scan(np.frombuffer(view[cut:], dtype=np.uint8), first_token))
-        )
+        second = np.frombuffer(view[cut:], dtype=np.uint8)
+        worker = threading.Thread(target=lambda: result.append(scan(second, first_token)))
         worker.start()
         count1, kind1, off1 = scan(np.frombuffer(view[start:cut], dtype=np.uint8), 0)
         worker.join()
@@ -345,7 +364,9 @@ _NO_PLAN = np.zeros((0, 3), dtype=np.intp)
 _NO_POSES = (np.zeros((0, 3)), np.zeros((1, 1, 3)), np.zeros((0, 0, 4)))
 
 
-def parse_floats(data: bytes | memoryview, capacity: int, start: int = 0) -> tuple[NDArray[np.float64], int, int]:
+def parse_floats(
+    data: bytes | memoryview, capacity: int, start: int = 0
+) -> tuple[NDArray[np.float64], int, int]:
     """Parse decimal numbers separated by whitespace, from byte ``start`` to the end.
 
     Parameters
@@ -377,12 +398,13 @@ def parse_floats(data: bytes | memoryview, capacity: int, start: int = 0) -> tup
     out = np.empty(capacity)
 
     def scan(buf: NDArray[np.uint8], first: int):
-        dest = out[min(first, capacity):]
+        dest = out[min(first, capacity) :]
+        generic = (_NO_TARGETS, _NO_PLAN, _NO_PLAN, _NO_TARGETS, *_NO_POSES, POW10)
         slow = np.empty((1024, 2), dtype=np.int64)
-        res = _scan_kernel(buf, dest, slow, 0, _NO_TARGETS, _NO_PLAN, _NO_PLAN, _NO_TARGETS, *_NO_POSES, POW10)
+        res = _scan_kernel(buf, dest, slow, 0, *generic)
         if res[3] > len(slow):  # more slow tokens than recorded: again with room for all
             slow = np.empty((res[3], 2), dtype=np.int64)
-            res = _scan_kernel(buf, dest, slow, 0, _NO_TARGETS, _NO_PLAN, _NO_PLAN, _NO_TARGETS, *_NO_POSES, POW10)
+            res = _scan_kernel(buf, dest, slow, 0, *generic)
         count, kind, off, n_slow = res
         for offset, index in slow[:n_slow]:
             if index >= len(dest):
@@ -449,8 +471,18 @@ def scan_channels(
 
     def scan(buf: NDArray[np.uint8], first: int):
         count, kind, off, _ = _scan_kernel(
-            buf, dummy, dummy_slow, first // n_chan, targets, cols, axes, counts, root, trans,
-            rot, POW10,
+            buf,
+            dummy,
+            dummy_slow,
+            first // n_chan,
+            targets,
+            cols,
+            axes,
+            counts,
+            root,
+            trans,
+            rot,
+            POW10,
         )
         return count, kind, off
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import quat
-from ..errors import FormatError
+from ..errors import FormatError, RetargetError
 from ..motion import Motion
 from ..skeleton import CHANNEL_NAMES, Skeleton
 from ._files import atomic_write
@@ -36,6 +36,10 @@ __all__ = ["format_bvh", "parse_bvh", "read_bvh", "write_bvh"]
 
 _CHANNEL_LOOKUP = {c.lower(): c for c in CHANNEL_NAMES}
 _MOTION_RE = re.compile(rb"^[ \t]*MOTION[ \t]*\r?$", re.MULTILINE)
+# What the motion scanner accepts, for the few numbers of the header (Python's
+# float would also take "1_0", "infinity" or non-ASCII digits).
+_DECIMAL_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_COUNT_RE = re.compile(r"\+?[0-9]+")
 
 
 def read_bvh(path: str | os.PathLike, *, unit: str = "cm") -> Motion:
@@ -74,9 +78,18 @@ def read_bvh(path: str | os.PathLike, *, unit: str = "cm") -> Motion:
                 data.close()
 
 
-def _tokens(text: str, first_line: int) -> list[tuple[str, int]]:
+def _lines(text: str) -> list[str]:
+    """Lines split at "\n" only, as the data section counts them (``str.splitlines``
+    also breaks at \x0b, \x0c, \x1c-\x1e, \x85, U+2028 and shifts line numbers)."""
+    lines = text.split("\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def _tokens(lines: list[str], first_line: int) -> list[tuple[str, int]]:
     out = []
-    for k, line in enumerate(text.splitlines()):
+    for k, line in enumerate(lines):
         for tok in line.replace("{", " { ").replace("}", " } ").split():
             out.append((tok, first_line + k))
     return out
@@ -87,8 +100,8 @@ class _Parser:
 
     def __init__(self, name: str, text: str) -> None:
         self.name = name
-        self.lines = text.splitlines()
-        self.toks = _tokens(text, 1)
+        self.lines = _lines(text)
+        self.toks = _tokens(self.lines, 1)
         self.pos = 0
         self.names: list[str] = []
         self.parents: list[int] = []
@@ -119,10 +132,9 @@ class _Parser:
 
     def number(self, what: str) -> float:
         tok, line = self.take(what)
-        try:
-            value = float(tok)
-        except ValueError:
-            raise self.error(f"expected {what} (a number), found {tok!r}", line) from None
+        if not _DECIMAL_RE.fullmatch(tok):
+            raise self.error(f"expected {what} (a number), found {tok!r}", line)
+        value = float(tok)
         if not np.isfinite(value):
             raise self.error(f"expected a finite {what}, found {tok!r}", line)
         return value
@@ -148,14 +160,17 @@ class _Parser:
         tok, line = self.take("'ROOT'")
         if tok.upper() != "ROOT":
             raise self.error(f"expected 'ROOT', found {tok!r}", line)
-        self.joint(-1, line)
+        self.joints(line)
         if self.peek() is not None:
             tok, line = self.take("end")
             if tok.upper() == "ROOT":
-                raise self.error("a second ROOT: files with several skeletons are not supported", line)
+                raise self.error(
+                    "a second ROOT: files with several skeletons are not supported", line
+                )
             raise self.error(f"expected 'MOTION' after the hierarchy, found {tok!r}", line)
 
-    def joint(self, parent: int, line: int) -> None:
+    def open_joint(self, parent: int, line: int) -> int:
+        """The joint named on ``line`` up to its '{'; returns its index."""
         name = self.rest_of_line(line, "a joint name")
         if name in self.names:
             raise self.error(f"duplicate joint name {name!r}", line)
@@ -165,12 +180,27 @@ class _Parser:
         self.offsets.append(None)
         self.channels.append(None)
         self.expect("{")
-        while True:
+        return index
+
+    def joints(self, line: int) -> None:
+        """The root joint on ``line`` and everything nested in it.
+
+        Iterative (a stack of open joints), so that no nesting depth can
+        overflow Python's recursion limit.
+        """
+        stack = [self.open_joint(-1, line)]
+        while stack:
+            index = stack[-1]
+            name = self.names[index]
             tok, tline = self.take("'}', OFFSET, CHANNELS, JOINT or End Site")
             word = tok.upper()
             if word == "}":
-                break
-            if word == "OFFSET":
+                if self.offsets[index] is None:
+                    raise self.error(f"joint {name!r} has no OFFSET", tline)
+                if self.channels[index] is None:
+                    raise self.error(f"joint {name!r} has no CHANNELS line", tline)
+                stack.pop()
+            elif word == "OFFSET":
                 if self.offsets[index] is not None:
                     raise self.error(f"joint {name!r} has a second OFFSET", tline)
                 self.offsets[index] = self.vector()
@@ -179,7 +209,7 @@ class _Parser:
                     raise self.error(f"joint {name!r} has a second CHANNELS line", tline)
                 self.channels[index] = self.channel_list(tline)
             elif word == "JOINT":
-                self.joint(index, tline)
+                stack.append(self.open_joint(index, tline))
             elif word == "END":
                 self.expect("Site")
                 self.expect("{")
@@ -193,28 +223,21 @@ class _Parser:
                     f"found {tok!r}",
                     tline,
                 )
-        if self.offsets[index] is None:
-            raise self.error(f"joint {name!r} has no OFFSET", tline)
-        if self.channels[index] is None:
-            raise self.error(f"joint {name!r} has no CHANNELS line", tline)
 
     def vector(self) -> list[float]:
         return [self.number("OFFSET x"), self.number("OFFSET y"), self.number("OFFSET z")]
 
     def channel_list(self, line: int) -> tuple[str, ...]:
         tok, tline = self.take("a channel count")
-        try:
-            count = int(tok)
-        except ValueError:
-            raise self.error(f"expected a channel count after CHANNELS, found {tok!r}", tline) from None
+        if not _COUNT_RE.fullmatch(tok):
+            raise self.error(f"expected a channel count after CHANNELS, found {tok!r}", tline)
+        count = int(tok)
         if not 0 <= count <= 6:
             raise self.error(f"expected 0 to 6 channels, found {count}", tline)
         out = []
         for k in range(count):
             if self.pos >= len(self.toks) or self.toks[self.pos][1] != line:
-                raise self.error(
-                    f"CHANNELS {count} lists only {k} channel names", line
-                )
+                raise self.error(f"CHANNELS {count} lists only {k} channel names", line)
             tok, tline = self.take("a channel name")
             canon = _CHANNEL_LOOKUP.get(tok.lower())
             if canon is None:
@@ -246,7 +269,8 @@ def _site_names(parser: _Parser) -> list[str]:
 
 
 def _header_value(line: str, key: str, name: str, lineno: int) -> str:
-    m = re.match(rf"\s*{key}\s*:\s*(\S+)\s*$", line, re.IGNORECASE)
+    words = r"\s+".join(key.split())  # "Frame Time" also as "Frame\tTime"
+    m = re.match(rf"\s*{words}\s*:\s*(\S+)\s*$", line, re.IGNORECASE)
     if not m:
         raise FormatError(name, lineno, f"expected '{key}: <number>', found {line.strip()!r}")
     return m.group(1)
@@ -272,13 +296,24 @@ def parse_bvh(data: bytes | str | mmap.mmap, *, name: str = "<string>", unit: st
     """Parse BVH text (see :func:`read_bvh`)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
+    start = data[:4096].removeprefix(b"\xef\xbb\xbf")
+    first = start.split(None, 1)[0] if start.strip() else b""
+    if first.upper() != b"HIERARCHY":
+        line = start[: start.find(first)].count(b"\n") + 1 if first else 1
+        found = first[:40].decode("latin-1") if first else "an empty file"
+        raise FormatError(
+            name, line, f"expected 'HIERARCHY' at the start of the file, found {found!r}"
+        )
     match = _find_motion(data)
     if match is None:
-        last = data[:].count(b"\n") + 1
-        raise FormatError(name, last, "no MOTION section: expected a line 'MOTION' after the hierarchy")
+        raise FormatError(
+            name,
+            _last_line(data),
+            "no MOTION section: expected a line 'MOTION' after the hierarchy",
+        )
     head = data[: match.start()]
     try:
-        head_text = head.decode("utf-8")
+        head_text = head.decode("utf-8-sig")  # a byte-order mark is not part of 'HIERARCHY'
     except UnicodeDecodeError:
         head_text = head.decode("latin-1")
     parser = _Parser(name, head_text)
@@ -300,39 +335,77 @@ def parse_bvh(data: bytes | str | mmap.mmap, *, name: str = "<string>", unit: st
         if line.strip():
             header.append((line, lineno))
     frames_txt = _header_value(header[0][0], "Frames", name, header[0][1])
-    try:
-        num_frames = int(frames_txt)
-    except ValueError:
-        raise FormatError(name, header[0][1], f"expected a whole frame count, found {frames_txt!r}") from None
-    if num_frames < 0:
-        raise FormatError(name, header[0][1], f"expected a frame count >= 0, found {num_frames}")
+    if frames_txt.startswith("-") and _COUNT_RE.fullmatch(frames_txt[1:]):
+        raise FormatError(name, header[0][1], f"expected a frame count >= 0, found {frames_txt}")
+    if not _COUNT_RE.fullmatch(frames_txt):
+        raise FormatError(name, header[0][1], f"expected a whole frame count, found {frames_txt!r}")
+    num_frames = int(frames_txt)
     dt_txt = _header_value(header[1][0], "Frame Time", name, header[1][1])
-    try:
-        frame_time = float(dt_txt)
-    except ValueError:
-        raise FormatError(name, header[1][1], f"expected a frame time in seconds, found {dt_txt!r}") from None
+    if not _DECIMAL_RE.fullmatch(dt_txt):
+        raise FormatError(name, header[1][1], f"expected a frame time in seconds, found {dt_txt!r}")
+    frame_time = float(dt_txt)
     if not (np.isfinite(frame_time) and frame_time > 0):
         raise FormatError(name, header[1][1], f"expected a positive frame time, found {dt_txt!r}")
-    first_data_line = lineno + 1
     n_chan = sum(len(c) for c in parser.channels)
     expected = num_frames * n_chan
     start = min(pos, len(data))
-    layout = _Layout(parser.channels, np.array(parser.offsets, dtype=np.float64), num_frames)
+    offsets = np.array(parser.offsets, dtype=np.float64)
+    if n_chan == 0:  # nothing to scan: frames are empty lines (as format_bvh writes them)
+        lines_left = data[start:].count(b"\n") + 1  # (an mmap has no .count)
+        if num_frames > lines_left:  # also keeps 'Frames: 10**12' from allocating
+            raise FormatError(
+                name,
+                _last_line(data),
+                f"file ends early: 'Frames: {num_frames}' of 0 channels needs a line per frame, "
+                f"found {lines_left}",
+            )
+    # n values take at least 2n - 1 bytes: a frame count the data cannot hold is
+    # reported before anything is allocated for it (never a MemoryError)
+    if n_chan == 0 or expected > (len(data) - start + 1) // 2:
+        _, count, err = parse_floats(data, 0, start=start)
+        if err >= 0:
+            raise _bad_token(name, data, pos, lineno, err)
+        if count != expected:  # always so when n_chan > 0 here
+            raise _count_error(name, data[pos:], lineno, num_frames, n_chan, count)
+        layout = _Layout(parser.channels, offsets, num_frames)
+        rotations = np.tile(quat.identity(), (num_frames, len(parser.names), 1))
+        return _build_motion(parser, layout, rotations, frame_time, unit)
+    layout = _Layout(parser.channels, offsets, num_frames)
     rotations, count, kind, err = scan_channels(
-        data, start, num_frames, layout.targets, layout.columns, layout.orders,
-        layout.root, layout.trans,
+        data,
+        start,
+        num_frames,
+        layout.targets,
+        layout.columns,
+        layout.orders,
+        layout.root,
+        layout.trans,
     )
     if kind == TOKEN_SLOW:  # a value the fast path cannot take: parse all values generically
         values, count, err = parse_floats(data, expected, start=start)
         if err < 0 and count == expected:
             rotations = layout.fill(values.reshape(num_frames, n_chan))
     if err >= 0:
-        bad_line = lineno + 1 + data[pos:err].count(b"\n")
-        token = data[err:err + 64].split(None, 1)[0].decode("latin-1")
-        raise FormatError(name, bad_line, f"expected a finite number in the motion data, found {token!r}")
+        raise _bad_token(name, data, pos, lineno, err)
     if count != expected:
-        raise _count_error(name, data[pos:], first_data_line, num_frames, n_chan, count)
+        raise _count_error(name, data[pos:], lineno, num_frames, n_chan, count)
     return _build_motion(parser, layout, rotations, frame_time, unit)
+
+
+def _last_line(data: bytes | mmap.mmap) -> int:
+    """Number of the file's last line (1 for an empty file)."""
+    n = data[:].count(b"\n")  # (an mmap has no .count)
+    return max(n if data[-1:] == b"\n" else n + 1, 1)
+
+
+def _bad_token(name: str, data: bytes | mmap.mmap, pos: int, lineno: int, err: int) -> FormatError:
+    """The error for the token at byte ``err`` of the motion data (which starts at
+    byte ``pos``, the line after line ``lineno``)."""
+    bad_line = lineno + 1 + data[pos:err].count(b"\n")
+    token = data[err : err + 64].split(None, 1)[0].decode("latin-1")
+    return FormatError(
+        name, bad_line, f"expected a finite number in the motion data, found {token!r}"
+    )
 
 
 class _Layout:
@@ -377,30 +450,43 @@ class _Layout:
         return euler_deg_to_quat(values, self.columns, self.orders)
 
 
-def _count_error(name: str, body: bytes, first_line: int, frames: int, n_chan: int, count: int) -> FormatError:
-    """Explain a value count that disagrees with Frames × channels, naming a line."""
-    lines = body.split(b"\n")
-    counts = [len(ln.split()) for ln in lines]
-    data_lines = [k for k, c in enumerate(counts) if c]
-    if data_lines and all(counts[k] == n_chan for k in data_lines[:-1]) and len(data_lines) >= 1:
-        # one frame per line: point at the first line that breaks the pattern
-        for k in data_lines:
-            if counts[k] != n_chan:
-                return FormatError(
-                    name, first_line + k,
-                    f"expected {n_chan} values per frame (the hierarchy's channel count), found {counts[k]}",
-                )
-    if count < frames * n_chan:
-        last = first_line + (data_lines[-1] if data_lines else 0)
+def _count_error(
+    name: str, body: bytes, header_line: int, frames: int, n_chan: int, count: int
+) -> FormatError:
+    """Explain a value count that disagrees with Frames × channels, naming a line.
+
+    ``body`` is the motion data, whose first line follows line ``header_line``
+    (Frame Time). When most lines hold one frame each, the first line that
+    does not is named; otherwise the line where the data runs out (too few
+    values) or where the first value beyond the last frame sits (too many).
+    """
+    counts = np.array([len(ln.split()) for ln in body.split(b"\n")], dtype=np.int64)
+    data_lines = np.flatnonzero(counts)
+    if n_chan and len(data_lines) and 2 * np.count_nonzero(counts == n_chan) >= len(data_lines):
+        # one frame per line, as files are written: point at the line that breaks it
+        odd = data_lines[counts[data_lines] != n_chan]
+        if len(odd):
+            return FormatError(
+                name,
+                header_line + 1 + int(odd[0]),
+                f"expected {n_chan} values per frame (the hierarchy's channel count), "
+                f"found {counts[odd[0]]}",
+            )
+    expected = frames * n_chan
+    if count < expected:
+        last = header_line + 1 + int(data_lines[-1]) if len(data_lines) else header_line
         return FormatError(
-            name, last,
-            f"file ends early: 'Frames: {frames}' × {n_chan} channels needs {frames * n_chan} values, "
+            name,
+            last,
+            f"file ends early: 'Frames: {frames}' × {n_chan} channels needs {expected} values, "
             f"found {count} ({count / n_chan:.6g} frames)",
         )
-    extra_line = first_line + (data_lines[-1] if data_lines else 0)
+    # the line holding value number `expected` (0-based), the first one too many
+    extra = int(np.searchsorted(np.cumsum(counts), expected, side="right"))
     return FormatError(
-        name, extra_line,
-        f"more motion data than 'Frames: {frames}' × {n_chan} channels = {frames * n_chan} values: "
+        name,
+        header_line + 1 + extra,
+        f"more motion data than 'Frames: {frames}' × {n_chan} channels = {expected} values: "
         f"found {count}",
     )
 
@@ -445,35 +531,66 @@ def _fmt(x: float) -> str:
 
 
 def _written_channels(motion: Motion) -> tuple[tuple[str, ...], ...]:
-    """Channel layout to write: the skeleton's, widened to three rotation channels
-    where its own channels cannot express the motion's rotations (ASF axes, or
-    partial channels that the motion turns about other axes)."""
+    """Channel layout to write: the skeleton's, widened where its own channels
+    cannot express the motion: three rotation channels ``Zrotation Yrotation
+    Xrotation`` for ASF axes or partial channels that the motion turns about
+    other axes; one or two rotation channels completed to three (zero angles)
+    for importers that read only three; three position channels where the root
+    moves, or a joint's translation changes, along an axis without a position
+    channel (the reader would put the OFFSET there)."""
     sk = motion.skeleton
     out = []
     for j, chans in enumerate(sk.channels):
+        positions = tuple(c for c in chans if c.endswith("position"))
+        rotations = tuple(c for c in chans if c.endswith("rotation"))
+        if len(positions) < 3:
+            moving = (
+                motion.root_position
+                if j == 0
+                else (None if motion.translations is None else motion.translations[:, j])
+            )
+            free = [axis for axis in range(3) if "XYZ"[axis] + "position" not in positions]
+            if moving is not None and np.any(moving[:, free] != sk.offsets[j, free]):
+                positions = ("Xposition", "Yposition", "Zposition")
         order = sk.euler_orders[j]
         identity_axis = np.allclose(sk.axes[j], (1, 0, 0, 0), atol=1e-12)
-        if identity_axis and len(order) == 3:
-            out.append(chans)
-            continue
-        rot = motion.rotations[:, j]
-        if identity_axis:
-            if order:
-                back = quat.quat_from_euler(quat.euler_from_quat(rot, order), order)
-                err = quat.angle(back, rot)
+        if not (identity_axis and len(order) == 3):
+            rot = motion.rotations[:, j]
+            if not identity_axis:
+                err = None
+            elif order:
+                err = quat.angle(quat.quat_from_euler(quat.euler_from_quat(rot, order), order), rot)
             else:
                 err = quat.angle(rot)
-            if err.size == 0 or err.max() < 1e-9:
-                out.append(chans)
-                continue
-        positions = tuple(c for c in chans if c.endswith("position"))
-        out.append(positions + ("Zrotation", "Yrotation", "Xrotation"))
+            if err is None or (err.size and err.max() >= 1e-9):
+                rotations = ("Zrotation", "Yrotation", "Xrotation")
+            elif order:
+                # One or two rotation channels are valid BVH, but common importers
+                # (Blender's among them) read only three: complete the order with the
+                # missing axes, whose angles are then 0.
+                rotations = tuple(
+                    f"{a}rotation" for a in order + "".join(sorted(set("XYZ") - set(order)))
+                )
+        widened = positions + rotations
+        out.append(chans if sorted(widened) == sorted(chans) else widened)
     return tuple(out)
+
+
+def _check_names(names: tuple[str, ...]) -> None:
+    """Refuse names that BVH text cannot hold as they are (the reader would read
+    another name or a broken hierarchy)."""
+    for name in names:
+        if not name.strip() or name != name.strip() or any(c in name for c in "{}\n\r"):
+            raise RetargetError(
+                f"cannot write joint name {name!r} to BVH: names must be non-empty, without "
+                "leading or trailing whitespace, braces or line breaks"
+            )
 
 
 def format_bvh(motion: Motion, *, precision: int = 10) -> str:
     """BVH text of a motion (see :func:`write_bvh`)."""
     sk = motion.skeleton
+    _check_names(sk.names)
     channels = _written_channels(motion)
     offsets = sk.offsets if motion.translations is None else sk.offsets.copy()
     lines = ["HIERARCHY"]

@@ -1,0 +1,645 @@
+"""BVH parsing and forward kinematics of a long clip: ours against other libraries.
+
+What is measured, on ``lafan_walk.bvh`` (22 joints + 5 end sites, 7184 frames,
+5 MB; from ``$RETARGET_DATA``, default ``../shared/data`` beside the project):
+
+* **parse** -- wall time to turn the file into in-memory motion, from a warm
+  file cache: ours (:func:`retarget.io.read_bvh`: float64 quaternions, checked)
+  against each BVH reader that imports, through its own "read a file" entry
+  point: ``pybvh.read_bvh_file``, ``bvhTools.bvhIO.readBvh``,
+  ``bvhsdk.ReadFile`` and ``bvhio.readAsBvh``. Every peer's frame count and
+  root positions are compared with ours, so a reader that reads less shows.
+* **FK** -- world positions of every joint of all 7184 frames, from each
+  library's own parsed motion: ours (:func:`retarget.kinematics.positions`, a
+  numba kernel that also computes every point's world rotation), pybvh's
+  vectorised numpy FK (``pybvh.frames_to_node_positions``, uncached; its input
+  is Euler angles, so it includes the Euler-to-matrix conversion), and
+  ``pinocchio.forwardKinematics`` called once per frame in a Python loop on
+  the same kinematic tree (free-flyer root, spherical joints at the BVH
+  offsets, end sites as frames). Before any timing the script checks that
+  pinocchio's ``data.oMi`` (positions and rotations) equals ours within 1e-9
+  on a few frames, and reports how far pybvh's positions are from ours.
+
+Protocol: each contender runs once to warm up (numba JIT, imports, caches),
+then N times (``--repeats``, default 15) in round-robin order, the starting
+contender rotating every round, so that the noise of a shared machine falls on
+all alike; garbage is collected before every timed call and inputs are built
+outside the timed region. The table gives median and p10/p90 in ms,
+frames/s = 7184 / median, and speed-ups as ratios of medians (with p10-p90 of
+the per-round ratios, which pair calls made seconds apart). It is printed as
+Markdown and appended to ``benchmarks/results/YYYY-MM-DD-io_kinematics.md``
+(one file a day holds that day's runs: quote the medians of several).
+
+Run: ``make bench`` or ``.venv/bin/python benchmarks/io_kinematics.py --repeats 15``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import gc
+import importlib.metadata
+import io
+import os
+import platform
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from retarget import quat
+from retarget.io import _scan, read_bvh
+from retarget.kinematics import forward_kinematics, positions
+from retarget.motion import Motion
+from retarget.skeleton import Skeleton
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+FILE_NAME = "lafan_walk.bvh"
+RESULTS_DIR = PROJECT_ROOT / "benchmarks" / "results"
+GOAL_PARSE = 4.0  # ours vs the fastest peer reader
+GOAL_FK_PYBVH = 20.0
+GOAL_FK_PINOCCHIO = 2.0
+TOL_PINOCCHIO = 1e-9
+
+
+@dataclass
+class Contender:
+    """One timed call: ``run()`` does the work once; ``failure`` says why it cannot."""
+
+    group: str  # "parse" or "fk"
+    name: str
+    what: str  # the call, and what it produces
+    run: Callable[[], object] | None = None
+    failure: str | None = None
+    check: str = ""  # agreement with ours
+    ours: bool = False  # ours or a variant of ours (not a peer)
+    root_of: Callable[[object, Skeleton], np.ndarray] | None = None  # parse: (F, 3) root positions
+    samples: list[float] = field(default_factory=list)  # seconds
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and self.run is not None
+
+    def percentiles(self) -> tuple[float, float, float]:
+        p10, p50, p90 = np.percentile(self.samples, [10, 50, 90])
+        return float(p10), float(p50), float(p90)
+
+
+def _reason(exc: BaseException) -> str:
+    last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    where = f" (at {Path(last[0].filename).name}:{last[0].lineno})" if last else ""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:200]}{where}"
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Silence peers' prints (bvhsdk warns per joint) and warnings (pybvh's world-up)."""
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _timed(fn: Callable[[], object]) -> tuple[float, object]:
+    gc.collect()
+    with _quiet():
+        t0 = time.perf_counter()
+        out = fn()
+        t1 = time.perf_counter()
+    return t1 - t0, out
+
+
+# -- pinocchio on our skeleton --------------------------------------------------------------
+
+
+def pinocchio_model(skeleton: Skeleton):
+    """A pinocchio Model of the skeleton: joint ``j`` is pinocchio joint ``j + 1``.
+
+    The root is a free flyer at the origin (BVH root position channels replace
+    its OFFSET); every other joint is spherical, placed at its offset in its
+    parent with identity rotation; end sites are operational frames.
+    """
+    import pinocchio as pin
+
+    model = pin.Model()
+    ids: list[int] = []
+    for j, name in enumerate(skeleton.names):
+        if j == 0:
+            jid = model.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), name)
+        else:
+            placement = pin.SE3(np.eye(3), np.array(skeleton.offsets[j], dtype=np.float64))
+            parent = ids[skeleton.parents[j]]
+            jid = model.addJoint(parent, pin.JointModelSpherical(), placement, name)
+        ids.append(jid)
+    for s, name in enumerate(skeleton.site_names):
+        placement = pin.SE3(np.eye(3), np.array(skeleton.site_offsets[s], dtype=np.float64))
+        parent = ids[int(skeleton.site_parents[s])]
+        model.addFrame(pin.Frame(name, parent, placement, pin.FrameType.OP_FRAME))
+    return model, ids
+
+
+def q_pinocchio_from_motion(motion: Motion) -> np.ndarray:
+    """Configurations, shape (F, 7 + 4(J - 1)): root position, then every joint's
+    quaternion in pinocchio's (x, y, z, w) order (ours are (w, x, y, z))."""
+    if motion.translations is not None:
+        raise ValueError("animated joint translations have no spherical-joint equivalent")
+    q_xyzw = motion.rotations[..., [1, 2, 3, 0]]
+    return np.ascontiguousarray(
+        np.concatenate([motion.root_position, q_xyzw.reshape(motion.num_frames, -1)], axis=1)
+    )
+
+
+def check_pinocchio(
+    model, ids: list[int], q: np.ndarray, motion: Motion, frames: np.ndarray
+) -> tuple[float, float]:
+    """Max abs difference of joint and site positions and of joint rotation matrices
+    between pinocchio and ours."""
+    import pinocchio as pin
+
+    sk = motion.skeleton
+    p_world, q_world = forward_kinematics(
+        sk, motion.root_position[frames], motion.rotations[frames]
+    )
+    r_world = quat.matrix_from_quat(q_world)
+    data = model.createData()
+    d_pos = d_rot = 0.0
+    for k, f in enumerate(frames):
+        pin.forwardKinematics(model, data, q[f])
+        pin.updateFramePlacements(model, data)
+        for j, jid in enumerate(ids):
+            d_pos = max(d_pos, float(np.abs(data.oMi[jid].translation - p_world[k, j]).max()))
+            d_rot = max(d_rot, float(np.abs(data.oMi[jid].rotation - r_world[k, j]).max()))
+        for s, name in enumerate(sk.site_names):
+            oMf = data.oMf[model.getFrameId(name)]
+            d_pos = max(d_pos, float(np.abs(oMf.translation - p_world[k, sk.num_joints + s]).max()))
+    return d_pos, d_rot
+
+
+# -- peers' readers -------------------------------------------------------------------------
+
+
+def _root_columns(skeleton: Skeleton) -> list[int]:
+    """Columns of the root's X, Y, Z position channels in a frame's values."""
+    chans = list(skeleton.channels[0])
+    return [chans.index(f"{a}position") for a in "XYZ"]
+
+
+def _peer_root_pybvh(b, sk):
+    return np.asarray(b.root_pos)
+
+
+def _peer_root_bvhtools(b, sk):
+    return np.asarray(b.motion.frames, dtype=np.float64)[:, _root_columns(sk)]
+
+
+def _peer_root_bvhsdk(a, sk):
+    return np.asarray(a.root.translation, dtype=np.float64)
+
+
+def _peer_root_bvhio(c, sk):
+    return np.array([list(k.Position) for k in c.Root.Keyframes], dtype=np.float64)
+
+
+def _read_bvh_one_thread(path: Path) -> Motion:
+    """Our reader pinned to one thread (a private knob, for this benchmark only)."""
+    saved = _scan.SPLIT_BYTES
+    _scan.SPLIT_BYTES = 1 << 62
+    try:
+        return read_bvh(path)
+    finally:
+        _scan.SPLIT_BYTES = saved
+
+
+def parse_contenders(path: Path) -> list[Contender]:
+    """Ours and every peer reader (a peer that cannot import is kept, failed)."""
+    out = [
+        Contender(
+            "parse",
+            "ours",
+            "retarget.io.read_bvh -> float64 quaternions (F, J, 4)",
+            run=lambda: read_bvh(path),
+            check="reference",
+            ours=True,
+        ),
+        Contender(
+            "parse",
+            "ours, 1 thread",
+            "retarget.io.read_bvh with retarget.io._scan.SPLIT_BYTES raised so the "
+            "motion section is scanned in one thread (information only: files over "
+            "1 MB are scanned in two threads by default, the peers use one)",
+            run=lambda: _read_bvh_one_thread(path),
+            ours=True,
+        ),
+    ]
+    peers = [
+        (
+            "pybvh",
+            "pybvh",
+            "read_bvh_file",
+            "pybvh.read_bvh_file -> Euler radians (F, J, 3)",
+            _peer_root_pybvh,
+        ),
+        (
+            "bvhtools",
+            "bvhTools.bvhIO",
+            "readBvh",
+            "bvhTools.bvhIO.readBvh -> Python lists of channel values",
+            _peer_root_bvhtools,
+        ),
+        (
+            "bvhsdk",
+            "bvhsdk",
+            "ReadFile",
+            "bvhsdk.ReadFile -> per-joint Euler degree arrays",
+            _peer_root_bvhsdk,
+        ),
+        (
+            "bvhio",
+            "bvhio",
+            "readAsBvh",
+            "bvhio.readAsBvh -> per-keyframe glm (float32) poses",
+            _peer_root_bvhio,
+        ),
+    ]
+    for name, module, func, what, root_of in peers:
+        c = Contender("parse", name, what)
+        try:
+            mod = importlib.import_module(module)
+            reader = getattr(mod, func)
+        except Exception as exc:
+            c.failure = f"cannot import: {_reason(exc)}"
+        else:
+            c.run = lambda reader=reader: reader(str(path))
+            c.root_of = root_of
+        out.append(c)
+    return out
+
+
+def numpy_fk(motion: Motion) -> tuple[np.ndarray, np.ndarray]:
+    """Forward kinematics with numpy only: every frame at once, one tree level per step."""
+    sk = motion.skeleton
+    n, j = motion.num_frames, sk.num_joints
+    parents = sk.point_parents
+    world = np.empty((n, sk.num_points, 4))
+    pos = np.empty((n, sk.num_points, 3))
+    world[:, 0] = motion.rotations[:, 0]
+    pos[:, 0] = motion.root_position
+    for level in sk.levels[1:]:
+        par = parents[level]
+        pos[:, level] = pos[:, par] + quat.rotate(world[:, par], sk.point_offsets[level])
+        joints, sites = level[level < j], level[level >= j]
+        world[:, joints] = quat.multiply(world[:, parents[joints]], motion.rotations[:, joints])
+        world[:, sites] = world[:, parents[sites]]
+    return pos, world
+
+
+def fk_contenders(motion: Motion, pybvh_obj, frames_check: np.ndarray) -> list[Contender]:
+    sk = motion.skeleton
+    n_pts = sk.num_points
+    ours = Contender(
+        "fk",
+        "ours",
+        f"retarget.kinematics.positions (numba) -> positions (F, {n_pts}, 3); "
+        f"also computes world rotations (F, {n_pts}, 4)",
+        run=lambda: positions(motion),
+        check="reference",
+        ours=True,
+    )
+    out = [ours]
+    p_ours = positions(motion)
+
+    # pybvh: its own vectorised FK on its own parse, uncached.
+    c = Contender(
+        "fk",
+        "pybvh",
+        "pybvh.frames_to_node_positions (numpy, per node) -> "
+        f"positions (F, {n_pts}, 3), from Euler angles",
+    )
+    if pybvh_obj is None:
+        c.failure = "pybvh could not read the file (see parse)"
+    else:
+        try:
+            import pybvh
+
+            topology = pybvh_obj.fk_topology
+            root_pos, angles = pybvh_obj.root_pos, pybvh_obj.joint_angles
+            c.run = lambda: pybvh.frames_to_node_positions(
+                topology, root_pos=root_pos, joint_angles=angles, centered="world"
+            )
+            with _quiet():
+                p_pybvh = np.asarray(c.run())
+            # Same points by name; pybvh names an end site "EndSite" + its parent's name.
+            names = [
+                *sk.names,
+                *(f"EndSite{sk.names[p]}" for p in sk.site_parents),
+            ]
+            idx = [pybvh_obj.node_index[n] for n in names]
+            diff = np.abs(p_pybvh[:, idx] - p_ours)
+            d_joint = float(diff[:, : sk.num_joints].max())
+            d_all = float(diff.max())
+            agree = d_all <= 1e-9
+            c.check = (
+                f"{'agrees' if agree else 'DISAGREES'} with ours on all {motion.num_frames} "
+                f"frames: max abs difference {d_joint:.2e} {sk.unit} (joints), "
+                f"{d_all:.2e} {sk.unit} (joints + sites)"
+                # pybvh puts the root at its position channels and ignores its OFFSET, as we do;
+                # it has no position channels on other joints (ours may animate them).
+                + (
+                    ""
+                    if agree
+                    else "; pybvh ignores the root OFFSET and non-root position "
+                    "channels: check the file's conventions"
+                )
+            )
+        except Exception as exc:
+            c.failure = _reason(exc)
+    out.append(c)
+
+    # numpy: the same algorithm array-at-a-time (one level of the tree per step),
+    # the best numpy formulation we found; it backs the numba choice in kinematics.py.
+    c = Contender(
+        "fk",
+        "numpy (same algorithm)",
+        "retarget.quat, level by level over all frames -> "
+        f"positions (F, {n_pts}, 3) and world rotations (F, {n_pts}, 4)",
+    )
+    c.run = lambda: numpy_fk(motion)
+    diff = float(np.abs(numpy_fk(motion)[0] - p_ours).max())
+    verdict = "agrees" if diff <= 1e-9 else "DISAGREES"
+    c.check = f"{verdict} with ours: max abs difference {diff:.2e} {sk.unit}"
+    out.append(c)
+
+    # pinocchio: forwardKinematics per frame on the same tree.
+    c = Contender(
+        "fk",
+        "pinocchio loop",
+        "for q_f in q: pinocchio.forwardKinematics(model, data, "
+        f"q_f) -> data.oMi (SE3 of {sk.num_joints} joints)",
+    )
+    try:
+        import pinocchio as pin
+
+        model, ids = pinocchio_model(sk)
+        data = model.createData()
+        q = q_pinocchio_from_motion(motion)
+        d_pos, d_rot = check_pinocchio(model, ids, q, motion, frames_check)
+        agree = d_pos <= TOL_PINOCCHIO and d_rot <= TOL_PINOCCHIO
+        c.check = (
+            f"{'equals' if agree else 'DIFFERS FROM'} ours on frames "
+            f"{', '.join(map(str, frames_check))}: max abs difference {d_pos:.2e} {sk.unit} "
+            f"(joint and site positions), {d_rot:.2e} (joint rotation matrices); "
+            f"tolerance {TOL_PINOCCHIO:g}"
+        )
+        if not agree:
+            c.failure = f"not timed: {c.check}"
+        else:
+            forward = pin.forwardKinematics
+
+            def loop() -> None:
+                for q_f in q:
+                    forward(model, data, q_f)
+
+            c.run = loop
+    except Exception as exc:
+        c.failure = _reason(exc)
+    out.append(c)
+    return out
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+def warm_up(contenders: list[Contender]) -> dict[str, object]:
+    """Run each once; keep the results of the parse group by name."""
+    results: dict[str, object] = {}
+    for c in contenders:
+        if not c.ok:
+            continue
+        try:
+            _, results[f"{c.group}:{c.name}"] = _timed(c.run)  # type: ignore[arg-type]
+        except Exception as exc:
+            c.failure = _reason(exc)
+    return results
+
+
+def check_parse(contenders: list[Contender], results: dict[str, object], motion: Motion) -> None:
+    """Frame count and root positions of each peer's read against ours."""
+    one = next((c for c in contenders if c.name == "ours, 1 thread" and c.ok), None)
+    if one is not None:
+        m1 = results["parse:ours, 1 thread"]
+        same = (
+            isinstance(m1, Motion)
+            and np.array_equal(m1.rotations, motion.rotations)
+            and (np.array_equal(m1.root_position, motion.root_position))
+        )
+        one.check = "same motion as ours, bit for bit" if same else "DIFFERS from ours"
+    for c in contenders:
+        if c.group != "parse" or c.root_of is None or not c.ok:
+            continue
+        try:
+            root = c.root_of(results[f"parse:{c.name}"], motion.skeleton)
+            n = len(root)
+            d = np.nan
+            if n == motion.num_frames:
+                d = float(np.abs(root - motion.root_position).max())
+            c.check = f"{n} frames read; root positions differ from ours by at most {d:.1e}"
+        except Exception as exc:
+            c.check = f"could not compare: {_reason(exc)}"
+
+
+def measure(contenders: list[Contender], repeats: int) -> None:
+    live = [c for c in contenders if c.ok]
+    if not live:
+        return
+    for r in range(repeats):
+        k = r % len(live)
+        for c in live[k:] + live[:k]:
+            if not c.ok:
+                continue
+            try:
+                seconds, _ = _timed(c.run)  # type: ignore[arg-type]
+            except Exception as exc:
+                c.failure = _reason(exc)
+                continue
+            c.samples.append(seconds)
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for dist in ["retarget", "numpy", "numba", "pin", "pybvh", "bvhtools", "bvhsdk", "bvhio"]:
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def machine_info() -> list[str]:
+    cpu = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    versions = ", ".join(f"{k} {v}" for k, v in _versions().items())
+    return [
+        f"- CPU: {cpu}; {os.cpu_count()} logical cores ({usable} usable); "
+        f"load average at start {load}",
+        f"- {platform.platform()}; Python {platform.python_version()}",
+        f"- versions: {versions}",
+    ]
+
+
+def _ms(x: float) -> str:
+    return f"{1e3 * x:.2f}"
+
+
+def _ratio_text(peer: Contender, ours: Contender) -> tuple[float, str]:
+    ratio = peer.percentiles()[1] / ours.percentiles()[1]
+    n = min(len(peer.samples), len(ours.samples))
+    paired = np.array(peer.samples[:n]) / np.array(ours.samples[:n])
+    lo, hi = np.percentile(paired, [10, 90])
+    return ratio, f"{ratio:.1f}x (per-round {lo:.1f}-{hi:.1f}x)"
+
+
+def report(contenders: list[Contender], n_frames: int, path: Path, repeats: int) -> list[str]:
+    lines = [
+        f"# BVH parse and forward kinematics: `{path.name}` ({n_frames} frames)",
+        "",
+        f"{dt.datetime.now().isoformat(timespec='seconds')}; `benchmarks/io_kinematics.py "
+        f"--repeats {repeats}`: one warm-up, then {repeats} round-robin repeats per contender.",
+        "",
+        *machine_info(),
+        "",
+    ]
+    goals: list[tuple[str, bool | None, str]] = []
+    titles = [("parse", "Parse (warm file cache)"), ("fk", f"FK, all {n_frames} frames")]
+    for group, title in titles:
+        rows = [c for c in contenders if c.group == group]
+        ours = next(c for c in rows if c.name == "ours")
+        lines += [
+            f"## {title}",
+            "",
+            "| contender | median ms | p10 ms | p90 ms | frames/s | ours faster by |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for c in rows:
+            if not c.ok or not c.samples:
+                lines.append(f"| {c.name} | failed | | | | |")
+                continue
+            p10, p50, p90 = c.percentiles()
+            speed = "—" if c.ours or not ours.ok else _ratio_text(c, ours)[1]
+            lines.append(
+                f"| {c.name} | {_ms(p50)} | {_ms(p10)} | {_ms(p90)} | {n_frames / p50:,.0f} | "
+                f"{speed} |"
+            )
+        lines.append("")
+        for c in rows:
+            status = c.check if c.ok else f"FAILED: {c.failure}"
+            lines.append(f"- {c.name}: `{c.what}`; {status}")
+        lines.append("")
+        peers = [c for c in rows if not c.ours and c.ok and c.samples]
+        if group == "parse":
+            if peers and ours.ok:
+                fastest = min(peers, key=lambda c: c.percentiles()[1])
+                ratio, text = _ratio_text(fastest, ours)
+                goals.append(
+                    (
+                        f"parse ≥ {GOAL_PARSE:g}x faster than the fastest peer ({fastest.name})",
+                        ratio >= GOAL_PARSE,
+                        text,
+                    )
+                )
+                one = next((c for c in rows if c.name == "ours, 1 thread"), None)
+                if one is not None and one.ok and one.samples:
+                    ratio1, text1 = _ratio_text(fastest, one)
+                    goals.append(
+                        (
+                            f"(information) parse, ours in one thread, vs {fastest.name}",
+                            ratio1 >= GOAL_PARSE,
+                            text1,
+                        )
+                    )
+            else:
+                goals.append(
+                    (
+                        f"parse ≥ {GOAL_PARSE:g}x faster than the fastest peer",
+                        None,
+                        "no peer or ours could run",
+                    )
+                )
+        else:
+            for name, goal in [("pybvh", GOAL_FK_PYBVH), ("pinocchio loop", GOAL_FK_PINOCCHIO)]:
+                peer = next((c for c in peers if c.name == name), None)
+                label = f"FK ≥ {goal:g}x faster than {name}"
+                if peer is None or not ours.ok:
+                    goals.append((label, None, f"{name} could not run"))
+                else:
+                    ratio, text = _ratio_text(peer, ours)
+                    goals.append((label, ratio >= goal, text))
+    lines += ["## Goals (ratio of medians)", ""]
+    for label, met, text in goals:
+        verdict = {True: "MET", False: "NOT MET", None: "UNKNOWN"}[met]
+        lines.append(f"- {label}: **{verdict}** — {text}")
+    failed = [c for c in contenders if not c.ok]
+    if failed:
+        lines += ["", "## Could not run", ""]
+        lines += [f"- {c.group} / {c.name}: {c.failure}" for c in failed]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--repeats", type=int, default=15, help="timed runs per contender")
+    parser.add_argument("--no-save", action="store_true", help="print only")
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be >= 1")
+    data_dir = Path(os.environ.get("RETARGET_DATA", PROJECT_ROOT.parent / "shared" / "data"))
+    path = data_dir / FILE_NAME
+    if not path.is_file():
+        print(
+            f"{path} not found (set RETARGET_DATA to the folder holding {FILE_NAME})",
+            file=sys.stderr,
+        )
+        return 2
+
+    motion = read_bvh(path)
+    n = motion.num_frames
+    print(f"{path}: {motion!r}", file=sys.stderr)
+    parse = parse_contenders(path)
+    results = warm_up(parse)
+    check_parse(parse, results, motion)
+    frames_check = np.unique(np.linspace(0, n - 1, 6).astype(int))
+    fk = fk_contenders(motion, results.get("parse:pybvh"), frames_check)
+    results.clear()  # the peers' parsed objects are large
+    everything = parse + fk
+    warm_up(fk)
+    live = sum(c.ok for c in everything)
+    print(f"timing {live} contenders x {args.repeats} ...", file=sys.stderr)
+    measure(everything, args.repeats)
+
+    lines = report(everything, n, path, args.repeats)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if not args.no_save:
+        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        out = RESULTS_DIR / f"{dt.date.today().isoformat()}-io_kinematics.md"
+        # Runs of one day are appended: quote the medians of several.
+        earlier = out.exists() and out.stat().st_size > 0
+        with out.open("a", encoding="utf-8") as fh:
+            fh.write(("\n---\n\n" if earlier else "") + text)
+        print(f"appended to {out.relative_to(PROJECT_ROOT)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

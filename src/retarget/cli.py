@@ -1,0 +1,447 @@
+"""The ``retarget`` command line.
+
+Every error a user can cause (a malformed file, a bad option, an output that
+would overwrite an input) is printed on one line and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .errors import RetargetError
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and exit code 2, like the rest of the CLI."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _frames(spec: str | None, count: int) -> slice:
+    """``A:B`` (Python slice semantics, either side optional) → slice."""
+    if not spec:
+        return slice(None)
+    parts = spec.split(":")
+    if len(parts) != 2:
+        raise RetargetError(f"--frames expects A:B (e.g. 100:400), got {spec!r}")
+    try:
+        a, b = (int(p) if p.strip() else None for p in parts)
+    except ValueError:
+        raise RetargetError(f"--frames expects whole numbers A:B, got {spec!r}") from None
+    chosen = range(count)[slice(a, b)]
+    if len(chosen) == 0:
+        raise RetargetError(f"--frames {spec} selects no frame of {count}")
+    return slice(a, b)
+
+
+def _read(path: str, args: argparse.Namespace | None = None):
+    from .io.formats import read_motion
+
+    skeleton = getattr(args, "skeleton", None) if args is not None else None
+    fps = getattr(args, "fps", None) if args is not None else None
+    return read_motion(path, skeleton=skeleton, fps=fps)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, indent=2, default=_json_default, allow_nan=True) + "\n"
+
+
+def _write_json(path: str, data: Any, inputs: Sequence[str]) -> None:
+    from .io._files import atomic_write
+
+    atomic_write(path, _dumps(data), inputs=inputs)
+
+
+def _target(args: argparse.Namespace, source) -> Any:
+    from .characters import make_character
+
+    if args.target and args.target_preset:
+        raise RetargetError("give either --target or --target-preset, not both")
+    if args.target:
+        return _read(args.target).skeleton
+    if args.target_preset:
+        return make_character(source.skeleton, preset=args.target_preset)
+    raise RetargetError("say which character: --target TARGET.bvh or --target-preset NAME")
+
+
+def _measure_table(rows: dict[str, dict[str, float]]) -> str:
+    keys = ["skate", "sliding_ratio", "penetration", "float"]
+    titles = [("skate %H/s", 12), ("sliding", 10), ("penetr. %H", 12), ("float %H", 10),
+              ("pose dev°", 11), ("jerk ratio", 12)]  # fmt: skip
+    head = f"{'':<10}" + "".join(f"{t:>{w}}" for t, w in titles)
+    lines = [head]
+    first = next(iter(rows.values()))
+    lines.append(
+        f"{'source':<10}"
+        + "".join(
+            f"{first[k + '_source']:>{w}.3f}" for k, w in zip(keys, (12, 10, 12, 10), strict=True)
+        )
+        + f"{0.0:>11.2f}{1.0:>12.3f}"
+    )
+    for name, m in rows.items():
+        lines.append(
+            f"{name:<10}"
+            + "".join(
+                f"{m[k + '_result']:>{w}.3f}" for k, w in zip(keys, (12, 10, 12, 10), strict=True)
+            )
+            + f"{m['pose_deviation_deg']:>11.2f}{m['smoothness']:>12.3f}"
+        )
+    return "\n".join(lines)
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from .roles import find_roles, height
+
+    motion = _read(args.file, args)
+    sk = motion.skeleton
+    orders: dict[str, int] = {}
+    for order in sk.euler_orders:
+        orders[order or "-"] = orders.get(order or "-", 0) + 1
+    info: dict[str, Any] = {
+        "file": args.file,
+        "joints": sk.num_joints,
+        "end_sites": sk.num_sites,
+        "frames": motion.num_frames,
+        "fps": motion.fps,
+        "duration_s": motion.duration,
+        "unit": sk.unit,
+        "root": sk.names[0],
+        "channel_orders": orders,
+        "channels_per_frame": sk.num_channels,
+        "hinge_or_partial_joints": [
+            n for n, m in zip(sk.names, sk.dof_mask, strict=True) if 0 < m.sum() < 3
+        ],
+        "joints_with_limits": int(np.isfinite(sk.limits).any(axis=(1, 2)).sum()),
+        "animated_translations": motion.translations is not None,
+    }
+    try:
+        info["height"] = height(sk, find_roles(sk))
+    except (RetargetError, KeyError) as exc:
+        info["height"] = None
+        info["height_note"] = str(exc)
+    if args.json:
+        sys.stdout.write(_dumps(info))
+        return 0
+    for key, value in info.items():
+        if isinstance(value, float):
+            value = f"{value:.6g}"
+        elif isinstance(value, dict):
+            value = ", ".join(f"{k}: {v}" for k, v in value.items())
+        elif isinstance(value, list):
+            value = ", ".join(value) or "none"
+        print(f"{key:<24}{value}")
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from .io.formats import write_motion
+
+    motion = _read(args.input, args)
+    inputs = [args.input] + ([args.skeleton] if args.skeleton else [])
+    write_motion(args.output, motion, inputs=tuple(inputs))
+    print(f"wrote {args.output} ({motion.num_frames} frames, {motion.skeleton.num_joints} joints)")
+    return 0
+
+
+def _parse_scales(items: Sequence[str]) -> dict[str, float]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        try:
+            out[key.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise RetargetError(f"--scale expects SEGMENT=FACTOR (e.g. thigh=0.6), got {item!r}")
+    return out
+
+
+def cmd_character(args: argparse.Namespace) -> int:
+    from .characters import make_character
+    from .io.formats import write_motion
+    from .motion import Motion
+    from .roles import height
+
+    source = _read(args.source, args)
+    scales = _parse_scales(args.scale) if args.scale else None
+    if args.preset is None and scales is None and args.uniform == 1.0:
+        raise RetargetError("say how to scale: --preset NAME, --scale SEGMENT=F ... or --uniform S")
+    target = make_character(source.skeleton, scales, preset=args.preset, uniform=args.uniform)
+    rest = Motion(
+        target, target.offsets[:1], np.tile([1.0, 0, 0, 0], (1, target.num_joints, 1)), source.fps
+    )
+    write_motion(args.output, rest, inputs=(args.source,))
+    print(
+        f"wrote {args.output}: height {height(target):.4g} {target.unit} "
+        f"(source {height(source.skeleton):.4g})"
+    )
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .io.formats import write_motion
+    from .methods import get_method
+    from .metrics import evaluate
+
+    method = get_method(args.method)
+    source = _read(args.source, args)
+    source = source[_frames(args.frames, source.num_frames)]
+    target = _target(args, source)
+    t0 = time.perf_counter()
+    result = method.run(source, target)
+    seconds = time.perf_counter() - t0
+    inputs = [args.source] + [p for p in (args.target, args.skeleton) if p]
+    write_motion(args.output, result.motion, inputs=tuple(inputs))
+    report = dict(result.report)
+    report.update(
+        {
+            "source": args.source,
+            "output": args.output,
+            "frames": source.num_frames,
+            "target": args.target or f"preset:{args.target_preset}",
+        }
+    )
+    report.setdefault("seconds", seconds)
+    report.setdefault("frames_per_second", source.num_frames / seconds if seconds else float("inf"))
+    try:
+        report["measures"] = evaluate(source, result.motion, goals=result.goals or None)
+    except (RetargetError, KeyError) as exc:
+        report["measures_note"] = f"not measured: {exc}"
+    if args.report:
+        _write_json(args.report, report, inputs=[*inputs, args.output])
+    m = report.get("measures", {})
+    skate = f", skate {m['skate_result']:.3g} vs source {m['skate_source']:.3g} %H/s" if m else ""
+    print(
+        f"{args.method}: {source.num_frames} frames at {report['frames_per_second']:.0f} frames/s "
+        f"-> {args.output}{skate}"
+    )
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .metrics import MEASURES, evaluate
+
+    source = _read(args.source, args)
+    source = source[_frames(args.frames, source.num_frames)]
+    result = _read(args.result)
+    if result.num_frames != source.num_frames:
+        raise RetargetError(
+            f"{args.result} has {result.num_frames} frames, the source {source.num_frames}: "
+            "pass the --frames used for the run"
+        )
+    measures = evaluate(source, result)
+    if args.json:
+        sys.stdout.write(_dumps(measures))
+        return 0
+    for key in MEASURES:
+        if key in measures:
+            print(f"{key:<24}{measures[key]:>12.4f}   {MEASURES[key]}")
+    return 0
+
+
+def cmd_samples(args: argparse.Namespace) -> int:
+    from .samples import SAMPLES, sample_path
+
+    for name in args.names or list(SAMPLES):
+        print(sample_path(name))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from .characters import PRESETS, make_character
+    from .contacts import detect_contacts
+    from .io.bvh import read_bvh, write_bvh
+    from .methods import METHODS
+    from .metrics import evaluate
+    from .motion import Motion
+    from .samples import sample_path
+    from .viz.plots import plot_feet
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    method = METHODS[args.method]
+    steps = tqdm(
+        total=3 + 2 * len(PRESETS), desc="demo", unit="step", file=sys.stderr, disable=args.quiet
+    )
+    steps.set_postfix_str("fetching the sample walk")
+    walk_path = sample_path("lafan_walk.bvh")
+    steps.update()
+    steps.set_postfix_str("reading")
+    source = read_bvh(walk_path)
+    if args.frames:
+        source = source[_frames(args.frames, source.num_frames)]
+    contacts = detect_contacts(source)
+    steps.update()
+    report: dict[str, Any] = {
+        "source": str(walk_path),
+        "frames": source.num_frames,
+        "method": method.name,
+        "characters": {},
+    }
+    results = []
+    for name in PRESETS:
+        steps.set_postfix_str(f"retargeting onto {name}")
+        target = make_character(source.skeleton, preset=name)
+        rest = Motion(
+            target,
+            target.offsets[:1],
+            np.tile([1.0, 0, 0, 0], (1, target.num_joints, 1)),
+            source.fps,
+        )
+        write_bvh(out / f"{name}.bvh", rest)
+        result = method.run(source, target)
+        write_bvh(out / f"walk_{name}_{method.name}.bvh", result.motion)
+        steps.update()
+        steps.set_postfix_str(f"measuring {name}")
+        measures = evaluate(source, result.motion, contacts=contacts, goals=result.goals or None)
+        report["characters"][name] = {
+            "report": dict(result.report),
+            "measures": measures,
+            "output": str(out / f"walk_{name}_{method.name}.bvh"),
+        }
+        results.append((f"{name} ({method.name})", result.motion))
+        steps.update()
+    steps.set_postfix_str("plotting")
+    plot_feet(source, results, out / "feet.png", contacts=contacts)
+    _write_json(str(out / "report.json"), report, inputs=[str(walk_path)])
+    steps.update()
+    steps.close()
+    rows = {name: report["characters"][name]["measures"] for name in PRESETS}
+    print(f"\n{source.num_frames} frames of {walk_path.name} retargeted with '{method.name}':")
+    print(_measure_table(rows))
+    print(f"\nwrote {out}/: {', '.join(sorted(p.name for p in out.iterdir()))}")
+    return 0
+
+
+# -- the parser ---------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .characters import PRESETS, SEGMENTS
+    from .methods import METHODS
+
+    parser = _Parser(prog="retarget", description="Retarget, edit and clean captured motion.")
+    parser.add_argument("--version", action="version", version=f"retarget {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def motion_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--skeleton", help="the .asf of an .amc input (default: the .asf beside it)")
+        p.add_argument("--fps", type=float, help="frame rate of an .amc input (default 120)")
+
+    p = sub.add_parser(
+        "info", help="joints, frames, fps, unit, height, channel orders of a motion file"
+    )
+    p.add_argument("file")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    motion_options(p)
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("convert", help="convert between .bvh, .amc (+.asf) and .npz")
+    p.add_argument("input")
+    p.add_argument("output", help=".bvh or .npz")
+    motion_options(p)
+    p.set_defaults(func=cmd_convert)
+
+    p = sub.add_parser("character", help="make a target character by scaling a skeleton's segments")
+    p.add_argument("source", help="motion file whose skeleton is the model")
+    p.add_argument("--preset", choices=sorted(PRESETS))
+    p.add_argument(
+        "--scale", nargs="+", metavar="SEGMENT=F", help=f"segments: {', '.join(SEGMENTS)}"
+    )
+    p.add_argument("--uniform", type=float, default=1.0, help="factor on every bone")
+    p.add_argument("-o", "--output", required=True, help="BVH with one rest frame")
+    motion_options(p)
+    p.set_defaults(func=cmd_character)
+
+    methods = "\n".join(f"  {m.name:<14}{m.summary}" for m in METHODS.values())
+    p = sub.add_parser(
+        "run",
+        help="retarget a motion onto a character",
+        description=f"Retarget SRC onto a character.\n\nmethods:\n{methods}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("source")
+    p.add_argument("--target", help="BVH whose hierarchy is the character")
+    p.add_argument("--target-preset", choices=sorted(PRESETS))
+    p.add_argument("--method", default="copy", choices=list(METHODS), help="default: copy")
+    p.add_argument("-o", "--output", required=True, help=".bvh or .npz")
+    p.add_argument("--frames", metavar="A:B", help="only these source frames")
+    p.add_argument(
+        "--report", metavar="REPORT.json", help="write what the method did and the measures"
+    )
+    motion_options(p)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "eval", help="measure a result against its source (skate, contacts, pose, jerk)"
+    )
+    p.add_argument("source")
+    p.add_argument("result")
+    p.add_argument("--frames", metavar="A:B", help="the source frames the result was made from")
+    p.add_argument("--json", action="store_true", help="print JSON (keys: README.md)")
+    motion_options(p)
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser(
+        "samples", help="fetch the public sample clips (or find them in RETARGET_DATA)"
+    )
+    p.add_argument("names", nargs="*", help="default: all")
+    p.set_defaults(func=cmd_samples)
+
+    p = sub.add_parser("demo", help="retarget the sample walk onto blubby and sally, measure, plot")
+    p.add_argument("--out", default="demo-output", help="output folder (default demo-output)")
+    p.add_argument("--method", default="copy", choices=list(METHODS))
+    p.add_argument("--frames", metavar="A:B", help="only these frames of the walk")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except RetargetError as exc:
+        print(f"retarget: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"retarget: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,223 @@
+"""Footplants and the floor.
+
+DESIGN.md's definition: a foot point (ankle, toe) is in contact at frames
+where it is within 4 % of the character's height of the floor and moves
+horizontally slower than 25 % of height per second. Joints sit above the sole
+(a planted ankle is ~7 cm up in lafan_walk.bvh, a toe joint ~0 cm), so "within
+4 % of the floor" is measured from each point's **clearance**: its height above
+the floor when planted, estimated as a low percentile of its heights.
+
+Two refinements make the labels usable as constraints:
+
+* **hysteresis**: a contact starts when both tests pass and ends only when
+  one fails by a margin (``release`` × the thresholds), so noise near a
+  threshold does not chatter;
+* **minimum duration** and **gap filling**: contacts shorter than
+  ``min_duration`` are dropped, gaps shorter than ``max_gap`` are closed.
+
+Positions are in the skeleton's unit; the up axis is y (DESIGN.md conventions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .kinematics import positions as motion_positions
+from .motion import Motion
+from .roles import Roles, find_roles, height
+from .skeleton import Skeleton
+
+__all__ = ["Contacts", "detect_contacts", "estimate_floor", "foot_points"]
+
+UP = 1  # y
+
+
+def foot_points(skeleton: Skeleton, roles: Roles) -> tuple[tuple[str, int], ...]:
+    """``(side, point)`` of the foot points used for contacts: ankles, toes, toe tips.
+
+    A tip that coincides with its parent (a zero-length end site) is left out.
+    """
+    lengths = skeleton.bone_lengths()
+    out = []
+    for side, pts in roles.feet().items():
+        for p in pts:
+            if lengths[p] > 0 or skeleton.point_parents[p] not in pts:
+                out.append((side, p))
+    return tuple(out)
+
+
+def estimate_floor(
+    positions: NDArray[np.float64], points: NDArray[np.intp], fps: float, height: float
+) -> float:
+    """Floor height: where the lowest foot point rests.
+
+    The median, over frames whose lowest foot point moves horizontally slower
+    than 25 % of height per second, of that lowest point's height. Falls back
+    to the 5th percentile of all lowest heights when no frame is that slow.
+
+    Parameters
+    ----------
+    positions : ndarray, shape (F, P, 3)
+    points : ndarray of int, shape (K,)
+        Foot points.
+    fps : float
+    height : float
+        Character height (same unit).
+    """
+    feet = positions[:, points]  # (F, K, 3)
+    lowest = np.argmin(feet[..., UP], axis=1)
+    y = feet[np.arange(len(feet)), lowest, UP]
+    if len(feet) < 2:
+        return float(y.min()) if len(y) else 0.0
+    horiz = np.delete(feet, UP, axis=-1)
+    speed = np.linalg.norm(np.gradient(horiz, axis=0), axis=-1) * fps  # (F, K)
+    slow = speed[np.arange(len(feet)), lowest] < 0.25 * height
+    return float(np.median(y[slow]) if slow.sum() >= 3 else np.percentile(y, 5))
+
+
+@dataclass(frozen=True)
+class Contacts:
+    """Contact labels of the foot points of a motion.
+
+    Attributes
+    ----------
+    points : ndarray of int, shape (K,)
+        Point indices (ankles, toes, toe tips).
+    sides : tuple of str, length K
+        ``"left"`` or ``"right"``.
+    mask : ndarray of bool, shape (F, K)
+        True where the point is planted.
+    floor : float
+        Floor height (y).
+    clearance : ndarray, shape (K,)
+        Height of each point above the floor when planted.
+    height : float
+        Character height used for the thresholds.
+    """
+
+    points: NDArray[np.intp]
+    sides: tuple[str, ...]
+    mask: NDArray[np.bool_]
+    floor: float
+    clearance: NDArray[np.float64]
+    height: float
+
+    def __post_init__(self) -> None:
+        for a in (self.points, self.mask, self.clearance):
+            a.setflags(write=False)
+
+    def foot(self, side: str) -> NDArray[np.bool_]:
+        """Frames where any point of that foot is planted, shape (F,)."""
+        cols = [k for k, s in enumerate(self.sides) if s == side]
+        return self.mask[:, cols].any(axis=1)
+
+
+def _runs(mask: NDArray[np.bool_]) -> list[tuple[int, int]]:
+    """[start, end) of the runs of True in a 1-D mask."""
+    d = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
+    return list(zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1), strict=True))
+
+
+def _clean(mask: NDArray[np.bool_], min_len: int, max_gap: int) -> NDArray[np.bool_]:
+    out = mask.copy()
+    for start, end in _runs(~out):  # close short gaps between contacts
+        if 0 < start and end < len(out) and end - start <= max_gap:
+            out[start:end] = True
+    for start, end in _runs(out):  # drop short contacts
+        if end - start < min_len:
+            out[start:end] = False
+    return out
+
+
+def _hysteresis(enter: NDArray[np.bool_], stay: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """True from a frame where ``enter`` holds for as long as ``stay`` keeps holding.
+
+    Vectorised over the first axis: within each run of ``stay``, on from the
+    run's first ``enter`` frame to the run's end.
+    """
+    stay = stay | enter
+    idx = np.arange(len(stay))
+    run_start = np.maximum.accumulate(np.where(stay & ~np.roll(stay, 1) | (idx == 0), idx, 0))
+    last_enter = np.maximum.accumulate(np.where(enter, idx, -1))
+    return stay & (last_enter >= run_start)
+
+
+def detect_contacts(
+    motion: Motion,
+    *,
+    roles: Roles | None = None,
+    floor: float | None = None,
+    height_tol: float = 0.04,
+    speed_tol: float = 0.25,
+    release: float = 1.25,
+    clearance_percentile: float = 5.0,
+    min_duration: float = 0.1,
+    max_gap: float = 0.05,
+    relative_to_clearance: bool = True,
+) -> Contacts:
+    """Footplants of a motion (DESIGN.md, "contacts").
+
+    Parameters
+    ----------
+    motion : Motion
+    roles : Roles, optional
+        Defaults to :func:`retarget.roles.find_roles` of the skeleton.
+    floor : float, optional
+        Floor height; estimated by :func:`estimate_floor` when not given.
+    height_tol : float
+        Height above the point's clearance, as a share of character height (0.04).
+    speed_tol : float
+        Horizontal speed, share of height per second (0.25).
+    release : float
+        A contact ends when height or speed exceeds ``release`` × its threshold.
+    clearance_percentile : float
+        Percentile of a point's heights taken as its planted clearance.
+    min_duration, max_gap : float
+        Seconds: shorter contacts are dropped, shorter gaps closed.
+    relative_to_clearance : bool
+        Measure height from each point's planted clearance (default) or, the
+        literal reading, from the floor itself (then an ankle, ~7 cm above the
+        sole, is rarely "within 4 % of height of the floor").
+
+    Returns
+    -------
+    Contacts
+    """
+    roles = roles or find_roles(motion.skeleton)
+    h = height(motion.skeleton, roles)
+    side_points = foot_points(motion.skeleton, roles)
+    points = np.array([p for _, p in side_points], dtype=np.intp)
+    pos = motion_positions(motion)
+    if floor is None:
+        floor = estimate_floor(pos, points, motion.fps, h)
+    feet = pos[:, points]  # (F, K, 3)
+    above = feet[..., UP] - floor
+    clearance = np.zeros(len(points))
+    if relative_to_clearance and len(feet):
+        clearance = np.maximum(np.percentile(above, clearance_percentile, axis=0), 0.0)
+    rel = above - clearance
+    horiz = np.delete(feet, UP, axis=-1)
+    speed = (
+        np.linalg.norm(np.gradient(horiz, axis=0), axis=-1) * motion.fps
+        if len(feet) > 1
+        else np.zeros(rel.shape)
+    )
+    enter = (rel < height_tol * h) & (speed < speed_tol * h)
+    stay = (rel < release * height_tol * h) & (speed < release * speed_tol * h)
+    min_len = max(1, round(min_duration * motion.fps))
+    gap = round(max_gap * motion.fps)
+    mask = (
+        np.stack(
+            [
+                _clean(_hysteresis(enter[:, k], stay[:, k]), min_len, gap)
+                for k in range(len(points))
+            ],
+            axis=1,
+        )
+        if len(points)
+        else np.zeros((len(feet), 0), bool)
+    )
+    return Contacts(points, tuple(s for s, _ in side_points), mask, float(floor), clearance, h)

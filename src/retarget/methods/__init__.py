@@ -1,0 +1,42 @@
+"""Retargeting methods, by name: the ``--method`` of ``retarget run``.
+
+Every method has the offline shape of DESIGN.md: a function
+``(source: Motion, target: Skeleton, **options) -> Result``. A :class:`Result`
+carries the new motion, the goals it aimed at (for tracking error) and a report
+of what it did (residuals, iterations, timings: JSON-serialisable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from ..errors import RetargetError
+from ._base import Method, Result
+
+__all__ = ["METHODS", "Method", "Result", "get_method"]
+
+
+def _registry() -> dict[str, Method]:
+    from .copy import copy_retarget
+
+    methods = [
+        Method(
+            "copy",
+            "baseline: copy local rotations, scale the root by the height ratio, "
+            "put the feet on the floor",
+            copy_retarget,
+        ),
+    ]
+    return {m.name: m for m in methods}
+
+
+METHODS: Mapping[str, Method] = MappingProxyType(_registry())
+
+
+def get_method(name: str) -> Method:
+    """The method called ``name``; the error lists the available ones."""
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise RetargetError(f"unknown method {name!r}; methods: {', '.join(METHODS)}") from None

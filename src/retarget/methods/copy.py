@@ -1,0 +1,98 @@
+"""The baseline: copy joint angles onto the target.
+
+Local rotations are copied joint by joint (by name); the root's horizontal
+path is scaled by the height ratio ``r = height(target) / height(source)``
+about its first position, its height above the floor by ``r``; then the whole
+body is shifted vertically so the feet rest on the floor as the source's do
+(over the source's contact frames, the median height of each planted foot's
+lowest point matches the source's, scaled by the ratio of foot lengths). Nothing else is done: on
+characters of other proportions the feet skate. Every other method is
+measured against this.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..contacts import UP, detect_contacts
+from ..kinematics import positions
+from ..motion import Motion
+from ..roles import find_roles, height
+from ..skeleton import Skeleton
+from ._base import Result, check_same_hierarchy
+
+__all__ = ["copy_retarget"]
+
+
+def _foot_length(skeleton: Skeleton, roles) -> float:
+    return float(
+        np.mean(
+            [
+                skeleton.path_length(roles[f"{s}_ankle"], roles[f"{s}_toe_tip"])
+                for s in ("left", "right")
+            ]
+        )
+    )
+
+
+def copy_retarget(source: Motion, target: Skeleton) -> Result:
+    """Copy rotations, scale the root, put the feet on the floor.
+
+    Parameters
+    ----------
+    source : Motion
+    target : Skeleton
+        Has every joint of the source (by name); other target joints keep
+        their rest (identity) rotation.
+
+    Returns
+    -------
+    Result
+        Report keys: ``method``, ``height_ratio``, ``floor``, ``vertical_shift``
+        (file unit), ``seconds``, ``frames_per_second``.
+    """
+    t0 = time.perf_counter()
+    check_same_hierarchy(source.skeleton, target)
+    roles_s, roles_t = find_roles(source.skeleton), find_roles(target)
+    ratio = height(target, roles_t) / height(source.skeleton, roles_s)
+    contacts = detect_contacts(source, roles=roles_s)
+    floor = contacts.floor
+    rotations = np.tile([1.0, 0.0, 0.0, 0.0], (source.num_frames, target.num_joints, 1))
+    rotations[:, target.indices(source.skeleton.names)] = source.rotations
+    root = source.root_position.copy()
+    horizontal = [a for a in range(3) if a != UP]
+    if len(root):
+        root[:, horizontal] = root[0, horizontal] + ratio * (
+            root[:, horizontal] - root[0, horizontal]
+        )
+    root[:, UP] = floor + ratio * (root[:, UP] - floor)
+    moved = Motion(target, root, rotations, source.fps)
+    # vertical shift so planted feet rest on the floor as the source's do
+    by_point = {p: role for role, p in roles_s.items()}
+    feet_s = positions(source)[:, contacts.points, UP] - floor
+    feet_t = positions(moved)[:, [roles_t[by_point[p]] for p in contacts.points], UP] - floor
+    foot_ratio = _foot_length(target, roles_t) / _foot_length(source.skeleton, roles_s)
+    shift = 0.0
+    planted_s, planted_t = [], []
+    for side in ("left", "right"):
+        cols = [k for k, s in enumerate(contacts.sides) if s == side]
+        frames = contacts.foot(side)
+        planted_s.append(feet_s[frames][:, cols].min(axis=1))
+        planted_t.append(feet_t[frames][:, cols].min(axis=1))
+    planted_s, planted_t = np.concatenate(planted_s), np.concatenate(planted_t)
+    if planted_s.size:
+        shift = float(np.median(planted_s) * foot_ratio - np.median(planted_t))
+    root[:, UP] += shift
+    motion = Motion(target, root, rotations, source.fps)
+    seconds = time.perf_counter() - t0
+    report = {
+        "method": "copy",
+        "height_ratio": ratio,
+        "floor": floor,
+        "vertical_shift": shift,
+        "seconds": seconds,
+        "frames_per_second": source.num_frames / seconds if seconds > 0 else float("inf"),
+    }
+    return Result(motion, report)

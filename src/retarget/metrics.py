@@ -1,0 +1,236 @@
+"""The measures of "good" (DESIGN.md, "What good means").
+
+Lengths are reported as a percentage of the character's height (the
+bone-path length from the head to an ankle, :func:`retarget.roles.height`),
+so a source and a result of other sizes compare directly. Foot points are
+matched between source and result by role (left ankle, left toe, …); joints by
+name. Contacts are always those of the **source** and the floor is the
+source's: the world floor does not move with the character.
+
+Each measure is a small function over arrays; :func:`evaluate` computes all of
+them for a (source, result) pair and returns a flat dict (keys documented in
+README.md and in :data:`MEASURES`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import quat
+from .contacts import UP, Contacts, detect_contacts
+from .kinematics import positions as motion_positions
+from .motion import Motion
+from .roles import LEG_ROLES, find_roles, height
+
+__all__ = [
+    "MEASURES",
+    "evaluate",
+    "floating",
+    "penetration",
+    "pose_deviation",
+    "skate",
+    "sliding_ratio",
+    "smoothness",
+    "tracking_error",
+]
+
+Array = NDArray[np.float64]
+
+MEASURES: Mapping[str, str] = {
+    "frames": "number of frames compared",
+    "height_source": "source character height (head to ankle bone path), file unit",
+    "height_result": "result character height, file unit",
+    "contact_share": "share of (frame, foot point) pairs in contact in the source",
+    "skate_source": "mean horizontal speed of source foot points over consecutive contact "
+    "frames, % height / s",
+    "skate_result": "the same for the result's foot points, over the source's contact frames, "
+    "% height / s",
+    "skate_ratio": "skate_result / skate_source",
+    "sliding_ratio_source": "share of source contact steps longer than 0.6 % of height",
+    "sliding_ratio_result": "the same for the result",
+    "penetration_source": "mean depth of the lowest point of each foot below the floor, % height",
+    "penetration_result": "the same for the result",
+    "float_source": "mean height of the lowest point of each planted foot above the floor, "
+    "% height",
+    "float_result": "the same for the result",
+    "pose_deviation_deg": "mean geodesic angle between result and source local rotations, "
+    "joints outside the legs",
+    "smoothness": "mean squared jerk of joint positions (in heights), result over source",
+    "tracking_error_max": "largest distance of a constrained end-effector from its goal, "
+    "% height (with goals)",
+    "tracking_error_mean": "mean of those distances, % height (with goals)",
+}
+
+
+def _horizontal(p: Array) -> Array:
+    return np.delete(p, UP, axis=-1)
+
+
+def skate(pos: Array, mask: NDArray[np.bool_], fps: float, height: float) -> float:
+    """Mean horizontal speed (% of height per second) over pairs of consecutive contact frames.
+
+    Parameters
+    ----------
+    pos : ndarray, shape (F, K, 3)
+        Foot point positions.
+    mask : ndarray of bool, shape (F, K)
+        Contacts (of the source).
+    """
+    pairs = mask[1:] & mask[:-1]
+    if not pairs.any():
+        return 0.0
+    step = np.linalg.norm(_horizontal(np.diff(pos, axis=0)), axis=-1)  # (F-1, K)
+    return float(step[pairs].mean() * fps / height * 100.0)
+
+
+def sliding_ratio(
+    pos: Array, mask: NDArray[np.bool_], height: float, threshold: float = 0.006
+) -> float:
+    """Share of consecutive contact steps longer than ``threshold`` × height."""
+    pairs = mask[1:] & mask[:-1]
+    if not pairs.any():
+        return 0.0
+    step = np.linalg.norm(_horizontal(np.diff(pos, axis=0)), axis=-1)
+    return float((step[pairs] > threshold * height).mean())
+
+
+def _lowest_per_foot(pos: Array, sides: tuple[str, ...]) -> tuple[Array, list[str]]:
+    """Height of each foot's lowest point per frame, shape (F, 2)."""
+    names = sorted(set(sides))
+    cols = [np.array([k for k, s in enumerate(sides) if s == side]) for side in names]
+    return np.stack([pos[:, c, UP].min(axis=1) for c in cols], axis=1), names
+
+
+def penetration(pos: Array, sides: tuple[str, ...], floor: float, height: float) -> float:
+    """Mean depth (% of height) of each foot's lowest point below the floor, over all frames."""
+    low, _ = _lowest_per_foot(pos, sides)
+    return float(np.maximum(floor - low, 0.0).mean() / height * 100.0) if low.size else 0.0
+
+
+def floating(pos: Array, contacts: Contacts, height: float) -> float:
+    """Mean height (% of height) of each planted foot's lowest point above the floor."""
+    low, names = _lowest_per_foot(pos, contacts.sides)
+    planted = np.stack([contacts.foot(side) for side in names], axis=1)
+    if not planted.any():
+        return 0.0
+    return float(np.maximum(low - contacts.floor, 0.0)[planted].mean() / height * 100.0)
+
+
+def tracking_error(pos: Array, goals: Array) -> tuple[float, float]:
+    """Max and mean distance of end-effectors from goals, ignoring NaN goals.
+
+    Parameters
+    ----------
+    pos : ndarray, shape (F, K, 3)
+    goals : ndarray, shape (F, K, 3)
+        NaN where an effector is unconstrained.
+    """
+    d = np.linalg.norm(pos - goals, axis=-1)
+    d = d[np.isfinite(d)]
+    return (float(d.max()), float(d.mean())) if d.size else (0.0, 0.0)
+
+
+def pose_deviation(rot_result: Array, rot_source: Array) -> float:
+    """Mean geodesic angle (degrees) between matched local rotations, shape (F, J, 4) each."""
+    if rot_result.size == 0:
+        return 0.0
+    return float(np.degrees(quat.angle(rot_result, rot_source)).mean())
+
+
+def smoothness(
+    pos_result: Array, pos_source: Array, height_result: float, height_source: float
+) -> float:
+    """Mean squared jerk of positions in heights, result over source (1 = no new high frequencies).
+
+    The frame rate cancels in the ratio; positions shape (F, P, 3).
+    """
+    if len(pos_source) < 4:
+        return 1.0
+    jr = np.diff(pos_result / height_result, 3, axis=0)
+    js = np.diff(pos_source / height_source, 3, axis=0)
+    denom = float(np.mean(js**2))
+    return float(np.mean(jr**2) / denom) if denom > 0 else float("inf")
+
+
+def evaluate(
+    source: Motion,
+    result: Motion,
+    *,
+    contacts: Contacts | None = None,
+    goals: Mapping[str, Array] | None = None,
+) -> dict[str, float]:
+    """Every measure for a source and its retargeted result.
+
+    Parameters
+    ----------
+    source, result : Motion
+        Same frame count; skeletons may differ (foot points matched by role,
+        joints by name).
+    contacts : Contacts, optional
+        The source's; detected when not given.
+    goals : mapping of point name to ndarray (F, 3), optional
+        End-effector goals of the result (NaN rows where unconstrained).
+
+    Returns
+    -------
+    dict of str to float
+        Keys of :data:`MEASURES`.
+    """
+    if source.num_frames != result.num_frames:
+        raise ValueError(
+            "source and result must have the same frames, "
+            f"got {source.num_frames} and {result.num_frames}"
+        )
+    roles_s = find_roles(source.skeleton)
+    roles_r = find_roles(result.skeleton)
+    h_s = height(source.skeleton, roles_s)
+    h_r = height(result.skeleton, roles_r)
+    contacts = contacts or detect_contacts(source, roles=roles_s)
+    by_point = {p: role for role, p in roles_s.items()}
+    result_points = np.array([roles_r[by_point[p]] for p in contacts.points], dtype=np.intp)
+    pos_s = motion_positions(source)
+    pos_r = motion_positions(result)
+    feet_s = pos_s[:, contacts.points]
+    feet_r = pos_r[:, result_points]
+    out = {
+        "frames": float(source.num_frames),
+        "height_source": h_s,
+        "height_result": h_r,
+        "contact_share": float(contacts.mask.mean()) if contacts.mask.size else 0.0,
+        "skate_source": skate(feet_s, contacts.mask, source.fps, h_s),
+        "skate_result": skate(feet_r, contacts.mask, result.fps, h_r),
+        "sliding_ratio_source": sliding_ratio(feet_s, contacts.mask, h_s),
+        "sliding_ratio_result": sliding_ratio(feet_r, contacts.mask, h_r),
+        "penetration_source": penetration(feet_s, contacts.sides, contacts.floor, h_s),
+        "penetration_result": penetration(feet_r, contacts.sides, contacts.floor, h_r),
+        "float_source": floating(feet_s, contacts, h_s),
+        "float_result": floating(feet_r, contacts, h_r),
+    }
+    out["skate_ratio"] = (
+        out["skate_result"] / out["skate_source"] if out["skate_source"] > 0 else float("inf")
+    )
+    # joints by name; pose deviation leaves out the legs (the constrained limbs)
+    common = [n for n in source.skeleton.names if n in set(result.skeleton.names)]
+    legs = {
+        source.skeleton.point_names[roles_s[f"{side}_{r}"]]
+        for side in ("left", "right")
+        for r in LEG_ROLES
+        if f"{side}_{r}" in roles_s
+    }
+    free = [n for n in common if n not in legs]
+    js = source.skeleton.indices(free)
+    jr = result.skeleton.indices(free)
+    out["pose_deviation_deg"] = pose_deviation(result.rotations[:, jr], source.rotations[:, js])
+    ps = source.skeleton.indices(common)
+    pr = result.skeleton.indices(common)
+    out["smoothness"] = smoothness(pos_r[:, pr], pos_s[:, ps], h_r, h_s)
+    if goals:
+        names = list(goals)
+        g = np.stack([np.asarray(goals[n], dtype=np.float64) for n in names], axis=1)
+        mx, mean = tracking_error(pos_r[:, result.skeleton.indices(names)], g)
+        out["tracking_error_max"] = mx / h_r * 100.0
+        out["tracking_error_mean"] = mean / h_r * 100.0
+    return out

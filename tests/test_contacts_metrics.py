@@ -1,0 +1,116 @@
+"""Footplants, floor, the measures, and the copy baseline on real data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from retarget.characters import make_character
+from retarget.contacts import _clean, _hysteresis, detect_contacts, estimate_floor
+from retarget.errors import RetargetError
+from retarget.kinematics import positions
+from retarget.methods import METHODS, get_method
+from retarget.metrics import (
+    evaluate,
+    floating,
+    penetration,
+    skate,
+    sliding_ratio,
+    smoothness,
+    tracking_error,
+)
+
+
+def test_hysteresis_enters_on_enter_and_leaves_when_stay_fails():
+    enter = np.array([0, 1, 0, 0, 0, 0, 1, 0, 0], bool)
+    stay = np.array([1, 1, 1, 1, 0, 1, 1, 1, 0], bool)
+    # starts at 1, holds while stay, restarts only at the next enter (6)
+    np.testing.assert_array_equal(_hysteresis(enter, stay), [0, 1, 1, 1, 0, 0, 1, 1, 0])
+
+
+def test_clean_drops_short_contacts_and_closes_short_gaps():
+    mask = np.array([1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 1, 0, 0, 1, 1, 1, 1], bool)
+    out = _clean(mask, min_len=3, max_gap=1)
+    np.testing.assert_array_equal(out, [1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1])
+
+
+def test_contacts_on_lafan_walk(lafan):
+    c = detect_contacts(lafan)
+    names = [lafan.skeleton.point_names[p] for p in c.points]
+    assert names == ["LeftFoot", "LeftToe", "RightFoot", "RightToe"]  # zero-length toe ends dropped
+    assert abs(c.floor) < 1.0  # cm: the floor of this clip is y = 0
+    assert 5.0 < c.clearance[0] < 8.0 and c.clearance[1] < 1.0  # ankle above the sole, toe on it
+    # a walk: both feet planted most of the time, well over a hundred steps each
+    assert 0.5 < c.mask.mean() < 0.85
+    steps = [(np.diff(c.mask[:, k].astype(int)) == 1).sum() for k in range(4)]
+    assert min(steps) > 100
+    # planted points barely move: a few cm/s at most on average
+    pos = positions(lafan)[:, c.points]
+    speed = np.linalg.norm(np.diff(pos[:, :, [0, 2]], axis=0), axis=-1) * lafan.fps
+    pairs = c.mask[1:] & c.mask[:-1]
+    assert speed[pairs].mean() < 0.05 * c.height
+    assert speed[~c.mask[1:]].mean() > 5 * speed[pairs].mean()
+    literal = detect_contacts(lafan, relative_to_clearance=False)
+    assert literal.mask[:, 0].mean() < 0.1  # ankles rarely "within 4 % of the floor" itself
+
+
+def test_floor_estimate_follows_a_raised_floor(lafan):
+    raised = lafan.replace(root_position=lafan.root_position + np.array([0.0, 12.5, 0.0]))
+    assert detect_contacts(raised).floor == pytest.approx(
+        detect_contacts(lafan).floor + 12.5, abs=1e-9
+    )
+    c = detect_contacts(lafan)
+    pos = positions(lafan)
+    assert estimate_floor(pos, c.points, lafan.fps, c.height) == pytest.approx(c.floor)
+
+
+def test_measures_on_synthetic_arrays():
+    fps, h = 10.0, 100.0
+    pos = np.zeros((5, 1, 3))
+    pos[:, 0, 0] = [0, 1, 2, 2, 2]  # slides 1 unit per frame for two frames
+    mask = np.ones((5, 1), bool)
+    assert skate(pos, mask, fps, h) == pytest.approx(np.mean([1, 1, 0, 0]) * fps / h * 100)
+    assert sliding_ratio(pos, mask, h) == pytest.approx(0.5)
+    pos[:, 0, 1] = [-2, 0, 1, 0, 0]
+    assert penetration(pos, ("left",), 0.0, h) == pytest.approx(2 / 5)
+    d_max, d_mean = tracking_error(np.zeros((2, 1, 3)), np.array([[[3.0, 4, 0]], [[np.nan] * 3]]))
+    assert (d_max, d_mean) == (5.0, 5.0)
+    ramp = np.linspace(0, 1, 20)[:, None, None] * np.ones((1, 2, 3))
+    assert (
+        smoothness(
+            ramp + 0.01 * np.random.default_rng(0).normal(size=ramp.shape), ramp + 1e-3, 1, 1
+        )
+        > 1
+    )
+
+
+def test_source_against_itself(lafan):
+    m = evaluate(lafan[:600], lafan[:600])
+    assert m["skate_ratio"] == pytest.approx(1.0)
+    assert m["pose_deviation_deg"] < 1e-12 and m["smoothness"] == pytest.approx(1.0)
+    assert m["skate_source"] > 0 and m["penetration_result"] == m["penetration_source"]
+
+
+def test_copy_onto_blubby_skates_several_times_the_source(lafan):
+    target = make_character(lafan.skeleton, preset="blubby")
+    result = get_method("copy").run(lafan, target)
+    m = evaluate(lafan, result.motion)
+    # the problem every method must beat: several times the source's skate
+    assert m["skate_ratio"] > 4.0
+    # rotations are copied exactly; the feet rest on the floor as the source's do
+    np.testing.assert_array_equal(result.motion.rotations, lafan.rotations)
+    assert m["pose_deviation_deg"] < 1e-12
+    assert abs(m["float_result"] - m["float_source"]) < 0.2
+    assert result.report["height_ratio"] == pytest.approx(148.86 / 166.49, rel=1e-3)
+    c = detect_contacts(lafan)
+    assert floating(positions(result.motion)[:, c.points], c, m["height_result"]) == pytest.approx(
+        m["float_result"]
+    )
+
+
+def test_copy_needs_the_source_joints(lafan, mocapbank):
+    with pytest.raises(RetargetError, match="lacks the source joints"):
+        get_method("copy").run(lafan, mocapbank.skeleton)
+    assert "copy" in METHODS
+    with pytest.raises(RetargetError, match="methods: copy"):
+        get_method("nope")

@@ -1,0 +1,29 @@
+"""Every exported name exists; the documented example of the README runs."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+import retarget
+
+PACKAGES = ["retarget", "retarget.io", "retarget.methods", "retarget.viz"]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_all_names_import(package):
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        assert getattr(module, name) is not None, f"{package}.{name}"
+    assert len(module.__all__) == len(set(module.__all__))
+
+
+def test_readme_example(data_dir, tmp_path):
+    rt = retarget
+    walk = rt.read_motion(data_dir / "lafan_walk.bvh")[:300]
+    blubby = rt.make_character(walk.skeleton, preset="blubby")
+    result = rt.get_method("copy").run(walk, blubby)
+    assert rt.evaluate(walk, result.motion)["skate_ratio"] > 1.0
+    rt.write_motion(tmp_path / "walk_blubby.bvh", result.motion)
+    assert rt.read_bvh(tmp_path / "walk_blubby.bvh").num_frames == 300
