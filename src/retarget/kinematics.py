@@ -3,9 +3,10 @@
 Forward kinematics is the library's innermost loop (every solver, filter and
 measure calls it, often on sigma points or whole clips), so it is a fused
 numba kernel: one pass over frames and points that keeps each frame's chain in
-registers. Done array-at-a-time in numpy, the same work costs ~25x more on
-lafan_walk.bvh (one temporary per arithmetic operation over all frames; see
-``benchmarks/io_kinematics.py``).
+registers. Done array-at-a-time in numpy (one tree level per step over all
+frames, one temporary per arithmetic operation), the same work is ~12x slower
+on lafan_walk.bvh: 19.5 ms against 1.6 ms (``benchmarks/io_kinematics.py``,
+row "numpy (same algorithm)").
 
 Jacobians follow DESIGN.md's single convention: columns are the entries of the
 tangent vector ``x = (v_root, v_0, …, v_{J-1})`` of :mod:`retarget.motion`

@@ -12,9 +12,10 @@ own, in numba, for three reasons measured on lafan_walk.bvh:
   turns each completed frame into root position, translations and quaternions
   at once (fused mode), so no (F, C) table of values is ever allocated: in
   this virtual machine every fresh 4 MB array costs ~2 ms of page faults;
-* **exact numbers**: a token with at most 15 significant digits and a decimal
-  exponent within ±22 is ``m · 10^k`` or ``m / 10^-k`` with both factors exact
-  doubles, one correctly rounded IEEE operation (Clinger 1990, "How to read
+* **exact numbers**: a token whose digits form an integer ``m ≤ 2^53`` (at
+  most 18 digits read) with a decimal exponent within ±22 is ``m · 10^k`` or
+  ``m / 10^-k`` with both factors exact doubles, one correctly rounded IEEE
+  operation (Clinger 1990, "How to read
   floating point numbers accurately"); others are left to Python's ``float``
   (generic mode) or make the caller fall back to it (fused mode);
 * **vectorised half-angle sincos in degrees**: reduce by quarter turns *in
@@ -228,15 +229,13 @@ def _scan_kernel(  # pragma: no cover - jitted
         neg = c == 45
         neg_or_plus = 1 if (c == 45 or c == 43) else 0  # '-' '+'
         i += neg_or_plus
-        mant = 0  # wraps beyond 18 digits; such tokens are slow ones anyway
-        sig = 0  # significant digits (leading zeros excluded)
+        mant = 0  # exact up to 18 digits; longer tokens are slow ones
         exp10 = 0
         while i < n:
             d = np.uint8(buf[i] - np.uint8(48))  # wraps below '0': one comparison
             if d > 9:
                 break
             mant = mant * 10 + d
-            sig += mant != 0
             i += 1
         digits = i - start - neg_or_plus
         if i < n and buf[i] == 46:  # '.'
@@ -247,7 +246,6 @@ def _scan_kernel(  # pragma: no cover - jitted
                 if d > 9:
                     break
                 mant = mant * 10 + d
-                sig += mant != 0
                 i += 1
             digits += i - frac_start
             exp10 -= i - frac_start
@@ -271,9 +269,9 @@ def _scan_kernel(  # pragma: no cover - jitted
             exp10 += -e if eneg else e
         if i < n and not (buf[i] == 32 or (9 <= buf[i] <= 13)):
             return count, TOKEN_BAD, start, n_slow
-        if sig == 0:
+        if mant == 0:
             v = 0.0
-        elif sig <= 15 and -22 <= exp10 <= 22:
+        elif digits <= 18 and mant <= 9007199254740992 and -22 <= exp10 <= 22:  # m <= 2^53
             v = float(mant)
             if exp10 >= 0:
                 v = v * pow10[exp10]
