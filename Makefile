@@ -25,6 +25,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/mypy src/retarget
 	$(BIN)/python -m pytest -n 2 -q
 
 lint: $(VENV)/.installed-test

@@ -21,6 +21,7 @@ Positions are in the skeleton's unit; the up axis is y (DESIGN.md conventions).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -112,7 +113,8 @@ class Contacts:
     def foot(self, side: str) -> NDArray[np.bool_]:
         """Frames where any point of that foot is planted, shape (F,)."""
         cols = [k for k, s in enumerate(self.sides) if s == side]
-        return self.mask[:, cols].any(axis=1)
+        # (F, K) reduced over axis 1 is an array; numpy's stubs allow a scalar
+        return cast(NDArray[np.bool_], self.mask[:, cols].any(axis=1))
 
 
 def _runs(mask: NDArray[np.bool_]) -> list[tuple[int, int]]:

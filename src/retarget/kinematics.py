@@ -16,15 +16,18 @@ right, ``q_j ⊗ exp(v_j)``); rows are world-frame quantities.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import quat
-from .motion import Motion, tangent_size
+from .motion import Motion
 from .skeleton import Skeleton
 
 __all__ = [
+    "Pose",
     "center_of_mass",
     "forward_kinematics",
     "jacobian",
@@ -135,6 +138,55 @@ def forward_kinematics(
     return pos.reshape(*batch, n_points, 3), world.reshape(*batch, n_points, 4)
 
 
+@dataclass(frozen=True, eq=False)
+class Pose:
+    """A batch of poses with their forward kinematics, computed once and shared.
+
+    Every task (constraint) of a solver reads the same FK of the same poses;
+    build one with :meth:`Pose.of` and pass it around.
+
+    Attributes
+    ----------
+    skeleton : Skeleton
+    root_position : ndarray, shape (..., 3)
+    rotations : ndarray, shape (..., J, 4)
+        Local rotations.
+    positions : ndarray, shape (..., J + S, 3)
+        World positions of the points.
+    world_rotations : ndarray, shape (..., J + S, 4)
+        World rotations of the points' frames.
+    """
+
+    skeleton: Skeleton
+    root_position: Array
+    rotations: Array
+    positions: Array
+    world_rotations: Array
+
+    @classmethod
+    def of(cls, skeleton: Skeleton, root_position: ArrayLike, rotations: ArrayLike) -> Pose:
+        """Poses and their FK (one call of the FK kernel)."""
+        root = np.asarray(root_position, dtype=np.float64)
+        rot = np.asarray(rotations, dtype=np.float64)
+        pos, world = forward_kinematics(skeleton, root, rot)
+        root, rot = (
+            np.broadcast_to(root, pos.shape[:-2] + (3,)),
+            np.broadcast_to(rot, pos.shape[:-2] + rot.shape[-2:]),
+        )
+        return cls(skeleton, root, rot, pos, world)
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        """The leading axes (frames, sigma points, …)."""
+        return self.positions.shape[:-2]
+
+    def jacobian(self, points: ArrayLike, *, orientation: bool = False) -> Array:
+        """:func:`jacobian` at these poses, reusing their FK; shape (..., 3K or 6K, 3 + 3J)."""
+        return _jacobian_from_fk(
+            self.skeleton, self.positions, self.world_rotations, points, orientation
+        )
+
+
 def positions(motion: Motion) -> Array:
     """World positions of every joint and end site of a motion, shape (F, J + S, 3)."""
     return forward_kinematics(
@@ -200,8 +252,14 @@ def jacobian(
         Rows ``3k:3k+3`` are effector ``k``'s position; with ``orientation``,
         rows ``3K + 3k : 3K + 3k + 3`` its orientation.
     """
-    eff = np.atleast_1d(np.asarray(effectors, dtype=np.intp))
     pos, world = forward_kinematics(skeleton, root_position, rotations, translations)
+    return _jacobian_from_fk(skeleton, pos, world, effectors, orientation)
+
+
+def _jacobian_from_fk(
+    skeleton: Skeleton, pos: Array, world: Array, effectors: ArrayLike, orientation: bool
+) -> Array:
+    eff = np.atleast_1d(np.asarray(effectors, dtype=np.intp))
     n_joints = skeleton.num_joints
     mask = _ancestors(skeleton, eff)  # (K, J)
     r_joint = quat.matrix_from_quat(world[..., :n_joints, :])  # (..., J, 3, 3)
@@ -221,7 +279,6 @@ def jacobian(
         o_rot = np.moveaxis(o_blocks, -2, -3).reshape(*batch, 3 * k, 3 * n_joints)
         o_root = np.zeros((*batch, 3 * k, 3))
         jac = np.concatenate([jac, np.concatenate([o_root, o_rot], axis=-1)], axis=-2)
-    assert jac.shape[-1] == tangent_size(n_joints)
     return jac
 
 

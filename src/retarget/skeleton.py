@@ -42,7 +42,7 @@ JOINT_CHANNELS = ("Zrotation", "Yrotation", "Xrotation")
 
 
 def _frozen(a: ArrayLike, dtype: type, shape: tuple[int | None, ...], name: str) -> NDArray:
-    arr = np.array(a, dtype=dtype)  # always a copy
+    arr: NDArray = np.array(a, dtype=dtype)  # always a copy
     if arr.ndim != len(shape) or any(
         s is not None and s != n for s, n in zip(shape, arr.shape, strict=False)
     ):

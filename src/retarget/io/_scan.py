@@ -32,6 +32,7 @@ release the GIL).
 from __future__ import annotations
 
 import math
+import mmap
 import threading
 
 import numba
@@ -363,13 +364,13 @@ _NO_POSES = (np.zeros((0, 3)), np.zeros((1, 1, 3)), np.zeros((0, 0, 4)))
 
 
 def parse_floats(
-    data: bytes | memoryview, capacity: int, start: int = 0
+    data: bytes | memoryview | mmap.mmap, capacity: int, start: int = 0
 ) -> tuple[NDArray[np.float64], int, int]:
     """Parse decimal numbers separated by whitespace, from byte ``start`` to the end.
 
     Parameters
     ----------
-    data : bytes or memoryview
+    data : bytes, memoryview or mmap
         The text.
     capacity : int
         Maximum number of values to store (the expected count).
@@ -423,7 +424,7 @@ def parse_floats(
 
 
 def scan_channels(
-    data: bytes | memoryview,
+    data: bytes | memoryview | mmap.mmap,
     start: int,
     num_frames: int,
     targets: NDArray[np.intp],
@@ -436,7 +437,7 @@ def scan_channels(
 
     Parameters
     ----------
-    data : bytes or memoryview
+    data : bytes, memoryview or mmap
     start : int
         Byte offset of the first value.
     num_frames : int

@@ -866,13 +866,13 @@ class _AmcBody:
     def resolve_unknown(self) -> None:
         """Bone names in another case, else errors for the unknown first tokens."""
         for line in np.flatnonzero(self.kind == _LINE_UNKNOWN):
-            tok = self.token(line)
+            tok = self.token(int(line))
             k = self.layout.lower.get(tok.decode("utf-8", "replace").lower(), -1)
             if k >= 0:
                 self.kind[line], self.code[line] = _LINE_BONE, k
             else:
                 self.fail(
-                    line,
+                    int(line),
                     f"expected a frame number or a bone name, found {_shown(tok)}; the bones "
                     f"are {', '.join(self.layout.names)}",
                 )

@@ -41,6 +41,8 @@ _MOTION_RE = re.compile(rb"^[ \t]*MOTION[ \t]*\r?$", re.MULTILINE)
 _DECIMAL_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _COUNT_RE = re.compile(r"\+?[0-9]+")
 
+Buffer = bytes | mmap.mmap  # a file's bytes, read or memory-mapped
+
 
 def read_bvh(path: str | os.PathLike, *, unit: str = "cm") -> Motion:
     """Read a BVH file.
@@ -65,7 +67,7 @@ def read_bvh(path: str | os.PathLike, *, unit: str = "cm") -> Motion:
         with open(path, "rb") as fh:
             # A memory map costs far fewer page faults than a copy of a large file.
             try:
-                data: bytes | mmap.mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                data: Buffer = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
             except (ValueError, OSError):  # empty file, pipe, special file
                 data = fh.read()
     except OSError as exc:
@@ -224,6 +226,13 @@ class _Parser:
                     tline,
                 )
 
+    def joint_channels(self) -> list[tuple[str, ...]]:
+        """Every joint's channels, once :meth:`parse` has required a CHANNELS line of each."""
+        channels = [c for c in self.channels if c is not None]
+        if len(channels) != len(self.channels):
+            raise RuntimeError("joint_channels() before a successful parse()")
+        return channels
+
     def vector(self) -> list[float]:
         return [self.number("OFFSET x"), self.number("OFFSET y"), self.number("OFFSET z")]
 
@@ -276,7 +285,7 @@ def _header_value(line: str, key: str, name: str, lineno: int) -> str:
     return m.group(1)
 
 
-def _find_motion(data: bytes) -> re.Match[bytes] | None:
+def _find_motion(data: Buffer) -> re.Match[bytes] | None:
     """The line 'MOTION' (found with bytes.find, far faster than a regex over the data)."""
     start = 0
     while True:
@@ -292,17 +301,17 @@ def _find_motion(data: bytes) -> re.Match[bytes] | None:
         start = k + 6
 
 
-def parse_bvh(data: bytes | str | mmap.mmap, *, name: str = "<string>", unit: str = "cm") -> Motion:
+def parse_bvh(data: Buffer | str, *, name: str = "<string>", unit: str = "cm") -> Motion:
     """Parse BVH text (see :func:`read_bvh`)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
-    start = data[:4096].removeprefix(b"\xef\xbb\xbf")
-    first = start.split(None, 1)[0] if start.strip() else b""
+    prefix = data[:4096].removeprefix(b"\xef\xbb\xbf")
+    first = prefix.split(None, 1)[0] if prefix.strip() else b""
     if first.upper() != b"HIERARCHY":
-        line = start[: start.find(first)].count(b"\n") + 1 if first else 1
+        first_line = prefix[: prefix.find(first)].count(b"\n") + 1 if first else 1
         found = first[:40].decode("latin-1") if first else "an empty file"
         raise FormatError(
-            name, line, f"expected 'HIERARCHY' at the start of the file, found {found!r}"
+            name, first_line, f"expected 'HIERARCHY' at the start of the file, found {found!r}"
         )
     match = _find_motion(data)
     if match is None:
@@ -346,7 +355,8 @@ def parse_bvh(data: bytes | str | mmap.mmap, *, name: str = "<string>", unit: st
     frame_time = float(dt_txt)
     if not (np.isfinite(frame_time) and frame_time > 0):
         raise FormatError(name, header[1][1], f"expected a positive frame time, found {dt_txt!r}")
-    n_chan = sum(len(c) for c in parser.channels)
+    channels = parser.joint_channels()
+    n_chan = sum(len(c) for c in channels)
     expected = num_frames * n_chan
     start = min(pos, len(data))
     offsets = np.array(parser.offsets, dtype=np.float64)
@@ -367,10 +377,10 @@ def parse_bvh(data: bytes | str | mmap.mmap, *, name: str = "<string>", unit: st
             raise _bad_token(name, data, pos, lineno, err)
         if count != expected:  # always so when n_chan > 0 here
             raise _count_error(name, data[pos:], lineno, num_frames, n_chan, count)
-        layout = _Layout(parser.channels, offsets, num_frames)
+        layout = _Layout(channels, offsets, num_frames)
         rotations = np.tile(quat.identity(), (num_frames, len(parser.names), 1))
         return _build_motion(parser, layout, rotations, frame_time, unit)
-    layout = _Layout(parser.channels, offsets, num_frames)
+    layout = _Layout(channels, offsets, num_frames)
     rotations, count, kind, err = scan_channels(
         data,
         start,
@@ -392,13 +402,13 @@ def parse_bvh(data: bytes | str | mmap.mmap, *, name: str = "<string>", unit: st
     return _build_motion(parser, layout, rotations, frame_time, unit)
 
 
-def _last_line(data: bytes | mmap.mmap) -> int:
+def _last_line(data: Buffer) -> int:
     """Number of the file's last line (1 for an empty file)."""
     n = data[:].count(b"\n")  # (an mmap has no .count)
     return max(n if data[-1:] == b"\n" else n + 1, 1)
 
 
-def _bad_token(name: str, data: bytes | mmap.mmap, pos: int, lineno: int, err: int) -> FormatError:
+def _bad_token(name: str, data: Buffer, pos: int, lineno: int, err: int) -> FormatError:
     """The error for the token at byte ``err`` of the motion data (which starts at
     byte ``pos``, the line after line ``lineno``)."""
     bad_line = lineno + 1 + data[pos:err].count(b"\n")
@@ -417,7 +427,9 @@ class _Layout:
     and ``3 + 3j + axis`` for joint j's translation.
     """
 
-    def __init__(self, channels: list, offsets: np.ndarray, num_frames: int) -> None:
+    def __init__(
+        self, channels: list[tuple[str, ...]], offsets: np.ndarray, num_frames: int
+    ) -> None:
         self.offsets = offsets
         self.columns: list[list[int]] = []
         self.orders: list[str] = []
@@ -513,7 +525,7 @@ def _build_motion(
         names=tuple(parser.names),
         parents=np.array(parser.parents),
         offsets=offsets,
-        channels=tuple(parser.channels),
+        channels=tuple(parser.joint_channels()),
         site_names=tuple(_site_names(parser)),
         site_parents=np.array([s[1] for s in sites], dtype=np.intp),
         site_offsets=np.array([s[2] for s in sites], dtype=np.float64).reshape(-1, 3),
@@ -539,6 +551,8 @@ def _written_channels(motion: Motion) -> tuple[tuple[str, ...], ...]:
     moves, or a joint's translation changes, along an axis without a position
     channel (the reader would put the OFFSET there)."""
     sk = motion.skeleton
+    axes = sk.axes
+    assert axes is not None  # Skeleton.__post_init__ always sets it
     out = []
     for j, chans in enumerate(sk.channels):
         positions = tuple(c for c in chans if c.endswith("position"))
@@ -553,7 +567,7 @@ def _written_channels(motion: Motion) -> tuple[tuple[str, ...], ...]:
             if moving is not None and np.any(moving[:, free] != sk.offsets[j, free]):
                 positions = ("Xposition", "Yposition", "Zposition")
         order = sk.euler_orders[j]
-        identity_axis = np.allclose(sk.axes[j], (1, 0, 0, 0), atol=1e-12)
+        identity_axis = np.allclose(axes[j], (1, 0, 0, 0), atol=1e-12)
         if not (identity_axis and len(order) == 3):
             rot = motion.rotations[:, j]
             if not identity_axis:
@@ -595,10 +609,10 @@ def format_bvh(motion: Motion, *, precision: int = 10) -> str:
     offsets = sk.offsets if motion.translations is None else sk.offsets.copy()
     lines = ["HIERARCHY"]
     order: list[int] = []
-    children = [[] for _ in range(sk.num_joints)]
+    children: list[list[int]] = [[] for _ in range(sk.num_joints)]
     for j in range(1, sk.num_joints):
         children[sk.parents[j]].append(j)
-    sites = [[] for _ in range(sk.num_joints)]
+    sites: list[list[int]] = [[] for _ in range(sk.num_joints)]
     for s, p in enumerate(sk.site_parents):
         sites[p].append(s)
 
@@ -643,6 +657,7 @@ def format_bvh(motion: Motion, *, precision: int = 10) -> str:
                 else:
                     columns.append(np.full(motion.num_frames, offsets[j, axis]))
             else:
+                assert angles is not None  # a rotation channel makes rot_order non-empty
                 columns.append(angles[:, k])
                 k += 1
     if motion.num_frames and columns:

@@ -41,7 +41,9 @@ def read_motion(
         from .asf_amc import read_asf_amc
 
         asf = Path(skeleton) if skeleton is not None else _sibling_asf(path)
-        return read_asf_amc(asf, path, **({"fps": fps} if fps else {}))
+        if fps is not None:
+            return read_asf_amc(asf, path, fps=fps)
+        return read_asf_amc(asf, path)
     raise RetargetError(f"{path}: cannot read '{ext}' files; readable: {', '.join(READABLE)}")
 
 

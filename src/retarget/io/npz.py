@@ -33,6 +33,7 @@ def write_npz(
 ) -> Path:
     """Write a motion as compressed npz, atomically."""
     sk = motion.skeleton
+    assert sk.axes is not None and sk.limits is not None  # Skeleton.__post_init__ sets both
     arrays = {
         "format": np.array(FORMAT),
         "version": np.array(VERSION),
@@ -53,7 +54,7 @@ def write_npz(
     if motion.translations is not None:
         arrays["translations"] = motion.translations
     buffer = _io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    np.savez_compressed(buffer, allow_pickle=False, **arrays)  # as read_npz loads it
     return atomic_write(path, buffer.getvalue(), inputs=inputs)
 
 

@@ -75,13 +75,13 @@ def copy_retarget(source: Motion, target: Skeleton) -> Result:
     feet_t = positions(moved)[:, [roles_t[by_point[p]] for p in contacts.points], UP] - floor
     foot_ratio = _foot_length(target, roles_t) / _foot_length(source.skeleton, roles_s)
     shift = 0.0
-    planted_s, planted_t = [], []
+    per_side_s, per_side_t = [], []
     for side in ("left", "right"):
         cols = [k for k, s in enumerate(contacts.sides) if s == side]
         frames = contacts.foot(side)
-        planted_s.append(feet_s[frames][:, cols].min(axis=1))
-        planted_t.append(feet_t[frames][:, cols].min(axis=1))
-    planted_s, planted_t = np.concatenate(planted_s), np.concatenate(planted_t)
+        per_side_s.append(feet_s[frames][:, cols].min(axis=1))
+        per_side_t.append(feet_t[frames][:, cols].min(axis=1))
+    planted_s, planted_t = np.concatenate(per_side_s), np.concatenate(per_side_t)
     if planted_s.size:
         shift = float(np.median(planted_s) * foot_ratio - np.median(planted_t))
     root[:, UP] += shift

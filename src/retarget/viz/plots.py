@@ -85,7 +85,7 @@ def plot_feet(
             starts = np.flatnonzero(np.diff(np.concatenate([[0], planted[:n].astype(int)])) == 1)
             ends = np.flatnonzero(np.diff(np.concatenate([planted[:n].astype(int), [0]])) == -1)
             for a, b in zip(starts, ends, strict=True):
-                ax.axvspan(t[a], t[min(b, n - 1)], color="tab:gray", alpha=0.15, lw=0)
+                ax.axvspan(t[a], t[min(int(b), n - 1)], color="tab:gray", alpha=0.15, lw=0)
         axes[0, col].set_title(f"{side} {role.split('_', 1)[1]}: top view (dots = source contacts)")
         axes[0, col].set_aspect("equal", adjustable="datalim")
         axes[1, col].set_title("height above the floor (shaded = source contact)")

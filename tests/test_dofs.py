@@ -1,0 +1,115 @@
+"""Joint DOFs: channel angles, their tangent axes (finite differences), limits, projection."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from retarget import Skeleton, quat
+from retarget.dofs import (
+    channel_angles,
+    channel_axes,
+    channel_limits,
+    clamp_to_limits,
+    limit_violation,
+    project_to_dofs,
+    rotations_from_channel_angles,
+)
+from retarget.io import read_asf_amc
+from retarget.kinematics import Pose, jacobian
+
+
+def mixed_skeleton():
+    """Every kind of joint: full ZYX, hinge X with an axis rotation, two-channel ZX, none."""
+    axes = quat.identity(5)
+    axes[1] = quat.exp([0.3, -0.2, 0.9])
+    axes[2] = quat.exp([-1.0, 0.4, 0.2])
+    channels = (
+        ("Xposition", "Yposition", "Zposition", "Zrotation", "Yrotation", "Xrotation"),
+        ("Xrotation",),
+        ("Zrotation", "Xrotation"),
+        (),
+        ("Yrotation", "Xrotation", "Zrotation"),
+    )
+    limits = np.tile([-np.inf, np.inf], (5, 3, 1))
+    limits[1, 0] = [-0.2, 2.5]
+    limits[2, 2] = [-0.5, 0.5]  # z of joint 2
+    return Skeleton(("r", "h", "t", "n", "b"), [-1, 0, 1, 2, 3], np.ones((5, 3)), channels,
+                    axes=axes, limits=limits)  # fmt: skip
+
+
+def test_angles_round_trip():
+    sk = mixed_skeleton()
+    rng = np.random.default_rng(0)
+    theta = rng.uniform(-1.2, 1.2, (7, 5, 3))
+    present = np.array(
+        [[True] * 3, [True, False, False], [True, True, False], [False] * 3, [True] * 3]
+    )
+    theta = np.where(present, theta, 0.0)
+    rot = rotations_from_channel_angles(sk, theta)
+    np.testing.assert_allclose(channel_angles(sk, rot), theta, atol=1e-12)
+    # the hinge turns about A x only
+    hinge_axis = quat.rotate(sk.axes[1], [1.0, 0, 0])
+    v = quat.log(rot[:, 1])
+    np.testing.assert_allclose(np.cross(v, hinge_axis), 0.0, atol=1e-12)
+
+
+def test_channel_axes_match_finite_differences():
+    sk = mixed_skeleton()
+    rng = np.random.default_rng(1)
+    theta = rng.uniform(-1.0, 1.0, (4, 5, 3))
+    rot = rotations_from_channel_angles(sk, theta)
+    axes = channel_axes(sk, rot)
+    h = 1e-6
+    for k in range(3):
+        d = np.zeros_like(theta)
+        d[..., k] = h
+        plus = rotations_from_channel_angles(sk, theta + d)
+        minus = rotations_from_channel_angles(sk, theta - d)
+        # q ⊗ exp(v) = plus  →  v = log(q⁻¹ plus)
+        fd = (quat.log(quat.multiply(quat.conjugate(rot), plus))
+              - quat.log(quat.multiply(quat.conjugate(rot), minus))) / (2 * h)  # fmt: skip
+        present = np.array([len(o) > k for o in sk.euler_orders])
+        np.testing.assert_allclose(axes[..., k][:, present], fd[:, present], atol=1e-7)
+        assert np.all(axes[..., k][:, ~present] == 0.0)
+
+
+def test_limits_clamp_and_projection():
+    sk = mixed_skeleton()
+    lim = channel_limits(sk)
+    assert lim[1, 0].tolist() == [-0.2, 2.5] and lim[1, 1].tolist() == [0.0, 0.0]
+    assert lim[2, 1].tolist() == [-np.inf, np.inf] and lim[2, 2].tolist() == [0.0, 0.0]
+    theta = np.zeros((1, 5, 3))
+    theta[0, 1, 0] = 3.0  # beyond the hinge's 2.5
+    rot = rotations_from_channel_angles(sk, theta)
+    rot[0, 2] = quat.multiply(rot[0, 2], quat.exp([0.0, 0.3, 0.0]))  # off its ZX DOFs
+    viol = limit_violation(sk, rot)
+    assert viol[0, 1, 0] == pytest.approx(0.5) and viol[0, 2].max() > 0.1
+    fixed = clamp_to_limits(sk, rot)
+    assert limit_violation(sk, fixed).max() < 1e-12
+    assert np.array_equal(
+        fixed[0, [0, 3, 4]], rot[0, [0, 3, 4]]
+    )  # untouched joints stay bit-identical
+    proj = project_to_dofs(sk, rot)
+    assert channel_angles(sk, proj)[0, 1, 0] == pytest.approx(3.0)  # projection ignores limits
+    assert (
+        np.abs(np.where(channel_limits(sk)[:, :, 1] == 0, channel_angles(sk, proj), 0)).max()
+        < 1e-12
+    )
+
+
+def test_vicon_source_sits_on_its_dofs(data_dir):
+    m = read_asf_amc(data_dir / "vicon.asf", data_dir / "vicon.amc")
+    sk = m.skeleton
+    np.testing.assert_allclose(project_to_dofs(sk, m.rotations), m.rotations, atol=1e-12)
+    axes = channel_axes(sk, m.rotations[:10])
+    assert np.linalg.matrix_rank(axes[0, sk.index("ltibia")]) == 1
+
+
+def test_pose_shares_fk_with_jacobian(lafan):
+    m = lafan[:5]
+    pose = Pose.of(m.skeleton, m.root_position, m.rotations)
+    pts = m.skeleton.indices(["LeftToe_end", "Head"])
+    np.testing.assert_array_equal(pose.jacobian(pts, orientation=True),
+                                  jacobian(m.skeleton, m.root_position, m.rotations, pts, orientation=True))  # fmt: skip
+    assert pose.batch_shape == (5,)
