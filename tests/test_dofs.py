@@ -110,6 +110,6 @@ def test_pose_shares_fk_with_jacobian(lafan):
     m = lafan[:5]
     pose = Pose.of(m.skeleton, m.root_position, m.rotations)
     pts = m.skeleton.indices(["LeftToe_end", "Head"])
-    np.testing.assert_array_equal(pose.jacobian(pts, orientation=True),
-                                  jacobian(m.skeleton, m.root_position, m.rotations, pts, orientation=True))  # fmt: skip
+    expected = jacobian(m.skeleton, m.root_position, m.rotations, pts, orientation=True)
+    np.testing.assert_array_equal(pose.jacobian(pts, orientation=True), expected)
     assert pose.batch_shape == (5,)

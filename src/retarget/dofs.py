@@ -132,7 +132,7 @@ def channel_axes(skeleton: Skeleton, rotations: ArrayLike) -> Array:
     w2 = np.broadcast_to(e[:, 2], theta.shape)
     body = np.stack([w0, w1, w2], axis=-1)  # (..., J, 3, 3): columns per channel
     local = quat.matrix_from_quat(skeleton.axes)[..., :, :] @ body  # A ω_k
-    return local * _present(skeleton)[:, None, :]
+    return np.asarray(local * _present(skeleton)[:, None, :])
 
 
 def channel_limits(skeleton: Skeleton) -> Array:
@@ -170,7 +170,7 @@ def clamp_to_limits(skeleton: Skeleton, rotations: ArrayLike) -> Array:
     theta = channel_angles(skeleton, rotations)
     lim = channel_limits(skeleton)
     clamped = np.clip(theta, lim[:, :, 0], lim[:, :, 1])
-    changed = np.any(clamped != theta, axis=-1)
+    changed = np.asarray(np.any(clamped != theta, axis=-1))
     if not changed.any():
         return rotations.copy()
     fixed = rotations_from_channel_angles(skeleton, clamped)
@@ -188,5 +188,5 @@ def project_to_dofs(skeleton: Skeleton, rotations: ArrayLike) -> Array:
         return rotations.copy()
     theta = channel_angles(skeleton, rotations)
     fixed = rotations_from_channel_angles(skeleton, np.where(present, theta, 0.0))
-    partial = ~present.all(axis=1)
+    partial = np.asarray(~present.all(axis=1))
     return np.where(partial[:, None], fixed, rotations)

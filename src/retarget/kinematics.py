@@ -169,10 +169,9 @@ class Pose:
         root = np.asarray(root_position, dtype=np.float64)
         rot = np.asarray(rotations, dtype=np.float64)
         pos, world = forward_kinematics(skeleton, root, rot)
-        root, rot = (
-            np.broadcast_to(root, pos.shape[:-2] + (3,)),
-            np.broadcast_to(rot, pos.shape[:-2] + rot.shape[-2:]),
-        )
+        batch = pos.shape[:-2]
+        root = np.broadcast_to(root, (*batch, 3))
+        rot = np.broadcast_to(rot, (*batch, *rot.shape[-2:]))
         return cls(skeleton, root, rot, pos, world)
 
     @property

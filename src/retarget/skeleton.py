@@ -90,8 +90,9 @@ class Skeleton:
     site_parents: NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, np.intp))
     site_offsets: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 3)))
     unit: str = "cm"
-    axes: NDArray[np.float64] | None = None
-    limits: NDArray[np.float64] | None = None
+    # None asks for the defaults; __post_init__ always stores an array
+    axes: NDArray[np.float64] = None  # type: ignore[assignment]
+    limits: NDArray[np.float64] = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         names = tuple(str(n) for n in self.names)

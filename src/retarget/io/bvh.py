@@ -552,7 +552,6 @@ def _written_channels(motion: Motion) -> tuple[tuple[str, ...], ...]:
     channel (the reader would put the OFFSET there)."""
     sk = motion.skeleton
     axes = sk.axes
-    assert axes is not None  # Skeleton.__post_init__ always sets it
     out = []
     for j, chans in enumerate(sk.channels):
         positions = tuple(c for c in chans if c.endswith("position"))

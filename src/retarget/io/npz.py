@@ -33,7 +33,6 @@ def write_npz(
 ) -> Path:
     """Write a motion as compressed npz, atomically."""
     sk = motion.skeleton
-    assert sk.axes is not None and sk.limits is not None  # Skeleton.__post_init__ sets both
     arrays = {
         "format": np.array(FORMAT),
         "version": np.array(VERSION),
