@@ -159,6 +159,7 @@ def detect_contacts(
     min_duration: float = 0.1,
     max_gap: float = 0.05,
     relative_to_clearance: bool = True,
+    vertical_speed: bool = False,
 ) -> Contacts:
     """Footplants of a motion (DESIGN.md, "contacts").
 
@@ -179,6 +180,9 @@ def detect_contacts(
         Percentile of a point's heights taken as its planted clearance.
     min_duration, max_gap : float
         Seconds: shorter contacts are dropped, shorter gaps closed.
+    vertical_speed : bool
+        Count vertical motion in the speed test too (a heel rising in place is
+        then not planted): stricter plants, for constraints rather than measures.
     relative_to_clearance : bool
         Measure height from each point's planted clearance (default) or, the
         literal reading, from the floor itself (then an ankle, ~7 cm above the
@@ -201,9 +205,9 @@ def detect_contacts(
     if relative_to_clearance and len(feet):
         clearance = np.maximum(np.percentile(above, clearance_percentile, axis=0), 0.0)
     rel = above - clearance
-    horiz = np.delete(feet, UP, axis=-1)
+    moving = feet if vertical_speed else np.delete(feet, UP, axis=-1)
     speed = (
-        np.linalg.norm(np.gradient(horiz, axis=0), axis=-1) * motion.fps
+        np.linalg.norm(np.gradient(moving, axis=0), axis=-1) * motion.fps
         if len(feet) > 1
         else np.zeros(rel.shape)
     )

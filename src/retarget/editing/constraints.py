@@ -1,0 +1,453 @@
+"""Kinematic constraints of a motion, frame by frame (Lee & Shin 1999, §4.2).
+
+A constraint set says, for each frame, where end-effectors must be (position
+and/or orientation goals; NaN rows where a point is free), whether joint
+limits hold, and which points must stay above the ground. "A variational
+constraint that holds over an interval of frames can be realised by a
+sequence of constraints" (§4.2): a goal array simply repeats over the interval.
+
+Footplants (:func:`footplants`) come from the source's contacts: each foot
+point gets one goal per footprint — its mean position, mapped onto the target
+(the foot as a rigid body hanging from its hip, the leg scaled by the
+leg-length ratio; height = the ground under it plus the target's clearance) —
+held fixed over its planted frames.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .. import quat
+from ..contacts import UP, Contacts, _runs
+from ..errors import FormatError, RetargetError
+from ..kinematics import Pose
+from ..motion import Motion
+from ..roles import Roles
+
+__all__ = ["Constraints", "Ground", "footplants", "parse_constraints"]
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Ground:
+    """Points that must stay at or above a surface.
+
+    Attributes
+    ----------
+    points : ndarray of int, shape (K,)
+    clearance : ndarray, shape (K,)
+        Height each point keeps above the surface (a joint sits above the sole).
+    surface : object
+        Anything with ``height(xz (..., 2)) -> (...,)`` (``environment.Floor``,
+        ``HeightField``, ``Scene`` through ``environment.ground_height``), or a
+        float for a flat floor.
+    """
+
+    points: NDArray[np.intp]
+    clearance: Array
+    surface: Any = 0.0
+
+    def height(self, xz: Array) -> Array:
+        """Surface height under horizontal positions ``xz (..., 2)``."""
+        if isinstance(self.surface, (int, float)):
+            return np.full(xz.shape[:-1], float(self.surface))
+        return np.asarray(self.surface.height(xz), dtype=np.float64)
+
+    def lowest(self, positions: Array) -> Array:
+        """Lowest allowed height of each ground point, shape (..., K)."""
+        p = positions[..., self.points, :]
+        return self.height(np.delete(p, UP, axis=-1)) + self.clearance
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """Goals for some points at some frames.
+
+    Attributes
+    ----------
+    num_frames : int
+    positions : mapping of point index to ndarray (F, 3)
+        Position goals, NaN rows where the point is free.
+    orientations : mapping of point index to ndarray (F, 4)
+        World orientation goals of the point's frame, NaN rows where free.
+    transitions : mapping of point index to ndarray (F, 4)
+        Soft position goals ``(track_x, track_y, track_z, s)``, NaN where none:
+        at such a frame the point is pulled from where the current motion has it
+        (``ref``) to ``ref + s (track − ref)``, ``0 < s ≤ 1``. Footplants use them
+        to ease a foot into and out of a plant (IK blending), so the correction
+        ramps instead of snapping.
+    contact_points : frozenset of int
+        Points whose position goals are footplants (they drive the initial root
+        guess of §4.5).
+    joint_limits : bool
+        Keep every channel angle within the skeleton's limits.
+    ground : Ground or None
+        Points kept above a surface at every frame.
+    """
+
+    num_frames: int
+    positions: Mapping[int, Array] = field(default_factory=dict)
+    orientations: Mapping[int, Array] = field(default_factory=dict)
+    transitions: Mapping[int, Array] = field(default_factory=dict)
+    contact_points: frozenset[int] = frozenset()
+    joint_limits: bool = False
+    ground: Ground | None = None
+
+    def __post_init__(self) -> None:
+        for name, goals, width in (
+            ("positions", self.positions, 3),
+            ("orientations", self.orientations, 4),
+            ("transitions", self.transitions, 4),
+        ):
+            frozen = {}
+            for point, goal in goals.items():
+                arr = np.array(goal, dtype=np.float64)
+                if arr.shape != (self.num_frames, width):
+                    raise ValueError(
+                        f"goal of point {point} must have shape ({self.num_frames}, {width})"
+                    )
+                arr.setflags(write=False)
+                frozen[int(point)] = arr
+            object.__setattr__(self, name, MappingProxyType(frozen))
+
+    def active(self) -> NDArray[np.bool_]:
+        """Frames with at least one goal (position, orientation, transition), shape (F,)."""
+        mask = np.zeros(self.num_frames, bool)
+        goals_all = (
+            *self.positions.values(),
+            *self.orientations.values(),
+            *self.transitions.values(),
+        )
+        for goals in goals_all:
+            mask |= np.isfinite(goals).all(axis=1)
+        return mask
+
+    def goal_at(self, point: int, frames: NDArray[np.intp], reference: Array) -> Array:
+        """Position goals of ``point`` at ``frames`` (N, 3): hard goals where set, else
+        transition goals relative to the point's ``reference`` positions (N, 3), else NaN."""
+        goal = np.full((len(frames), 3), np.nan)
+        if point in self.transitions:
+            tr = self.transitions[point][frames]
+            have = np.isfinite(tr).all(axis=1)
+            goal[have] = reference[have] + tr[have, 3:] * (tr[have, :3] - reference[have])
+        if point in self.positions:
+            hard = self.positions[point][frames]
+            have = np.isfinite(hard).all(axis=1)
+            goal[have] = hard[have]
+        return goal
+
+    def violated_ground(self, pose: Pose, tolerance: float = 0.0) -> NDArray[np.bool_]:
+        """Frames where a ground point is below its lowest allowed height, shape (F,)."""
+        if self.ground is None:
+            return np.zeros(pose.batch_shape, bool)
+        gap = pose.positions[..., self.ground.points, UP] - self.ground.lowest(pose.positions)
+        return np.asarray((gap < -tolerance).any(axis=-1))
+
+    def position_errors(self, pose: Pose) -> Array:
+        """Distance of each goal point from its goal, NaN where free, shape (F, K)."""
+        if not self.positions:
+            return np.zeros((self.num_frames, 0))
+        points = list(self.positions)
+        goals = np.stack([self.positions[p] for p in points], axis=1)
+        return np.linalg.norm(pose.positions[:, points] - goals, axis=-1)
+
+    def with_goals(
+        self, positions: Mapping[int, Array] | None = None, **changes: Any
+    ) -> Constraints:
+        """A copy with more position goals (merged point by point: a later goal wins where set)."""
+        merged = {p: g.copy() for p, g in self.positions.items()}
+        for p, goal in (positions or {}).items():
+            goal = np.asarray(goal, dtype=np.float64)
+            if p in merged:
+                set_rows = np.isfinite(goal).all(axis=1)
+                merged[p][set_rows] = goal[set_rows]
+            else:
+                merged[p] = goal
+        return dataclasses.replace(self, positions=merged, **changes)
+
+
+def footplants(
+    source: Motion,
+    initial: Motion,
+    contacts: Contacts,
+    roles_source: Roles,
+    roles_target: Roles,
+    *,
+    ratio: float,
+    clearance: Array,
+    surface: Any = None,
+    blend: int = 6,
+) -> Constraints:
+    """Footplant goals on the target from the source's contacts.
+
+    Each foot is mapped as a rigid body hanging from its hip: at every frame the
+    target's ankle goes where the source's ankle is relative to the source's
+    hip, scaled by ``ratio``, from the target's hip in ``initial``,
+
+    .. math:: a_t = h_t + r (a_s − h_s),
+
+    and the other points of the foot (toe, toe tip) keep their offset from the
+    ankle in ``initial`` (the target's own foot, turned as the source's).
+    Heights are replaced by the ground under the point plus its clearance.
+
+    A *footprint* is a stretch of frames where some point of the foot is
+    planted; each footprint gets one rigid placement, held fixed over it: the
+    ankle at its mean mapped position over the flat-foot frames (ankle and
+    another point planted; its own planted frames otherwise), each other point
+    exactly its distance from the ankle away, in the flat-foot direction (or at
+    its own mean when it is never planted together with the ankle). A rigid
+    foot can then meet every goal, and a foot that lifts its heel and puts it
+    down again within one footprint puts it down on the same spot. Mapping from
+    the hips rather than from one origin keeps the target's hip width and foot
+    size (a wide, short-legged character does not get narrow, small footprints).
+
+    Parameters
+    ----------
+    source : Motion
+    initial : Motion
+        The target's starting motion (the source's rotations on the target
+        skeleton with its root path scaled, :func:`retarget.methods.copy.transfer`).
+    contacts : Contacts
+        The source's (points are source point indices).
+    roles_source, roles_target : Roles
+        To map each source foot point to the target's point of the same role.
+    ratio : float
+        Leg-length ratio target / source.
+    clearance : ndarray, shape (K,)
+        Target height of each contact point above the ground when planted.
+    surface : optional
+        The ground (see :class:`Ground`); the source's floor when None.
+    blend : int
+        Frames on each side of a plant over which the foot eases in and out
+        (:attr:`Constraints.transitions`): the track continues the plant with the
+        source point's own motion scaled by ``ratio``, ``goal + r (p_s(f) −
+        p_s(edge))``, and its weight rises as a smootherstep (C²) from 0 outside
+        the window to 1 at the plant. Where the windows of two plants overlap (a
+        short step), the weights add (capped at 1) and the tracks average.
+    Returns
+    -------
+    Constraints
+        Position goals on target points (NaN where free), transitions around
+        them; ``contact_points`` = those points; a :class:`Ground` keeping them
+        at or above the surface.
+    """
+    from ..kinematics import positions as motion_positions
+
+    by_point = {p: role for role, p in roles_source.items()}
+    target_points = np.array([roles_target[by_point[p]] for p in contacts.points], dtype=np.intp)
+    pos_s = motion_positions(source)
+    pos_t = motion_positions(initial)
+    horizontal = [a for a in range(3) if a != UP]
+    ground = Ground(
+        target_points,
+        np.asarray(clearance, dtype=np.float64),
+        contacts.floor if surface is None else surface,
+    )
+    num_frames = source.num_frames
+    mapped = np.empty((num_frames, len(target_points), 3))
+    for k, (side, point) in enumerate(zip(contacts.sides, target_points, strict=True)):
+        hip_s, hip_t = roles_source[f"{side}_hip"], roles_target[f"{side}_hip"]
+        ankle_s, ankle_t = roles_source[f"{side}_ankle"], roles_target[f"{side}_ankle"]
+        ankle = pos_t[:, hip_t] + ratio * (pos_s[:, ankle_s] - pos_s[:, hip_s])
+        mapped[:, k] = ankle + (pos_t[:, point] - pos_t[:, ankle_t])
+    goals = {int(p): np.full((num_frames, 3), np.nan) for p in target_points}
+
+    def on_ground(g: Array, k: int) -> Array:
+        g = g.copy()
+        g[UP] = ground.height(g[horizontal][None])[0] + ground.clearance[k]
+        return g
+
+    for side in ("left", "right"):
+        cols = [k for k, s in enumerate(contacts.sides) if s == side]
+        ankle_t = roles_target[f"{side}_ankle"]
+        anchor = next((k for k in cols if target_points[k] == ankle_t), None)
+        for start, end in _runs(np.asarray(contacts.mask[:, cols].any(axis=1))):  # one footprint
+            window = slice(start, end)
+            mask = {k: contacts.mask[window, k] for k in cols}
+            a_goal = None
+            if anchor is not None and mask[anchor].any():
+                others = np.zeros(end - start, bool)
+                for k in cols:
+                    if k != anchor:
+                        others |= mask[k]
+                flat = mask[anchor] & others
+                use = flat if flat.any() else mask[anchor]
+                a_goal = on_ground(mapped[window][use, anchor].mean(axis=0), anchor)
+                goals[int(target_points[anchor])][window][mask[anchor]] = a_goal
+            for k in cols:
+                if k == anchor or not mask[k].any():
+                    continue
+                point = int(target_points[k])
+                both = mask[k] & mask[anchor] if anchor is not None else np.zeros_like(mask[k])
+                if a_goal is not None and both.any():  # its distance from the ankle goal
+                    length = np.linalg.norm(pos_t[0, point] - pos_t[0, ankle_t])
+                    direction = (mapped[window][both, k] - mapped[window][both, anchor]).mean(
+                        axis=0
+                    )
+                    direction[UP] = 0.0
+                    direction /= max(np.linalg.norm(direction), 1e-12)
+                    g = a_goal
+                    for _ in range(3):  # its height depends on the ground under it
+                        y = on_ground(g, k)[UP]
+                        g = (
+                            a_goal
+                            + np.sqrt(max(length**2 - (y - a_goal[UP]) ** 2, 0.0)) * direction
+                        )
+                        g[UP] = y
+                else:
+                    g = on_ground(mapped[window][mask[k], k].mean(axis=0), k)
+                goals[point][window][mask[k]] = g
+
+    def smootherstep(u: float) -> float:  # C2: zero slope and curvature at both ends
+        return u**3 * (u * (6.0 * u - 15.0) + 10.0)
+
+    transitions = {}
+    for k, point in enumerate(target_points):
+        goal = goals[int(point)]
+        planted = np.isfinite(goal).all(axis=1)
+        own = pos_s[:, contacts.points[k]]  # the source point's own path
+        weight = np.zeros(num_frames)
+        pull = np.zeros((num_frames, 3))  # Σ w · track
+        for start, end in _runs(planted):
+            for edge, outward in (
+                (start, range(start - 1, start - blend - 1, -1)),
+                (end - 1, range(end, end + blend)),
+            ):
+                for step, f in enumerate(outward, start=1):
+                    if not 0 <= f < num_frames or planted[f]:
+                        break
+                    w = smootherstep(1.0 - step / (blend + 1.0))
+                    track = goal[edge] + ratio * (own[f] - own[edge])
+                    track[UP] = max(
+                        track[UP], ground.height(track[horizontal][None])[0] + ground.clearance[k]
+                    )
+                    weight[f] += w
+                    pull[f] += w * track
+        have = weight > 0
+        if have.any():
+            tr = np.full((num_frames, 4), np.nan)
+            tr[have, :3] = pull[have] / weight[have, None]
+            tr[have, 3] = np.minimum(weight[have], 1.0)
+            transitions[int(point)] = tr
+    return Constraints(
+        num_frames=num_frames,
+        positions=goals,
+        transitions=transitions,
+        contact_points=frozenset(int(p) for p in target_points),
+        ground=ground,
+    )
+
+
+_EDIT_KEYS = {"joint", "frame", "frames", "position", "offset", "orientation"}
+
+
+def parse_constraints(text: str, motion: Motion, *, name: str = "<string>") -> Constraints:
+    """Constraints for ``retarget edit`` from JSON text.
+
+    The document is a list (or ``{"constraints": [...]}``) of objects::
+
+        {"joint": "LeftHand", "frame": 120, "position": [x, y, z]}
+        {"joint": "Hips", "frame": 300, "offset": [0, -20, 0]}
+        {"joint": "LeftFoot", "frames": [10, 40], "position": [x, y, z],
+         "orientation": [w, x, y, z]}
+
+    ``joint`` names a joint or end site; ``frame`` one frame or ``frames``
+    ``[first, last]`` (inclusive) an interval; ``position`` a world position
+    held over the interval, or ``offset`` a displacement from the point's
+    position in ``motion`` at each frame; ``orientation`` a world rotation of
+    the point's frame (w, x, y, z).
+
+    Raises
+    ------
+    FormatError
+        Naming the line of the offending entry and what was expected.
+    """
+    import json
+
+    from ..kinematics import positions as motion_positions
+
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(name, exc.lineno, f"invalid JSON: {exc.msg}") from None
+    entries = doc.get("constraints") if isinstance(doc, dict) else doc
+    if not isinstance(entries, list) or not entries:
+        raise FormatError(
+            name, 1, 'expected a non-empty list of constraints (or {"constraints": [...]})'
+        )
+    lines = _entry_lines(text, len(entries))
+    sk = motion.skeleton
+    num_frames = motion.num_frames
+    pos = motion_positions(motion)
+    positions: dict[int, Array] = {}
+    orientations: dict[int, Array] = {}
+    for k, entry in enumerate(entries):
+        line = lines[k]
+
+        def bad(message: str, line: int | None = line, k: int = k) -> FormatError:
+            return FormatError(name, line, f"constraint {k + 1}: {message}")
+
+        if not isinstance(entry, dict):
+            raise bad(
+                "expected an object with 'joint', 'frame' or 'frames', "
+                "and 'position', 'offset' or 'orientation'"
+            )
+        unknown = set(entry) - _EDIT_KEYS
+        if unknown:
+            raise bad(f"unknown keys {sorted(unknown)}; keys: {', '.join(sorted(_EDIT_KEYS))}")
+        try:
+            point = sk.index(entry.get("joint", ""))
+        except RetargetError as exc:
+            raise bad(str(exc)) from None
+        if ("frame" in entry) == ("frames" in entry):
+            raise bad("give exactly one of 'frame' or 'frames'")
+        span = [entry["frame"]] * 2 if "frame" in entry else entry["frames"]
+        if not (
+            isinstance(span, list)
+            and len(span) == 2
+            and all(isinstance(f, int) for f in span)
+            and 0 <= span[0] <= span[1] < num_frames
+        ):
+            raise bad(
+                f"frames must be whole numbers with 0 <= first <= last < {num_frames}, got {span}"
+            )
+        frames = slice(span[0], span[1] + 1)
+        if not {"position", "offset", "orientation"} & set(entry):
+            raise bad("say what to change: 'position', 'offset' or 'orientation'")
+        if "position" in entry and "offset" in entry:
+            raise bad("give 'position' or 'offset', not both")
+        for key, width in (("position", 3), ("offset", 3), ("orientation", 4)):
+            if key in entry:
+                value = np.asarray(entry[key], dtype=object)
+                if value.shape != (width,) or not all(isinstance(v, (int, float)) for v in value):
+                    raise bad(f"'{key}' must be {width} numbers, got {entry[key]!r}")
+                if not np.all(np.isfinite(value.astype(float))):
+                    raise bad(f"'{key}' must be finite")
+        goal = positions.setdefault(point, np.full((num_frames, 3), np.nan))
+        if "position" in entry:
+            goal[frames] = np.asarray(entry["position"], dtype=float)
+        elif "offset" in entry:
+            goal[frames] = pos[frames, point] + np.asarray(entry["offset"], dtype=float)
+        if "orientation" in entry:
+            q = np.asarray(entry["orientation"], dtype=float)
+            if np.linalg.norm(q) < 1e-9:
+                raise bad("'orientation' must be a non-zero quaternion (w, x, y, z)")
+            rot = orientations.setdefault(point, np.full((num_frames, 4), np.nan))
+            rot[frames] = quat.normalize(q)
+        if not np.isfinite(goal).any():
+            positions.pop(point)
+    return Constraints(num_frames=num_frames, positions=positions, orientations=orientations)
+
+
+def _entry_lines(text: str, count: int) -> list[int | None]:
+    """Best-effort line of each top-level entry: the lines holding a '"joint"' key, in order."""
+    found = [k + 1 for k, line in enumerate(text.splitlines()) if '"joint"' in line]
+    return [found[k] if k < len(found) else None for k in range(count)]

@@ -1,0 +1,264 @@
+"""Hierarchical motion fitting (Lee & Shin 1999, Algorithm 1, §4.3-4.5).
+
+Given a motion ``m_0`` and constraints, level by level (knot spacings coarse
+to fine, e.g. 16, 8, 4, 2 frames):
+
+1. at every constrained frame ``t_i``, an IK solver finds the pose that meets
+   the frame's constraints and deviates least from ``m_{k−1}(t_i)`` (eq. 4);
+2. its displacement ``d_i = m^i ⊖ m_{k−1}(t_i)`` is a sample for the level's
+   B-spline (eq. 2), fitted over all frames;
+3. ``m_k = m_{k−1} ⊕ d_k`` (eq. 3): levels compose by ⊕, never by summing
+   rotation vectors.
+
+A frame is constrained when it has a goal, or when a ground point dips below
+the ground (non-penetration). Optionally, after the last level, each
+constraint is enforced exactly by the IK solver at its frame (§4.4), and
+joint limits are enforced on every frame by clamping the channel angles.
+
+The initial guess (§4.5) shifts the root by the average shift of the contact
+goals from the contact points at each frame, smoothed over frames by a
+multilevel B-spline, so a stance foot pulled up a hill does not force a squat.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..dofs import clamp_to_limits, limit_violation
+from ..kinematics import Pose
+from ..motion import Motion, ominus
+from ..skeleton import Skeleton
+from .constraints import Constraints
+from .mba import fit_bspline, multilevel_fit
+
+__all__ = ["FitResult", "IKSolver", "LevelReport", "fit_motion", "root_guess"]
+
+Array = NDArray[np.float64]
+
+
+class IKSolver(Protocol):
+    """Poses meeting the constraints at some frames, minimally displaced from reference poses.
+
+    Returns ``(root_position (N, 3), rotations (N, J, 4), determined (N, J + 1))``:
+    ``determined[i, 0]`` says the root translation at frame i is the solver's
+    answer, ``determined[i, 1 + j]`` the same of joint j's rotation. A joint the
+    solver left alone because nothing constrains it there (a free leg) is not
+    determined: its displacement at that frame is missing data for the
+    B-spline, interpolated from the frames where it was solved, rather than
+    pinned to zero.
+    """
+
+    def __call__(
+        self,
+        skeleton: Skeleton,
+        root_position: Array,
+        rotations: Array,
+        frames: NDArray[np.intp],
+        constraints: Constraints,
+        *,
+        spacing: float | None = None,
+    ) -> tuple[Array, Array, NDArray[np.bool_]]:
+        """Return root positions, rotations and the ``determined`` mask for the N ``frames``.
+
+        ``spacing`` is the knot spacing of the level asking (0 for the exact pass).
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class LevelReport:
+    """What one level (or the exact pass) did; lengths in % of the character's height."""
+
+    level: int
+    spacing: float
+    frames_solved: int
+    max_error: float
+    mean_error: float
+    max_penetration: float
+    seconds: float
+
+    def as_dict(self) -> dict[str, float]:
+        """JSON-friendly form."""
+        return {
+            k: (float(v) if isinstance(v, (float, np.floating)) else v)
+            for k, v in self.__dict__.items()
+        }
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """The fitted motion and one report per level (the exact pass last, level = -1)."""
+
+    motion: Motion
+    levels: tuple[LevelReport, ...]
+
+
+def _pose(motion: Motion) -> Pose:
+    return Pose.of(motion.skeleton, motion.root_position, motion.rotations)
+
+
+def _errors(constraints: Constraints, pose: Pose, height: float) -> tuple[float, float, float]:
+    err = constraints.position_errors(pose)
+    err = err[np.isfinite(err)]
+    pen = 0.0
+    if constraints.ground is not None:
+        from ..contacts import UP
+
+        gap = pose.positions[..., constraints.ground.points, UP] - constraints.ground.lowest(
+            pose.positions
+        )
+        pen = float(max(0.0, -gap.min())) if gap.size else 0.0
+    scale = 100.0 / height
+    if err.size == 0:
+        return 0.0, 0.0, pen * scale
+    return float(err.max() * scale), float(err.mean() * scale), pen * scale
+
+
+def root_guess(motion: Motion, constraints: Constraints, spacings: Sequence[float]) -> Motion:
+    """Shift the root by the smoothed average shift of the contact goals (§4.5).
+
+    At each frame with contact goals, the sample is the mean over contact
+    points of ``goal − position``; a multilevel B-spline over those samples
+    gives a root displacement for every frame.
+    """
+    points = [p for p in constraints.positions if p in constraints.contact_points]
+    if not points:
+        return motion
+    pos = _pose(motion).positions
+    shifts = np.stack([constraints.positions[p] - pos[:, p] for p in points], axis=1)  # (F, K, 3)
+    have = np.asarray(np.isfinite(shifts).all(axis=2))
+    count = have.sum(axis=1)
+    frames = np.flatnonzero(count > 0)
+    if frames.size == 0:
+        return motion
+    mean = np.where(have[..., None], shifts, 0.0).sum(axis=1)[frames] / count[frames, None]
+    levels = multilevel_fit(frames.astype(float), mean, spacings, motion.num_frames)
+    all_frames = np.arange(motion.num_frames, dtype=float)
+    shift = sum((level(all_frames) for level in levels), np.zeros((motion.num_frames, 3)))
+    return motion.replace(root_position=motion.root_position + shift)
+
+
+def fit_motion(
+    motion: Motion,
+    constraints: Constraints,
+    solver: IKSolver,
+    *,
+    spacings: Sequence[float] = (16, 8, 4, 2),
+    height: float = 1.0,
+    tolerance: float = 0.0,
+    exact: bool = False,
+    initial_guess: bool = True,
+    guess_spacings: Sequence[float] | None = None,
+    root_spacing: float = 0.0,
+) -> FitResult:
+    """Algorithm 1: a smooth displacement map hierarchy that meets the constraints.
+
+    Parameters
+    ----------
+    motion : Motion
+        ``m_0``, on the skeleton the constraints refer to.
+    constraints : Constraints
+    solver : IKSolver
+        E.g. :class:`retarget.ik.hybrid.HybridSolver` (humanoids) or
+        :class:`retarget.ik.numeric.NumericSolver` (any tree).
+    spacings : sequence of float
+        Knot spacing of each level, coarse to fine (frames).
+    height : float
+        Character height, the unit of the reported errors (%).
+    tolerance : float
+        Stop early once every goal is within this share of height (% ; 0: never).
+    exact : bool
+        After the last level, enforce each constraint exactly by IK at its frame.
+    initial_guess : bool
+        Shift the root by the contact goals first (§4.5).
+    root_spacing : float
+        The root's displacement (translation and rotation) is fitted with knots
+        at least this many frames apart at every level, while the joints use the
+        level's spacing: per-frame IK optima of the root jump where a contact
+        starts or ends, and a fine spline would copy the jumps into the body.
+    guess_spacings : sequence of float, optional
+        Knot spacings of the root guess; by default those of ``spacings`` of at
+        least 8 frames (or the coarsest): the average contact shift jumps where
+        a contact starts or ends, and the root must not follow such jumps.
+
+    Returns
+    -------
+    FitResult
+    """
+    if len(spacings) == 0:
+        raise ValueError("Expected at least one level (knot spacing)")
+    if initial_guess:
+        coarse = [sp for sp in spacings if sp >= 8] or [max(spacings)]
+        motion = root_guess(motion, constraints, guess_spacings or coarse)
+    num_frames = motion.num_frames
+    all_frames = np.arange(num_frames, dtype=float)
+    active = constraints.active()
+    reports = []
+    for level, spacing in enumerate(spacings, start=1):
+        t0 = time.perf_counter()
+        pose = _pose(motion)
+        frames = np.flatnonzero(active | constraints.violated_ground(pose))
+        if frames.size:
+            root, rot, determined = solver(
+                motion.skeleton,
+                motion.root_position[frames],
+                motion.rotations[frames],
+                frames,
+                constraints,
+                spacing=float(spacing),
+            )
+            samples = ominus(root, rot, motion.root_position[frames], motion.rotations[frames])
+            weights = np.repeat(determined.astype(np.float64), 3, axis=1)
+            times = frames.astype(float)
+            displacement = fit_bspline(times, samples, spacing, num_frames, weights)(all_frames)
+            if root_spacing > spacing:  # the root (translation, orientation) on coarser knots
+                root_fit = fit_bspline(
+                    times, samples[:, :6], root_spacing, num_frames, weights[:, :6]
+                )
+                displacement[:, :6] = root_fit(all_frames)
+            motion = motion.displace(displacement)
+        max_err, mean_err, pen = _errors(constraints, _pose(motion), height)
+        reports.append(
+            LevelReport(
+                level,
+                float(spacing),
+                int(frames.size),
+                max_err,
+                mean_err,
+                pen,
+                time.perf_counter() - t0,
+            )
+        )
+        if tolerance > 0 and max_err <= tolerance and pen <= tolerance:
+            break
+    if exact:
+        t0 = time.perf_counter()
+        pose = _pose(motion)
+        frames = np.flatnonzero(active | constraints.violated_ground(pose))
+        root_position, rotations = motion.root_position.copy(), motion.rotations.copy()
+        if frames.size:
+            root_position[frames], rotations[frames], _ = solver(
+                motion.skeleton,
+                root_position[frames],
+                rotations[frames],
+                frames,
+                constraints,
+                spacing=0.0,
+            )
+            motion = motion.replace(root_position=root_position, rotations=rotations)
+        max_err, mean_err, pen = _errors(constraints, _pose(motion), height)
+        reports.append(
+            LevelReport(-1, 0.0, int(frames.size), max_err, mean_err, pen, time.perf_counter() - t0)
+        )
+    if (
+        constraints.joint_limits
+        and limit_violation(motion.skeleton, motion.rotations).max(initial=0) > 0
+    ):
+        motion = motion.replace(rotations=clamp_to_limits(motion.skeleton, motion.rotations))
+    return FitResult(motion, tuple(reports))

@@ -1,0 +1,44 @@
+"""Inverse kinematics: analytic limbs (Lee & Shin 1999, section 5.3), numerical solvers.
+
+:mod:`retarget.ik.limb`: closed-form two-bone limbs with the elbow-circle
+(swivel) angle, batched over frames.
+
+:mod:`retarget.ik.numeric`: penalties + batched nonlinear conjugate gradient
+(section 5.1), on the tasks of :mod:`retarget.tasks`.
+"""
+
+from .limb import (
+    LIMB_ROLES,
+    Limb,
+    LimbSolution,
+    estimate_hinge_axis,
+    hinge_angle,
+    limb_from_roles,
+    solve_limb,
+    swivel_angle,
+)
+from .numeric import (
+    CGResult,
+    IKResult,
+    conjugate_gradient,
+    default_rigidity,
+    finite_difference_gradient,
+    solve_ik,
+)
+
+__all__ = [
+    "LIMB_ROLES",
+    "CGResult",
+    "IKResult",
+    "Limb",
+    "LimbSolution",
+    "conjugate_gradient",
+    "default_rigidity",
+    "estimate_hinge_axis",
+    "finite_difference_gradient",
+    "hinge_angle",
+    "limb_from_roles",
+    "solve_ik",
+    "solve_limb",
+    "swivel_angle",
+]

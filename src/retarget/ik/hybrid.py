@@ -1,0 +1,461 @@
+"""Hybrid inverse kinematics for humanoids (Lee & Shin 1999, §5.2).
+
+Reduced coordinates: the root translation and rotation, the torso joints that
+carry an active arm, and one elbow-circle (swivel) angle per constrained limb
+are the parameters; every evaluation places each constrained limb in closed
+form (:func:`retarget.ik.limb.solve_limb`). The objective is eq. (4) + (6):
+
+.. math::
+    g = \\tfrac12 \\sum_j α_j |v_j|^2 + w_g \\sum_{limbs} (ρ_l / h)^2
+        + w_g\\,\\mathrm{penalty}(\\text{other tasks}) + w_{lim} \\sum \\mathrm{violation}^2
+
+with ``v_j = log(q_ref,j⁻¹ q_j)`` for every joint (limb joints included, as
+the analytic solver set them), ``v_root`` the root translation divided by the
+height ``h``, ``ρ_l`` the distance a limb's goal lies out of reach. It is
+minimised by the batched nonlinear conjugate gradient of
+:mod:`retarget.ik.numeric` with finite-difference gradients (the analytic limb
+solver has no closed-form derivative), every constrained frame at once.
+
+Limb goals come from the frame's constraints (:mod:`retarget.editing.constraints`):
+
+* a goal on the lower joint (ankle, wrist) is the limb goal;
+* a goal on a point below it (toe, toe tip, hand tip) moves the lower joint so
+  that the point lands on its goal with the foot (hand) turned the least from
+  the reference; with goals on both, the foot turns so its ankle→toe vector
+  points at the toe goal;
+* a ground point below the surface gets the goal of its position lifted onto it.
+
+Other goals (pelvis, head, a knee) are penalised through one FK of the pose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .. import dofs, quat
+from ..contacts import UP
+from ..kinematics import Pose
+from ..roles import Roles, height
+from ..skeleton import Skeleton
+from ..tasks import OrientationTask, PositionTask, Task
+from .limb import Limb, limb_from_roles, solve_limb
+from .numeric import conjugate_gradient
+
+__all__ = ["HybridSolver"]
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class _LimbGoals:
+    limb: Limb
+    goal: Array  # (N, 3), NaN where the limb is free
+    orientation: Array  # (N, 4), NaN where not asked
+
+
+@dataclass(frozen=True, eq=False)
+class HybridSolver:
+    """Reduced-coordinate IK with analytic limbs, for :func:`retarget.editing.fitting.fit_motion`.
+
+    Parameters
+    ----------
+    limbs : tuple of Limb
+        Legs and arms (:meth:`for_skeleton` builds them from roles).
+    tips : tuple of tuple of int
+        For each limb, the points below its lower joint that goals may name
+        (toe, toe tip; hand tip).
+    height : float
+        Character height: the length scale of the objective.
+    root_rigidity : float
+        ``α`` of the root translation (per height²) and ``root_turn_rigidity`` of
+        its rotation; torso and limb joints have rigidity 1.
+    goal_weight : float
+        ``w_g``: weight of the goal and task penalties (per height²).
+    limit_weight : float
+        Weight of joint-limit violations (radians²) when the constraints ask for limits.
+    max_iterations : int
+        Iterations per solve.
+    root_spacing : float
+        The root moves only in levels whose knot spacing is at least this many
+        frames (``spacing`` argument of a call); finer levels and the exact pass
+        (spacing 0) bend the limbs alone. Per-frame optima of the root jump
+        where a contact starts or ends; coarse levels spread the root's share
+        over many frames and keep it smooth.
+    extension, extension_weight : float
+        While the root may move, a limb asked for more than ``extension`` of its
+        full reach is penalised (``extension_weight (e − extension)²``): the root
+        is placed so the legs keep a little slack, and the finer levels, where the
+        root stays put, can still reach every goal.
+    minimizer : {"lm", "cg"}
+        ``"lm"``: Levenberg–Marquardt on the least-squares form of the objective
+        (one Jacobian and one trial per iteration); ``"cg"``: the paper's
+        nonlinear conjugate gradient, preconditioned by the Gauss–Newton
+        Hessian. Both minimise the same function; LM needs far fewer
+        evaluations (``benchmarks/hierarchical.py``).
+    """
+
+    limbs: tuple[Limb, ...]
+    tips: tuple[tuple[int, ...], ...]
+    height: float
+    root_rigidity: float = 1000.0
+    root_turn_rigidity: float = 1000.0
+    goal_weight: float = 1e4
+    limit_weight: float = 1e3
+    max_iterations: int = 30
+    root_spacing: float = 8.0
+    minimizer: str = "lm"
+    extension: float = 0.97
+    extension_weight: float = 1e3
+
+    @classmethod
+    def for_skeleton(cls, skeleton: Skeleton, roles: Roles, motion=None, **options) -> HybridSolver:
+        """Legs and arms of a humanoid, hinge axes estimated from ``motion`` when given."""
+        limbs, tips = [], []
+        for kind in ("leg", "arm"):
+            for side in ("left", "right"):
+                limb = limb_from_roles(skeleton, roles, side, kind, motion=motion)
+                limbs.append(limb)
+                below = [
+                    p for p in range(skeleton.num_points) if limb.lower in skeleton.chain(p)[:-1]
+                ]
+                tips.append(tuple(below))
+        return cls(tuple(limbs), tuple(tips), height(skeleton, roles), **options)
+
+    # -- goals ---------------------------------------------------------------------------------
+    def _limb_goals(self, ref: Pose, frames: NDArray[np.intp], constraints) -> list[_LimbGoals]:
+        n = len(frames)
+        lowest = {}  # lowest allowed height of the ground points
+        if constraints.ground is not None:
+            low = constraints.ground.lowest(ref.positions)  # (N, K)
+            lowest = {int(p): low[:, k] for k, p in enumerate(constraints.ground.points)}
+
+        def explicit(point: int) -> Array:
+            return constraints.goal_at(point, frames, ref.positions[:, point])
+
+        def below(point: int, position: Array) -> Array:
+            """Rows where a point at ``position`` would be under the ground."""
+            if point not in lowest:
+                return np.zeros(n, bool)
+            return np.asarray(position[:, UP] < lowest[point] - 1e-9)
+
+        def lifted(point: int) -> Array:
+            goal = np.full((n, 3), np.nan)
+            under = below(point, ref.positions[:, point])
+            goal[under] = ref.positions[under, point]
+            goal[under, UP] = lowest[point][under] if point in lowest else 0.0
+            return goal
+
+        out = []
+        for limb, tips in zip(self.limbs, self.tips, strict=True):
+            lower = limb.lower
+            g_low = explicit(lower)
+            o_low = np.full((n, 4), np.nan)
+            if lower in constraints.orientations:
+                o_low = constraints.orientations[lower][frames].copy()
+            w_ref = ref.world_rotations[:, lower]
+            hard_low = (
+                np.isfinite(constraints.positions[lower][frames]).all(axis=1)
+                if lower in constraints.positions
+                else np.zeros(n, bool)
+            )
+            for tip in tips:
+                g_tip = explicit(tip)
+                hard_tip = (
+                    np.isfinite(constraints.positions[tip][frames]).all(axis=1)
+                    if tip in constraints.positions
+                    else np.zeros(n, bool)
+                )
+                # a soft (transition) ankle goal yields to a planted tip: the ankle hangs from it
+                g_low[hard_tip & ~hard_low] = np.nan
+                have_low = np.isfinite(g_low).all(axis=1)
+                # a free foot whose tip dips under the ground: the tip lifted onto it
+                lift = lifted(tip)
+                use = ~have_low & ~np.isfinite(g_tip).all(axis=1) & np.isfinite(lift).all(axis=1)
+                g_tip[use] = lift[use]
+                have_tip = np.isfinite(g_tip).all(axis=1)
+                lever = ref.positions[:, tip] - ref.positions[:, lower]  # world, reference
+                free_turn = ~np.isfinite(o_low).all(axis=1)
+                # a planted ankle whose tip would go under the ground: tip on the ground
+                tip_under = have_low & ~have_tip & free_turn & below(tip, g_low + lever)
+                if tip_under.any():
+                    g_tip[tip_under] = _pivot(g_low, lever, lowest[tip], tip_under)
+                    have_tip = have_tip | tip_under
+                # a planted tip without an ankle goal: the ankle hangs from it, turned as the
+                # reference foot unless that puts it under the ground, then pivoted onto it
+                only_tip = have_tip & ~have_low
+                if only_tip.any():
+                    hanging = g_tip - lever
+                    pivot = only_tip & free_turn & below(lower, hanging)
+                    keep = only_tip & ~pivot
+                    o = np.where(free_turn[:, None], w_ref, o_low)
+                    local = quat.rotate(quat.conjugate(w_ref), lever)
+                    g_low[keep] = g_tip[keep] - quat.rotate(o[keep], local[keep])
+                    o_low[keep] = o[keep]
+                    if pivot.any():
+                        g_low[pivot] = _pivot(g_tip, -lever, lowest[lower], pivot)
+                        have_low = have_low | pivot
+                both = (
+                    have_tip & np.isfinite(g_low).all(axis=1) & free_turn & ~(only_tip & ~have_low)
+                )
+                if both.any():  # turn the foot so its ankle→tip vector points at the tip goal
+                    turn = quat.quat_between(lever[both], g_tip[both] - g_low[both])
+                    o_low[both] = quat.multiply(turn, w_ref[both])
+            free = ~np.isfinite(g_low).all(axis=1)
+            lift = lifted(lower)
+            use = free & np.isfinite(lift).all(axis=1)
+            g_low[use] = lift[use]
+            out.append(_LimbGoals(limb, g_low, o_low))
+        return out
+
+    def _other_tasks(self, skeleton: Skeleton, frames, constraints) -> list[Task]:
+        limb_points = {p for limb, tips in zip(self.limbs, self.tips, strict=True)
+                       for p in (limb.lower, *tips)}  # fmt: skip
+        tasks: list[Task] = []
+        for p, goal in constraints.positions.items():
+            if p not in limb_points and np.isfinite(goal[frames]).all(axis=1).any():
+                tasks.append(PositionTask(p, goal[frames], weight=1.0 / self.height**2))
+        for p, goal in constraints.orientations.items():
+            limb_lowers = {limb.lower for limb in self.limbs}
+            if p not in limb_lowers and np.isfinite(goal[frames]).all(axis=1).any():
+                tasks.append(OrientationTask(p, goal[frames], weight=1.0))
+        return tasks
+
+    # -- the solve -------------------------------------------------------------------------------
+    def __call__(
+        self,
+        skeleton: Skeleton,
+        root_position: Array,
+        rotations: Array,
+        frames: NDArray[np.intp],
+        constraints,
+        *,
+        spacing: float | None = None,
+    ) -> tuple[Array, Array, NDArray[np.bool_]]:
+        """Poses meeting the constraints at ``frames``, minimally displaced (eq. 4), and which
+        joints were solved (``determined``: the joints of limbs without a goal at a frame
+        are not; see :class:`retarget.editing.fitting.IKSolver`).
+
+        ``spacing``: knot spacing of the fitting level calling (None: a lone solve);
+        the root is a parameter only when it is None or at least ``root_spacing``.
+        """
+        ref = Pose.of(skeleton, root_position, rotations)
+        root_free = spacing is None or spacing >= self.root_spacing
+        n = len(frames)
+        all_goals = self._limb_goals(ref, frames, constraints)
+        limb_goals = [lg for lg in all_goals if np.isfinite(lg.goal).all(axis=1).any()]
+        tasks = self._other_tasks(skeleton, frames, constraints)
+        arms_active = any(lg.limb.kind == "arm" for lg in limb_goals) or bool(tasks)
+        torso = self._torso(skeleton, [lg.limb for lg in limb_goals]) if arms_active else []
+        all_axes = dofs.channel_axes(skeleton, rotations) if torso else None
+        torso_axes = [all_axes[:, j] for j in torso] if all_axes is not None else []
+        torso_dofs = [len(skeleton.euler_orders[j]) for j in torso]
+        n_root = 6 if root_free else 0
+        n_params = n_root + sum(torso_dofs) + len(limb_goals)
+        limited = (
+            np.flatnonzero(np.isfinite(skeleton.limits).any(axis=(1, 2)))
+            if constraints.joint_limits
+            else np.zeros(0, dtype=np.intp)
+        )
+        h = self.height
+        goal_scale = np.sqrt(2.0 * self.goal_weight)
+
+        def build(x: Array, index: NDArray[np.intp]) -> tuple[Array, Array, list[Array]]:
+            """Root, rotations and the residual blocks of parameters x (B, n)."""
+            rot_ref = rotations[index]
+            root = root_position[index].copy()
+            rot = rot_ref.copy()
+            blocks: list[Array] = []
+            if root_free:
+                root += x[:, :3] * h
+                rot[:, 0] = quat.multiply(rot[:, 0], quat.exp(x[:, 3:6]))
+                blocks.append(np.sqrt(self.root_rigidity) * x[:, :3])
+                blocks.append(np.sqrt(self.root_turn_rigidity) * x[:, 3:6])
+            col = n_root
+            for j, axes, d in zip(torso, torso_axes, torso_dofs, strict=True):
+                v = np.einsum("bij,bj->bi", axes[index][:, :, :d], x[:, col : col + d])
+                rot[:, j] = quat.multiply(rot[:, j], quat.exp(v))
+                blocks.append(v)
+                col += d
+            for lg in limb_goals:
+                sol = solve_limb(
+                    skeleton,
+                    lg.limb,
+                    root,
+                    rot,
+                    lg.goal[index],
+                    orientation=lg.orientation[index],
+                    swivel=x[:, col],
+                )
+                rot = sol.rotations
+                blocks.append(goal_scale * sol.residual[:, None] / h)
+                blocks.append(goal_scale * sol.orientation_residual[:, None])
+                if root_free:
+                    stretch = np.maximum(sol.extension - self.extension, 0.0)
+                    blocks.append(np.sqrt(2.0 * self.extension_weight) * stretch[:, None])
+                col += 1
+            for lg in limb_goals:
+                joints = list(lg.limb.joints)
+                v = quat.log(quat.multiply(quat.conjugate(rot_ref[:, joints]), rot[:, joints]))
+                blocks.append(v.reshape(len(index), -1))
+            return root, rot, blocks
+
+        def residuals(x: Array, index: NDArray[np.intp]) -> Array:
+            root, rot, blocks = build(x, index)
+            if tasks or limited.size:
+                pose = Pose.of(skeleton, root, rot)
+                for t in tasks:
+                    r = _take(t, index).residual(pose)
+                    if t.inequality:
+                        r = np.minimum(r, 0.0)
+                    blocks.append(goal_scale * h * np.sqrt(t.weight) * r)
+                if limited.size:
+                    viol = dofs.limit_violation(skeleton, rot)[:, limited]
+                    blocks.append(np.sqrt(2.0 * self.limit_weight) * viol.reshape(len(index), -1))
+            return np.concatenate(blocks, axis=1)
+
+        determined = np.ones((n, skeleton.num_joints + 1), dtype=bool)
+        for lg in all_goals:
+            free = np.flatnonzero(~np.isfinite(lg.goal).all(axis=1))
+            determined[np.ix_(free, 1 + np.array(lg.limb.joints))] = False
+        if n_params == 0:
+            return root_position.copy(), rotations.copy(), determined
+        if self.minimizer == "lm":
+            x = levenberg_marquardt(
+                residuals, np.zeros((n, n_params)), max_iterations=self.max_iterations
+            )
+        else:
+            x = _preconditioned_cg(residuals, n, n_params, self.max_iterations)
+        root, rot, _ = build(x, np.arange(n))
+        return root, rot, determined
+
+    def _torso(self, skeleton: Skeleton, limbs: Sequence[Limb]) -> list[int]:
+        """Joints between the root and the upper joints of the given arms (root excluded)."""
+        joints: list[int] = []
+        for limb in limbs:
+            if limb.kind != "arm":
+                continue
+            for j in skeleton.chain(limb.upper)[1:-1]:
+                if int(j) not in joints and skeleton.euler_orders[int(j)]:
+                    joints.append(int(j))
+        return joints
+
+
+def _fd_jacobian(residuals, x: Array, index: NDArray[np.intp], step: float) -> tuple[Array, Array]:
+    """Residuals (b, m) at x (b, n) and their forward-difference Jacobian (b, m, n): one call."""
+    b, n = x.shape
+    points = np.concatenate([x[:, None, :], x[:, None, :] + step * np.eye(n)[None]], axis=1)
+    res = residuals(points.reshape(-1, n), np.repeat(index, n + 1)).reshape(b, n + 1, -1)
+    r0 = res[:, 0]
+    return r0, np.swapaxes(res[:, 1:] - r0[:, None], 1, 2) / step
+
+
+def levenberg_marquardt(
+    residuals,
+    x0: Array,
+    *,
+    max_iterations: int = 30,
+    step: float = 1e-7,
+    tolerance: float = 1e-10,
+) -> Array:
+    """Minimise ``½|r(x)|²`` for a batch of problems by Levenberg–Marquardt.
+
+    ``residuals(x (b, n), index (b,)) -> (b, m)`` for the problems ``index``;
+    Jacobians by forward differences (``n + 1`` points in one call). Each
+    iteration solves ``(JᵀJ + μ diag(JᵀJ)) δ = −Jᵀr`` per problem, accepts the
+    step when it lowers the objective (then ``μ /= 3``), else ``μ *= 4``; a
+    problem stops when a step changes its objective by less than ``tolerance``
+    (relative) or moves no parameter by more than ``1e-9``.
+
+    Returns
+    -------
+    ndarray, shape (B, n)
+    """
+    x = np.array(x0, dtype=np.float64)
+    b, n = x.shape
+    mu = np.full(b, 1e-3)
+    live = np.arange(b)
+    r, jac = _fd_jacobian(residuals, x, live, step)
+    f = 0.5 * np.sum(r**2, axis=1)
+    for _ in range(max_iterations):
+        if live.size == 0:
+            break
+        jtj = np.einsum("bmi,bmj->bij", jac, jac)
+        g = np.einsum("bmi,bm->bi", jac, r)
+        diag = np.einsum("bii->bi", jtj)
+        a = jtj + (mu[live, None] * np.maximum(diag, 1e-12))[:, :, None] * np.eye(n)
+        delta = -np.linalg.solve(a, g[..., None])[..., 0]
+        trial = x[live] + delta
+        r_new = residuals(trial, live)
+        f_new = 0.5 * np.sum(r_new**2, axis=1)
+        better = f_new < f
+        small = (np.abs(f - f_new) <= tolerance * np.maximum(f, 1e-300)) | (
+            np.abs(delta).max(axis=1) < 1e-9
+        )
+        x[live[better]] = trial[better]
+        mu[live[better]] /= 3.0
+        mu[live[~better]] *= 4.0
+        keep = ~(small & better) & (mu[live] < 1e12)
+        f = np.where(better, f_new, f)[keep]
+        live = live[keep]
+        if live.size == 0:
+            break
+        # new Jacobians where the point moved; the old ones stay valid elsewhere
+        moved = better[keep]
+        r = np.where(better[:, None], r_new, r)[keep]
+        jac = jac[keep]
+        if moved.any():
+            r_m, jac_m = _fd_jacobian(residuals, x[live[moved]], live[moved], step)
+            r[moved], jac[moved] = r_m, jac_m
+    return x
+
+
+def _preconditioned_cg(residuals, n: int, n_params: int, max_iterations: int) -> Array:
+    """The paper's minimiser: nonlinear CG, preconditioned by the Gauss–Newton Hessian."""
+    cache: dict[str, Array] = {}
+
+    def value_and_gradient(x: Array, index: NDArray[np.intp]) -> tuple[Array, Array]:
+        r0, jac = _fd_jacobian(residuals, x, index, 1e-7)
+        if "jac" not in cache or cache["jac"].shape[1] != jac.shape[1]:
+            cache["jac"] = np.zeros((n, jac.shape[1], n_params))
+        cache["jac"][index] = jac
+        return 0.5 * np.sum(r0**2, axis=1), np.einsum("bmn,bm->bn", jac, r0)
+
+    def gauss_newton(g: Array, index: NDArray[np.intp]) -> Array:
+        jac = cache["jac"][index]
+        hess = np.einsum("bmi,bmj->bij", jac, jac)
+        damping = 1e-9 * np.trace(hess, axis1=1, axis2=2)[:, None, None] / n_params + 1e-12
+        return np.linalg.solve(hess + damping * np.eye(n_params), g[..., None])[..., 0]
+
+    result = conjugate_gradient(
+        value_and_gradient,
+        np.zeros((n, n_params)),
+        max_iterations=max_iterations,
+        tolerance=1e-12,
+        gradient_tolerance=1e-12,
+        preconditioner=gauss_newton,
+    )
+    return result.x
+
+
+def _pivot(anchor: Array, lever: Array, height: Array, rows: NDArray[np.bool_]) -> Array:
+    """Where a point ``|lever|`` from ``anchor`` sits at ``height``, in the horizontal direction
+    of ``lever`` (a rigid foot turned about the anchor until the point meets the ground)."""
+    a, v, y = anchor[rows], lever[rows], height[rows]
+    length = np.linalg.norm(v, axis=1)
+    dy = np.clip(y - a[:, UP], -length, length)
+    flat = v.copy()
+    flat[:, UP] = 0.0
+    norm = np.linalg.norm(flat, axis=1, keepdims=True)
+    flat = np.where(norm > 1e-12, flat / np.maximum(norm, 1e-12), [[1.0, 0.0, 0.0]])
+    out = a + flat * np.sqrt(np.maximum(length**2 - dy**2, 0.0))[:, None]
+    out[:, UP] = a[:, UP] + dy
+    return out
+
+
+def _take(task: Task, index: NDArray[np.intp]) -> Task:
+    """The task restricted to batch rows ``index`` (goals indexed)."""
+    return task.take(index)
