@@ -10,6 +10,12 @@ Conventions (DESIGN.md, "Conventions"):
   order ``"ZYX"`` and mean ``R = Rz(a) @ Ry(b) @ Rx(c)`` (intrinsic rotations in
   the listed order; scipy's upper-case ``from_euler("ZYX", [a, b, c])``).
 
+The Hamilton product and the rotation of vectors are numba generalized ufuncs
+(broadcasting like numpy): solvers call them thousands of times per clip, and
+numpy spends most of that time on one temporary array per arithmetic operation
+(6x slower on 54k quaternions; ``benchmarks/hierarchical.py`` profiles it).
+Everything else is plain numpy.
+
 ``exp`` and ``log`` map rotation vectors to quaternions and back. Shin et al.
 2001 write ``q = e^{θn/2}`` with the half angle inside the quaternion
 exponential; here ``exp(v)`` takes the *full* angle ``|v|`` and puts the half
@@ -18,6 +24,7 @@ angle into the quaternion itself, so ``exp(θ n) = (cos θ/2, n sin θ/2)``.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -75,6 +82,16 @@ def identity(shape: tuple[int, ...] | int = ()) -> Array:
     return q
 
 
+@numba.guvectorize(["void(float64[:], float64[:], float64[:])"], "(n),(n)->(n)", cache=True)
+def _multiply(a, b, out):  # pragma: no cover - jitted
+    aw, ax, ay, az = a[0], a[1], a[2], a[3]
+    bw, bx, by, bz = b[0], b[1], b[2], b[3]
+    out[0] = aw * bw - ax * bx - ay * by - az * bz
+    out[1] = aw * bx + ax * bw + ay * bz - az * by
+    out[2] = aw * by - ax * bz + ay * bw + az * bx
+    out[3] = aw * bz + ax * by - ay * bx + az * bw
+
+
 def multiply(a: ArrayLike, b: ArrayLike) -> Array:
     """Hamilton product ``a ⊗ b`` (rotate by ``b``, then by ``a``).
 
@@ -87,16 +104,7 @@ def multiply(a: ArrayLike, b: ArrayLike) -> Array:
     -------
     ndarray, shape (..., 4)
     """
-    a = _as_quat(a, "a")
-    b = _as_quat(b, "b")
-    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
-    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., 0] = aw * bw - ax * bx - ay * by - az * bz
-    out[..., 1] = aw * bx + ax * bw + ay * bz - az * by
-    out[..., 2] = aw * by - ax * bz + ay * bw + az * bx
-    out[..., 3] = aw * bz + ax * by - ay * bx + az * bw
-    return out
+    return np.asarray(_multiply(_as_quat(a, "a"), _as_quat(b, "b")))
 
 
 def conjugate(q: ArrayLike) -> Array:
@@ -212,6 +220,19 @@ exp = quat_from_rotvec
 log = rotvec_from_quat
 
 
+@numba.guvectorize(["void(float64[:], float64[:], float64[:])"], "(n),(m)->(m)", cache=True)
+def _rotate(q, v, out):  # pragma: no cover - jitted
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    vx, vy, vz = v[0], v[1], v[2]
+    # t = 2 u × v;  R v = v + w t + u × t
+    tx = 2.0 * (y * vz - z * vy)
+    ty = 2.0 * (z * vx - x * vz)
+    tz = 2.0 * (x * vy - y * vx)
+    out[0] = vx + w * tx + (y * tz - z * ty)
+    out[1] = vy + w * ty + (z * tx - x * tz)
+    out[2] = vz + w * tz + (x * ty - y * tx)
+
+
 def rotate(q: ArrayLike, v: ArrayLike) -> Array:
     """Rotate vectors ``v`` by unit quaternions ``q``.
 
@@ -225,19 +246,7 @@ def rotate(q: ArrayLike, v: ArrayLike) -> Array:
     ndarray, shape (..., 3)
         ``R(q) @ v``, broadcast over leading axes.
     """
-    q = _as_quat(q)
-    v = _as_vec3(v, "v")
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    vx, vy, vz = v[..., 0], v[..., 1], v[..., 2]
-    # t = 2 u × v;  R v = v + w t + u × t  (no np.cross: it dominates small batches)
-    tx = 2.0 * (y * vz - z * vy)
-    ty = 2.0 * (z * vx - x * vz)
-    tz = 2.0 * (x * vy - y * vx)
-    out = np.empty((*np.broadcast_shapes(q.shape[:-1], v.shape[:-1]), 3))
-    out[..., 0] = vx + w * tx + (y * tz - z * ty)
-    out[..., 1] = vy + w * ty + (z * tx - x * tz)
-    out[..., 2] = vz + w * tz + (x * ty - y * tx)
-    return out
+    return np.asarray(_rotate(_as_quat(q), _as_vec3(v, "v")))
 
 
 def angle(a: ArrayLike, b: ArrayLike | None = None) -> Array:

@@ -30,6 +30,7 @@ Other goals (pelvis, head, a knee) are penalised through one FK of the pose.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -211,18 +212,22 @@ class HybridSolver:
             out.append(_LimbGoals(limb, g_low, o_low))
         return out
 
-    def _other_tasks(self, skeleton: Skeleton, frames, constraints) -> list[Task]:
-        limb_points = {p for limb, tips in zip(self.limbs, self.tips, strict=True)
-                       for p in (limb.lower, *tips)}  # fmt: skip
-        tasks: list[Task] = []
+    def _other_goals(
+        self, frames, constraints
+    ) -> list[tuple[type[PositionTask] | type[OrientationTask], int, Array, float]]:
+        """Goals not on a limb's lower joint or below it: (task class, point, goals, weight)."""
+        limb_points = {
+            p for limb, tips in zip(self.limbs, self.tips, strict=True) for p in (limb.lower, *tips)
+        }
+        limb_lowers = {limb.lower for limb in self.limbs}
+        out: list[tuple[type[PositionTask] | type[OrientationTask], int, Array, float]] = []
         for p, goal in constraints.positions.items():
             if p not in limb_points and np.isfinite(goal[frames]).all(axis=1).any():
-                tasks.append(PositionTask(p, goal[frames], weight=1.0 / self.height**2))
+                out.append((PositionTask, p, goal[frames], 1.0 / self.height**2))
         for p, goal in constraints.orientations.items():
-            limb_lowers = {limb.lower for limb in self.limbs}
             if p not in limb_lowers and np.isfinite(goal[frames]).all(axis=1).any():
-                tasks.append(OrientationTask(p, goal[frames], weight=1.0))
-        return tasks
+                out.append((OrientationTask, p, goal[frames], 1.0))
+        return out
 
     # -- the solve -------------------------------------------------------------------------------
     def __call__(
@@ -247,9 +252,24 @@ class HybridSolver:
         n = len(frames)
         all_goals = self._limb_goals(ref, frames, constraints)
         limb_goals = [lg for lg in all_goals if np.isfinite(lg.goal).all(axis=1).any()]
-        tasks = self._other_tasks(skeleton, frames, constraints)
-        arms_active = any(lg.limb.kind == "arm" for lg in limb_goals) or bool(tasks)
+        others = self._other_goals(frames, constraints)
+        arms_active = any(lg.limb.kind == "arm" for lg in limb_goals) or bool(others)
         torso = self._torso(skeleton, [lg.limb for lg in limb_goals]) if arms_active else []
+        determined = np.ones((n, skeleton.num_joints + 1), dtype=bool)
+        for lg in all_goals:
+            free = np.flatnonzero(~np.isfinite(lg.goal).all(axis=1))
+            determined[np.ix_(free, 1 + np.array(lg.limb.joints))] = False
+        # Solve on the joints that matter: the chains to the constrained limbs and task
+        # points (a walk's legs are 7 of lafan's 22 joints); the rest is copied back.
+        full_skeleton, full_rotations = skeleton, rotations
+        points = [lg.limb.lower for lg in limb_goals] + [p for _, p, _, _ in others] + list(torso)
+        skeleton, keep, remap = _reduce(full_skeleton, points)
+        rotations = full_rotations[:, keep]
+        limb_goals = [
+            dataclasses.replace(lg, limb=_remap_limb(lg.limb, remap)) for lg in limb_goals
+        ]
+        tasks: list[Task] = [cls(remap[p], goal, weight=w) for cls, p, goal, w in others]
+        torso = [remap[j] for j in torso]
         all_axes = dofs.channel_axes(skeleton, rotations) if torso else None
         torso_axes = [all_axes[:, j] for j in torso] if all_axes is not None else []
         torso_dofs = [len(skeleton.euler_orders[j]) for j in torso]
@@ -317,12 +337,8 @@ class HybridSolver:
                     blocks.append(np.sqrt(2.0 * self.limit_weight) * viol.reshape(len(index), -1))
             return np.concatenate(blocks, axis=1)
 
-        determined = np.ones((n, skeleton.num_joints + 1), dtype=bool)
-        for lg in all_goals:
-            free = np.flatnonzero(~np.isfinite(lg.goal).all(axis=1))
-            determined[np.ix_(free, 1 + np.array(lg.limb.joints))] = False
         if n_params == 0:
-            return root_position.copy(), rotations.copy(), determined
+            return root_position.copy(), full_rotations.copy(), determined
         if self.minimizer == "lm":
             x = levenberg_marquardt(
                 residuals, np.zeros((n, n_params)), max_iterations=self.max_iterations
@@ -330,7 +346,9 @@ class HybridSolver:
         else:
             x = _preconditioned_cg(residuals, n, n_params, self.max_iterations)
         root, rot, _ = build(x, np.arange(n))
-        return root, rot, determined
+        out = full_rotations.copy()
+        out[:, keep] = rot
+        return root, out, determined
 
     def _torso(self, skeleton: Skeleton, limbs: Sequence[Limb]) -> list[int]:
         """Joints between the root and the upper joints of the given arms (root excluded)."""
@@ -342,6 +360,49 @@ class HybridSolver:
                 if int(j) not in joints and skeleton.euler_orders[int(j)]:
                     joints.append(int(j))
         return joints
+
+
+def _reduce(
+    skeleton: Skeleton, points: Sequence[int]
+) -> tuple[Skeleton, NDArray[np.intp], dict[int, int]]:
+    """The sub-skeleton of the root and the chains to ``points`` (joints or sites).
+
+    Returns it, the kept joints' indices in ``skeleton`` (parents first) and the
+    map from kept points of ``skeleton`` to points of the sub-skeleton.
+    """
+    needed: set[int] = {0}
+    sites: list[int] = []
+    for p in points:
+        chain = [int(j) for j in skeleton.chain(p)]
+        if chain[-1] >= skeleton.num_joints:
+            sites.append(chain.pop())
+        needed.update(chain)
+    keep = np.array(sorted(needed), dtype=np.intp)
+    remap = {int(j): k for k, j in enumerate(keep)}
+    site_list = sorted(set(sites))
+    for k, site in enumerate(site_list):
+        remap[site] = len(keep) + k
+    sub = Skeleton(
+        names=tuple(skeleton.names[j] for j in keep),
+        parents=np.array([-1] + [remap[int(skeleton.parents[j])] for j in keep[1:]]),
+        offsets=skeleton.offsets[keep],
+        channels=tuple(skeleton.channels[j] for j in keep),
+        site_names=tuple(skeleton.point_names[s] for s in site_list),
+        site_parents=np.array(
+            [remap[int(skeleton.point_parents[s])] for s in site_list], dtype=np.intp
+        ),
+        site_offsets=skeleton.point_offsets[site_list].reshape(-1, 3),
+        unit=skeleton.unit,
+        axes=skeleton.axes[keep],
+        limits=skeleton.limits[keep],
+    )
+    return sub, keep, remap
+
+
+def _remap_limb(limb: Limb, remap: dict[int, int]) -> Limb:
+    return dataclasses.replace(
+        limb, upper=remap[limb.upper], middle=remap[limb.middle], lower=remap[limb.lower]
+    )
 
 
 def _fd_jacobian(residuals, x: Array, index: NDArray[np.intp], step: float) -> tuple[Array, Array]:
@@ -359,7 +420,7 @@ def levenberg_marquardt(
     *,
     max_iterations: int = 30,
     step: float = 1e-7,
-    tolerance: float = 1e-10,
+    tolerance: float = 1e-8,
 ) -> Array:
     """Minimise ``½|r(x)|²`` for a batch of problems by Levenberg–Marquardt.
 

@@ -1,8 +1,8 @@
 """Retargeting by hierarchical motion fitting (Lee & Shin 1999, §6).
 
 1. ``m_0``: the source's rotations on the target, its root path scaled by the
-   leg-length ratio (stride follows leg length), planted feet on the floor
-   (:func:`retarget.methods.copy.transfer`);
+   height ratio, or by the leg-length ratio when the legs are too short for
+   that stride, planted feet on the floor (:func:`retarget.methods.copy.transfer`);
 2. footplants: each contact run of the source becomes a goal held fixed over
    the run, mapped to the target's scale (and onto the terrain, when one is
    given), with ground non-penetration for the foot points;
@@ -22,6 +22,7 @@ import numpy as np
 from ..contacts import detect_contacts
 from ..editing.constraints import footplants
 from ..editing.fitting import fit_motion
+from ..errors import RetargetError
 from ..ik.hybrid import HybridSolver
 from ..motion import Motion
 from ..roles import find_roles, height
@@ -45,6 +46,7 @@ def hierarchical_retarget(
     blend: float = 0.2,
     reach: float = 1.0,
     root_spacing: float = 8.0,
+    stride: str = "auto",
 ) -> Result:
     """Retarget with footplants enforced by hierarchical fitting.
 
@@ -70,6 +72,11 @@ def hierarchical_retarget(
         are looser; pinning them would pin a heel that is already rising.
     blend : float
         Seconds over which a foot eases into and out of each plant.
+    stride : {"auto", "height", "legs"}
+        How the root path and the footprints scale: by the height ratio (the
+        character moves like the source at its own size), by the leg-length
+        ratio (stride follows the legs), or ``"auto"``: the height ratio unless
+        the legs are too short for that stride, then the leg ratio.
     root_spacing : float
         Finest knot spacing of the root's displacement (frames); the joints go
         down to the finest level of ``spacings``.
@@ -87,7 +94,12 @@ def hierarchical_retarget(
     t0 = time.perf_counter()
     roles_s, roles_t = find_roles(source.skeleton), find_roles(target)
     contacts = detect_contacts(source, roles=roles_s)
-    ratio = leg_length(target, roles_t) / leg_length(source.skeleton, roles_s)
+    leg_ratio = leg_length(target, roles_t) / leg_length(source.skeleton, roles_s)
+    height_ratio = height(target, roles_t) / height(source.skeleton, roles_s)
+    ratios = {"auto": min(leg_ratio, height_ratio), "legs": leg_ratio, "height": height_ratio}
+    if stride not in ratios:
+        raise RetargetError(f"unknown stride {stride!r}; choose one of {', '.join(ratios)}")
+    ratio = ratios[stride]
     moved = transfer(source, target, ratio, contacts, roles_s, roles_t)
     # Plants to pin: stricter than the contacts of the measures (a heel rising in
     # place is not pinned; no hysteresis widening); the feet ease in and out.
@@ -134,6 +146,7 @@ def hierarchical_retarget(
     report = {
         "method": "hierarchical",
         "ratio": ratio,
+        "stride": stride,
         "spacings": [float(s) for s in spacings],
         "exact": exact,
         "joint_limits": limits,
