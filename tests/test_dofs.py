@@ -34,8 +34,14 @@ def mixed_skeleton():
     limits = np.tile([-np.inf, np.inf], (5, 3, 1))
     limits[1, 0] = [-0.2, 2.5]
     limits[2, 2] = [-0.5, 0.5]  # z of joint 2
-    return Skeleton(("r", "h", "t", "n", "b"), [-1, 0, 1, 2, 3], np.ones((5, 3)), channels,
-                    axes=axes, limits=limits)  # fmt: skip
+    return Skeleton(
+        ("r", "h", "t", "n", "b"),
+        [-1, 0, 1, 2, 3],
+        np.ones((5, 3)),
+        channels,
+        axes=axes,
+        limits=limits,
+    )
 
 
 def test_angles_round_trip():
@@ -67,8 +73,10 @@ def test_channel_axes_match_finite_differences():
         plus = rotations_from_channel_angles(sk, theta + d)
         minus = rotations_from_channel_angles(sk, theta - d)
         # q ⊗ exp(v) = plus  →  v = log(q⁻¹ plus)
-        fd = (quat.log(quat.multiply(quat.conjugate(rot), plus))
-              - quat.log(quat.multiply(quat.conjugate(rot), minus))) / (2 * h)  # fmt: skip
+        fd = (
+            quat.log(quat.multiply(quat.conjugate(rot), plus))
+            - quat.log(quat.multiply(quat.conjugate(rot), minus))
+        ) / (2 * h)
         present = np.array([len(o) > k for o in sk.euler_orders])
         np.testing.assert_allclose(axes[..., k][:, present], fd[:, present], atol=1e-7)
         assert np.all(axes[..., k][:, ~present] == 0.0)

@@ -480,9 +480,14 @@ def test_batched_equals_per_frame(lafan):
     for i in range(b):
         for k in range(f):
             one = solve_limb(
-                sk, limb, root[i, k], rot[i, k], goal[i, k],
-                orientation=orientation[i, k], swivel=swivel[i, k],
-            )  # fmt: skip
+                sk,
+                limb,
+                root[i, k],
+                rot[i, k],
+                goal[i, k],
+                orientation=orientation[i, k],
+                swivel=swivel[i, k],
+            )
             assert one.rotations.shape == (sk.num_joints, 4) and one.residual.shape == ()
             for field in ("rotations", "reached", "residual", "orientation_residual"):
                 np.testing.assert_allclose(

@@ -76,12 +76,18 @@ def _outer_terms(v: Array, a: Array, b: Array) -> Array:
     xx, yy, zz, xy, xz, yz = x * x, y * y, z * z, x * y, x * z, y * z
     return np.stack(
         [
-            1.0 - b * (yy + zz), -a * z + b * xy, a * y + b * xz,
-            a * z + b * xy, 1.0 - b * (xx + zz), -a * x + b * yz,
-            -a * y + b * xz, a * x + b * yz, 1.0 - b * (xx + yy),
+            1.0 - b * (yy + zz),
+            -a * z + b * xy,
+            a * y + b * xz,
+            a * z + b * xy,
+            1.0 - b * (xx + zz),
+            -a * x + b * yz,
+            -a * y + b * xz,
+            a * x + b * yz,
+            1.0 - b * (xx + yy),
         ],
         axis=-1,
-    ).reshape(*v.shape[:-1], 3, 3)  # fmt: skip
+    ).reshape(*v.shape[:-1], 3, 3)
 
 
 def right_jacobian(v: ArrayLike) -> Array:

@@ -91,8 +91,14 @@ def _target(args: argparse.Namespace, source) -> Any:
 
 def _measure_table(rows: dict[str, dict[str, float]]) -> str:
     keys = ["skate", "sliding_ratio", "penetration", "float"]
-    titles = [("skate %H/s", 12), ("sliding", 10), ("penetr. %H", 12), ("float %H", 10),
-              ("pose dev°", 11), ("jerk ratio", 12)]  # fmt: skip
+    titles = [
+        ("skate %H/s", 12),
+        ("sliding", 10),
+        ("penetr. %H", 12),
+        ("float %H", 10),
+        ("pose dev°", 11),
+        ("jerk ratio", 12),
+    ]
     head = f"{'':<10}" + "".join(f"{t:>{w}}" for t, w in titles)
     lines = [head]
     first = next(iter(rows.values()))
@@ -206,6 +212,54 @@ def cmd_character(args: argparse.Namespace) -> int:
     return 0
 
 
+def _method_options(method, args: argparse.Namespace) -> dict[str, Any]:
+    """Options of ``run`` passed to the method, refused when it has no such parameter."""
+    import inspect
+
+    from .environment import read_environment
+
+    wanted: dict[str, Any] = {}
+    if getattr(args, "terrain", None):
+        wanted["terrain"] = read_environment(args.terrain)
+    accepted = inspect.signature(method.run).parameters
+    for key in wanted:
+        if key not in accepted:
+            raise RetargetError(f"method {method.name!r} does not take --{key}")
+    return wanted
+
+
+def cmd_edit(args: argparse.Namespace) -> int:
+    from .editing.constraints import parse_constraints
+    from .editing.edit import edit_motion
+    from .io.formats import write_motion
+
+    motion = _read(args.source, args)
+    motion = motion[_frames(args.frames, motion.num_frames)]
+    try:
+        text = Path(args.constraints).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RetargetError(f"{args.constraints}: cannot read the file ({exc.strerror})") from None
+    constraints = parse_constraints(text, motion, name=args.constraints)
+    result = edit_motion(
+        motion,
+        constraints,
+        knot_spacing=args.knot_spacing,
+        levels=args.levels,
+        keep_feet=not args.free_feet,
+        exact=not args.approximate,
+    )
+    inputs = [args.source, args.constraints] + ([args.skeleton] if args.skeleton else [])
+    write_motion(args.output, result.motion, inputs=tuple(inputs))
+    if args.report:
+        _write_json(args.report, dict(result.report), inputs=[*inputs, args.output])
+    last = result.report["levels"][-1]
+    print(
+        f"edit: {motion.num_frames} frames, constraints met within "
+        f"{last['max_error']:.3g} % of height -> {args.output}"
+    )
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .io.formats import write_motion
     from .methods import get_method
@@ -215,8 +269,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     source = _read(args.source, args)
     source = source[_frames(args.frames, source.num_frames)]
     target = _target(args, source)
+    options = _method_options(method, args)
     t0 = time.perf_counter()
-    result = method.run(source, target)
+    result = method.run(source, target, **options)
     seconds = time.perf_counter() - t0
     inputs = [args.source] + [p for p in (args.target, args.skeleton) if p]
     write_motion(args.output, result.motion, inputs=tuple(inputs))
@@ -399,8 +454,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--report", metavar="REPORT.json", help="write what the method did and the measures"
     )
+    p.add_argument(
+        "--terrain", metavar="FILE", help="ground to walk on (.json scene or .npz height field)"
+    )
     motion_options(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "edit",
+        help="pin end-effectors at frames; the motion bends smoothly around them",
+        description='Constraints (JSON): a list of {"joint": NAME, "frame": F or "frames": [A, B], '
+        '"position": [x, y, z] | "offset": [dx, dy, dz], "orientation": [w, x, y, z]}.',
+    )
+    p.add_argument("source")
+    p.add_argument("--constraints", required=True, metavar="C.json")
+    p.add_argument(
+        "--knot-spacing", type=float, default=16.0, help="frames per knot, coarsest level"
+    )
+    p.add_argument("--levels", type=int, default=4, help="levels, the spacing halving each time")
+    p.add_argument("--free-feet", action="store_true", help="do not hold the motion's footplants")
+    p.add_argument("--approximate", action="store_true", help="skip the final exact IK pass")
+    p.add_argument("--frames", metavar="A:B", help="only these frames")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--report", metavar="REPORT.json")
+    motion_options(p)
+    p.set_defaults(func=cmd_edit)
 
     p = sub.add_parser(
         "eval", help="measure a result against its source (skate, contacts, pose, jerk)"

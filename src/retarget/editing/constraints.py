@@ -46,9 +46,8 @@ class Ground:
     clearance : ndarray, shape (K,)
         Height each point keeps above the surface (a joint sits above the sole).
     surface : object
-        Anything with ``height(xz (..., 2)) -> (...,)`` (``environment.Floor``,
-        ``HeightField``, ``Scene`` through ``environment.ground_height``), or a
-        float for a flat floor.
+        A float for a flat floor, a shape or scene of :mod:`retarget.environment`
+        (its ``ground_height``), or anything with ``height(xz (..., 2)) -> (...,)``.
     """
 
     points: NDArray[np.intp]
@@ -56,9 +55,16 @@ class Ground:
     surface: Any = 0.0
 
     def height(self, xz: Array) -> Array:
-        """Surface height under horizontal positions ``xz (..., 2)``."""
+        """Surface height under horizontal positions ``xz (..., 2)``.
+
+        A number is a flat floor; an :mod:`retarget.environment` shape or scene
+        answers with its ``ground_height`` (the highest surface a foot could
+        stand on); anything else with a ``height(xz)`` method is asked that.
+        """
         if isinstance(self.surface, (int, float)):
             return np.full(xz.shape[:-1], float(self.surface))
+        if hasattr(self.surface, "ground_height"):
+            return np.asarray(self.surface.ground_height(xz), dtype=np.float64)
         return np.asarray(self.surface.height(xz), dtype=np.float64)
 
     def lowest(self, positions: Array) -> Array:

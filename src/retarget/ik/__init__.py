@@ -5,8 +5,14 @@
 
 :mod:`retarget.ik.numeric`: penalties + batched nonlinear conjugate gradient
 (section 5.1), on the tasks of :mod:`retarget.tasks`.
+
+:mod:`retarget.ik.hybrid`: reduced coordinates with analytic limbs (section 5.2).
+
+Both :class:`NumericSolver` and :class:`HybridSolver` are the IK solvers of the
+hierarchical fitting (:func:`retarget.editing.fitting.fit_motion`).
 """
 
+from .hybrid import HybridSolver, levenberg_marquardt
 from .limb import (
     LIMB_ROLES,
     Limb,
@@ -20,6 +26,7 @@ from .limb import (
 from .numeric import (
     CGResult,
     IKResult,
+    NumericSolver,
     conjugate_gradient,
     default_rigidity,
     finite_difference_gradient,
@@ -29,14 +36,17 @@ from .numeric import (
 __all__ = [
     "LIMB_ROLES",
     "CGResult",
+    "HybridSolver",
     "IKResult",
     "Limb",
     "LimbSolution",
+    "NumericSolver",
     "conjugate_gradient",
     "default_rigidity",
     "estimate_hinge_axis",
     "finite_difference_gradient",
     "hinge_angle",
+    "levenberg_marquardt",
     "limb_from_roles",
     "solve_ik",
     "solve_limb",

@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -45,6 +46,9 @@ from ..skeleton import Skeleton
 from ..tasks import OrientationTask, PositionTask, Task
 from .limb import Limb, limb_from_roles, solve_limb
 from .numeric import conjugate_gradient
+
+if TYPE_CHECKING:
+    from ..editing.constraints import Constraints
 
 __all__ = ["HybridSolver"]
 
@@ -127,7 +131,9 @@ class HybridSolver:
         return cls(tuple(limbs), tuple(tips), height(skeleton, roles), **options)
 
     # -- goals ---------------------------------------------------------------------------------
-    def _limb_goals(self, ref: Pose, frames: NDArray[np.intp], constraints) -> list[_LimbGoals]:
+    def _limb_goals(
+        self, ref: Pose, frames: NDArray[np.intp], constraints: Constraints
+    ) -> list[_LimbGoals]:
         n = len(frames)
         lowest = {}  # lowest allowed height of the ground points
         if constraints.ground is not None:
@@ -236,7 +242,7 @@ class HybridSolver:
         root_position: Array,
         rotations: Array,
         frames: NDArray[np.intp],
-        constraints,
+        constraints: Constraints,
         *,
         spacing: float | None = None,
     ) -> tuple[Array, Array, NDArray[np.bool_]]:

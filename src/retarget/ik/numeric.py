@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -51,9 +51,13 @@ from ..motion import ominus, oplus
 from ..skeleton import Skeleton
 from ..tasks import Task, penalty_and_gradient
 
+if TYPE_CHECKING:
+    from ..editing.constraints import Constraints
+
 __all__ = [
     "CGResult",
     "IKResult",
+    "NumericSolver",
     "conjugate_gradient",
     "default_rigidity",
     "finite_difference_gradient",
@@ -948,3 +952,78 @@ def solve_ik(
         iterations=shaped(iterations),
         converged=shaped(converged),
     )
+
+
+@dataclass(frozen=True, eq=False)
+class NumericSolver:
+    """Lee & Shin §5.1 as an IK solver of :func:`retarget.editing.fitting.fit_motion`.
+
+    Any tree: every joint moves (within its DOFs), penalties for the frame's
+    position and orientation goals (transitions included), joint limits and
+    ground points. Use it for skeletons that are not humanoid; humanoids are
+    faster with :class:`retarget.ik.hybrid.HybridSolver`.
+
+    Parameters
+    ----------
+    height : float
+        Length scale of the penalties: a goal missed by ``height`` costs
+        ``goal_weight``.
+    goal_weight, limit_weight : float
+        Penalty weights of goals (per height²) and of joint limits (per rad²).
+    rigidity : array_like, shape (J + 1,), optional
+        Diagonal of ``M`` (:func:`default_rigidity` when None).
+    max_iterations : int
+    """
+
+    height: float
+    goal_weight: float = 1e6
+    limit_weight: float = 1e4
+    rigidity: Array | None = None
+    max_iterations: int = 200
+
+    def __call__(
+        self,
+        skeleton: Skeleton,
+        root_position: Array,
+        rotations: Array,
+        frames: Index,
+        constraints: Constraints,
+        *,
+        spacing: float | None = None,
+    ) -> tuple[Array, Array, NDArray[np.bool_]]:
+        """Poses meeting ``constraints`` at ``frames``; every joint is determined."""
+        from ..tasks import GroundTask, JointLimitTask, OrientationTask, PositionTask
+
+        ref = Pose.of(skeleton, root_position, rotations)
+        w = self.goal_weight / self.height**2
+        tasks: list[Task] = []
+        points = set(constraints.positions) | set(constraints.transitions)
+        for p in sorted(points):
+            goal = constraints.goal_at(p, frames, ref.positions[:, p])
+            if np.isfinite(goal).any():
+                tasks.append(PositionTask(p, goal, weight=w))
+        for p, goal in constraints.orientations.items():
+            if np.isfinite(goal[frames]).any():
+                tasks.append(OrientationTask(p, goal[frames], weight=self.goal_weight))
+        if constraints.joint_limits:
+            tasks.append(JointLimitTask(skeleton, weight=self.limit_weight))
+        ground = constraints.ground
+        if ground is not None:
+            tasks.append(
+                GroundTask(
+                    ground.points,
+                    ground.surface,
+                    np.broadcast_to(ground.clearance, (len(frames), len(ground.points))),
+                    weight=w,
+                )
+            )
+        result = solve_ik(
+            skeleton,
+            root_position,
+            rotations,
+            tasks,
+            rigidity=self.rigidity,
+            max_iterations=self.max_iterations,
+        )
+        determined = np.ones((len(frames), skeleton.num_joints + 1), dtype=bool)
+        return result.root_position, result.rotations, determined

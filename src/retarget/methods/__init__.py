@@ -12,13 +12,15 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from ..errors import RetargetError
-from ._base import Method, Result
+from ..result import Result
+from ._base import Method
 
 __all__ = ["METHODS", "Method", "Result", "get_method"]
 
 
 def _registry() -> dict[str, Method]:
     from .copy import copy_retarget
+    from .hierarchical import hierarchical_retarget
 
     methods = [
         Method(
@@ -26,6 +28,12 @@ def _registry() -> dict[str, Method]:
             "baseline: copy local rotations, scale the root by the height ratio, "
             "put the feet on the floor",
             copy_retarget,
+        ),
+        Method(
+            "hierarchical",
+            "Lee & Shin 1999: footplants met by a hierarchy of B-spline displacement maps "
+            "and hybrid IK (analytic limbs); --terrain moves contacts onto a surface",
+            hierarchical_retarget,
         ),
     ]
     return {m.name: m for m in methods}

@@ -1,38 +1,15 @@
-"""What every retargeting method returns, and checks they share."""
+"""A named retargeting method, and checks methods share."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
-from numpy.typing import NDArray
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..errors import RetargetError
-from ..motion import Motion
+from ..result import Result
 from ..skeleton import Skeleton
 
-__all__ = ["Method", "Result", "check_same_hierarchy"]
-
-
-@dataclass(frozen=True)
-class Result:
-    """What a method returns.
-
-    Attributes
-    ----------
-    motion : Motion
-        The retargeted motion, on the target skeleton.
-    report : mapping
-        JSON-serialisable facts: method name, options, timings, residuals.
-    goals : mapping of point name to ndarray (F, 3)
-        End-effector goals the method aimed at (NaN rows where unconstrained).
-    """
-
-    motion: Motion
-    report: Mapping[str, Any]
-    goals: Mapping[str, NDArray[np.float64]] = field(default_factory=dict)
+__all__ = ["Method", "check_same_hierarchy"]
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,10 @@ import numpy as np
 from ..contacts import UP, Contacts, detect_contacts
 from ..kinematics import positions
 from ..motion import Motion
+from ..result import Result
 from ..roles import Roles, find_roles, height
 from ..skeleton import Skeleton
-from ._base import Result, check_same_hierarchy
+from ._base import check_same_hierarchy
 
 __all__ = ["Transfer", "copy_retarget", "foot_length", "leg_length", "transfer"]
 

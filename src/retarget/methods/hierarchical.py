@@ -25,9 +25,9 @@ from ..editing.fitting import fit_motion
 from ..errors import RetargetError
 from ..ik.hybrid import HybridSolver
 from ..motion import Motion
+from ..result import Result
 from ..roles import find_roles, height
 from ..skeleton import Skeleton
-from ._base import Result
 from .copy import leg_length, transfer
 
 __all__ = ["hierarchical_retarget"]
@@ -47,6 +47,7 @@ def hierarchical_retarget(
     reach: float = 1.0,
     root_spacing: float = 8.0,
     stride: str = "auto",
+    minimizer: str = "lm",
 ) -> Result:
     """Retarget with footplants enforced by hierarchical fitting.
 
@@ -77,6 +78,9 @@ def hierarchical_retarget(
         character moves like the source at its own size), by the leg-length
         ratio (stride follows the legs), or ``"auto"``: the height ratio unless
         the legs are too short for that stride, then the leg ratio.
+    minimizer : {"lm", "cg"}
+        The hybrid IK's minimiser (:class:`retarget.ik.hybrid.HybridSolver`):
+        Levenberg–Marquardt, or the paper's conjugate gradient.
     root_spacing : float
         Finest knot spacing of the root's displacement (frames); the joints go
         down to the finest level of ``spacings``.
@@ -128,7 +132,12 @@ def hierarchical_retarget(
         constraints = constraints.with_goals(joint_limits=True)
     # the root moves in every level (the fitting keeps it smooth), not in the exact pass
     solver = HybridSolver.for_skeleton(
-        target, roles_t, motion=moved.motion, max_iterations=max_iterations, root_spacing=0.5
+        target,
+        roles_t,
+        motion=moved.motion,
+        max_iterations=max_iterations,
+        root_spacing=0.5,
+        minimizer=minimizer,
     )
     h = height(target, roles_t)
     fitted = fit_motion(

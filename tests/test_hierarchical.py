@@ -1,0 +1,224 @@
+"""Hierarchical fitting (Lee & Shin 1999): footplants, editing reach, solvers, the method."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from retarget.characters import make_character
+from retarget.contacts import detect_contacts
+from retarget.editing.constraints import Constraints, footplants, parse_constraints
+from retarget.editing.edit import edit_motion, knot_spacings
+from retarget.editing.fitting import fit_motion
+from retarget.editing.mba import reach
+from retarget.errors import FormatError
+from retarget.ik.hybrid import HybridSolver, levenberg_marquardt
+from retarget.ik.numeric import NumericSolver
+from retarget.kinematics import Pose, positions
+from retarget.methods import get_method
+from retarget.methods.copy import transfer
+from retarget.metrics import evaluate
+from retarget.roles import find_roles, height
+
+
+def test_levenberg_marquardt_finds_least_squares_minima():
+    # a batch of Rosenbrock problems as residuals (1 - x, 10 (y - x^2)), and a linear one
+    def residuals(x, index):
+        return np.stack([1.0 - x[:, 0], 10.0 * (x[:, 1] - x[:, 0] ** 2)], axis=1)
+
+    x = levenberg_marquardt(
+        residuals, np.array([[-1.2, 1.0], [2.0, 2.0], [0.0, 0.0]]), max_iterations=200
+    )
+    np.testing.assert_allclose(x, 1.0, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def short_walk(lafan):
+    return lafan[:450]
+
+
+@pytest.fixture(scope="module")
+def blubby_setup(short_walk):
+    target = make_character(short_walk.skeleton, preset="blubby")
+    rs, rt = find_roles(short_walk.skeleton), find_roles(target)
+    contacts = detect_contacts(short_walk, roles=rs)
+    ratio = 0.654
+    moved = transfer(short_walk, target, ratio, contacts, rs, rt)
+    plants = detect_contacts(
+        short_walk,
+        roles=rs,
+        floor=contacts.floor,
+        height_tol=0.02,
+        speed_tol=0.05,
+        release=1.0,
+        vertical_speed=True,
+    )
+    cons = footplants(
+        short_walk,
+        moved.motion,
+        plants,
+        rs,
+        rt,
+        ratio=ratio,
+        clearance=plants.clearance * moved.foot_ratio,
+    )
+    return target, rt, moved, cons
+
+
+def test_footprints_are_rigid_and_held(blubby_setup):
+    target, rt, _, cons = blubby_setup
+    for side in ("left", "right"):
+        ankle, toe = rt[f"{side}_ankle"], rt[f"{side}_toe"]
+        a, t = cons.positions[ankle], cons.positions[toe]
+        both = np.isfinite(a).all(axis=1) & np.isfinite(t).all(axis=1)
+        assert both.any()
+        foot = np.linalg.norm(target.offsets[toe])
+        np.testing.assert_allclose(np.linalg.norm(a[both] - t[both], axis=1), foot, rtol=1e-9)
+        # held: a goal changes only between plants
+        planted = np.isfinite(a).all(axis=1)
+        steps = np.linalg.norm(np.diff(a, axis=0), axis=1)[planted[1:] & planted[:-1]]
+        assert np.all(steps == 0.0)
+    # transitions ease in: weights in (0, 1], never on planted frames
+    for p, tr in cons.transitions.items():
+        have = np.isfinite(tr).all(axis=1)
+        assert np.all((tr[have, 3] > 0) & (tr[have, 3] <= 1))
+        assert not (have & np.isfinite(cons.positions[p]).all(axis=1)).any()
+
+
+def test_hybrid_solver_meets_feet_exactly(blubby_setup):
+    target, rt, moved, cons = blubby_setup
+    m = moved.motion
+    frames = np.flatnonzero(cons.active())[::7]
+    solver = HybridSolver.for_skeleton(target, rt, motion=m)
+    root, rot, determined = solver(
+        target, m.root_position[frames], m.rotations[frames], frames, cons
+    )
+    pose = Pose.of(target, root, rot)
+    for p, goal in cons.positions.items():
+        g = goal[frames]
+        have = np.isfinite(g).all(axis=1)
+        err = np.linalg.norm(pose.positions[have, p] - g[have], axis=1)
+        assert err.max() < 1e-3 * height(target), target.point_names[p]
+    # arms had no goal: not determined, and untouched
+    arm = rt["left_elbow"]
+    assert not determined[:, 1 + arm].any()
+    np.testing.assert_array_equal(rot[:, arm], m.rotations[frames, arm])
+    # LM and the paper's CG minimise the same function
+    cg = HybridSolver.for_skeleton(target, rt, motion=m, minimizer="cg")
+    root2, _, _ = cg(target, m.root_position[frames[:5]], m.rotations[frames[:5]], frames[:5], cons)
+    np.testing.assert_allclose(root2, root[:5], atol=1e-3 * height(target))
+
+
+def test_fitting_levels_converge_and_reports(blubby_setup):
+    target, rt, moved, cons = blubby_setup
+    solver = HybridSolver.for_skeleton(target, rt, motion=moved.motion, root_spacing=0.5)
+    fit = fit_motion(
+        moved.motion,
+        cons,
+        solver,
+        spacings=(16, 8, 4, 2),
+        height=height(target),
+        exact=True,
+        root_spacing=8,
+    )
+    errors = [lv.max_error for lv in fit.levels]
+    assert errors[-1] < 0.01 and errors[-1] < errors[0]
+    assert [lv.spacing for lv in fit.levels] == [16, 8, 4, 2, 0]
+    assert all(lv.frames_solved > 0 and lv.seconds >= 0 for lv in fit.levels)
+
+
+@pytest.mark.parametrize("preset", ["blubby", "sally"])
+def test_hierarchical_retargets_the_whole_walk(lafan, preset):
+    """The acceptance figures of the issue, on the whole clip."""
+    target = make_character(lafan.skeleton, preset=preset)
+    result = get_method("hierarchical").run(lafan, target)
+    m = evaluate(lafan, result.motion, goals=result.goals)
+    assert m["skate_result"] <= m["skate_source"]
+    assert m["tracking_error_max"] <= 0.1  # % of height, every footplant
+    assert m["pose_deviation_deg"] <= 2.0
+    assert m["smoothness"] <= 1.2
+    assert result.report["levels"][-1]["level"] == -1
+
+
+def test_single_pin_changes_nothing_beyond_its_reach(short_walk):
+    sk = short_walk.skeleton
+    hand = sk.index("LeftHand")
+    goal = np.full((short_walk.num_frames, 3), np.nan)
+    f0 = 200
+    goal[f0] = positions(short_walk)[f0, hand] + [0.0, 15.0, 10.0]
+    cons = Constraints(num_frames=short_walk.num_frames, positions={hand: goal})
+    spacing = 8
+    result = edit_motion(short_walk, cons, knot_spacing=spacing, levels=4, keep_feet=False)
+    first, last = reach(f0, spacing, short_walk.num_frames)
+    changed_root = np.any(result.motion.root_position != short_walk.root_position, axis=1)
+    changed_rot = np.any(result.motion.rotations != short_walk.rotations, axis=(1, 2))
+    changed = np.flatnonzero(changed_root | changed_rot)
+    assert changed.min() >= first and changed.max() <= last
+    assert f0 in changed
+    err = np.linalg.norm(positions(result.motion)[f0, hand] - goal[f0])
+    assert err < 1e-3 * height(sk)
+    assert result.report["reach"] == {f0: (first, last)}
+
+
+def test_numeric_solver_edits_any_tree(mocapbank):
+    # the numerical solver does not need a humanoid: pin the head a little forward
+    m = mocapbank[:120]
+    head = m.skeleton.index("Head")
+    goal = np.full((m.num_frames, 3), np.nan)
+    goal[60] = positions(m)[60, head] + [5.0, 0.0, 0.0]
+    cons = Constraints(num_frames=m.num_frames, positions={head: goal})
+    h = height(m.skeleton)
+    fit = fit_motion(m, cons, NumericSolver(height=h), spacings=(8, 4), height=h, exact=True)
+    assert np.linalg.norm(positions(fit.motion)[60, head] - goal[60]) < 1e-3 * h
+    assert np.array_equal(fit.motion.rotations[:20], m.rotations[:20])  # far frames untouched
+
+
+def test_edit_constraints_file(lafan):
+    m = lafan[:100]
+    text = (
+        '[{"joint": "LeftHand", "frame": 10, "offset": [0, 5, 0]},\n'
+        ' {"joint": "Hips", "frames": [20, 30], "position": [0, 90, 0]}]'
+    )
+    cons = parse_constraints(text, m)
+    assert set(cons.positions) == {m.skeleton.index("LeftHand"), 0}
+    assert (
+        np.isfinite(cons.positions[0][20:31]).all() and not np.isfinite(cons.positions[0][31]).any()
+    )
+    for bad, line, phrase in [
+        (
+            '[{"joint": "Nope", "frame": 1, "offset": [0, 0, 0]}]',
+            1,
+            "no joint or end site named 'Nope'",
+        ),
+        (
+            '[{"joint": "Hips", "frame": 1000, "offset": [0, 0, 0]}]',
+            1,
+            "frames must be whole numbers",
+        ),
+        ('[\n{"joint": "Hips", "frame": 1, "offset": [0, 0]}]', 2, "'offset' must be 3 numbers"),
+        ('[{"joint": "Hips", "frame": 1}]', 1, "say what to change"),
+        ("[{", 1, "invalid JSON"),
+    ]:
+        with pytest.raises(FormatError, match=phrase) as info:
+            parse_constraints(bad, m, name="c.json")
+        assert info.value.line == line
+
+
+def test_knot_spacings():
+    assert knot_spacings(16, 4) == (16.0, 8.0, 4.0, 2.0)
+    assert knot_spacings(3, 3) == (3.0, 1.5, 1.0)
+
+
+def test_joint_limits_hold_on_every_frame_of_vicon(data_dir):
+    from retarget.dofs import limit_violation
+    from retarget.io import read_asf_amc
+
+    m = read_asf_amc(data_dir / "vicon.asf", data_dir / "vicon.amc")[:600:2]
+    target = make_character(m.skeleton, preset="blubby")
+    result = get_method("hierarchical").run(m, target)
+    # within rounding of the Euler <-> quaternion round trip (the source itself
+    # breaks its limits, e.g. lwrist by up to 31 degrees); absent channels count
+    # too, so hinge knees stay hinges
+    assert limit_violation(m.skeleton, m.rotations).max() > 0.1
+    assert limit_violation(target, result.motion.rotations).max() < 1e-9
+    assert result.report["joint_limits"] is True
