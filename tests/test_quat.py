@@ -215,3 +215,10 @@ def test_bad_shapes_raise_value_error():
         quat.quat_from_euler([0, 0, 0], "XXY")
     with pytest.raises(ValueError, match="zero"):
         quat.normalize(np.zeros(4))
+
+
+def test_quat_between_near_opposite_keeps_the_tilt():
+    # 1 + u·v rounds to 0 here; the half-angle form keeps the 1e-8 tilt
+    v = np.array([1e-8, 0.0, -1.0])
+    q = quat.quat_between([0.0, 0.0, 1.0], v)
+    np.testing.assert_allclose(quat.rotate(q, [0.0, 0.0, 1.0]), v / np.linalg.norm(v), atol=1e-15)

@@ -322,6 +322,27 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_transition(args: argparse.Namespace) -> int:
+    from .editing.transition import transition
+    from .io.formats import write_motion
+
+    first, second = _read(args.first, args), _read(args.second, args)
+    result = transition(first, second, args.blend, warp=not args.no_warp, fit=not args.no_fit)
+    inputs = [args.first, args.second] + ([args.skeleton] if args.skeleton else [])
+    write_motion(args.output, result.motion, inputs=tuple(inputs))
+    report = {**result.report, "first": args.first, "second": args.second, "output": args.output}
+    if args.report:
+        _write_json(args.report, report, inputs=[*inputs, args.output])
+    skate = report["skate"]
+    after = f" -> {skate['window_after']:.3g}" if "window_after" in skate else ""
+    print(
+        f"transition: {first.num_frames} + {second.num_frames} frames, blend {args.blend} -> "
+        f"{args.output} ({result.motion.num_frames} frames); skate in the window "
+        f"{skate['window_before']:.3g}{after} %H/s"
+    )
+    return 0
+
+
 def cmd_samples(args: argparse.Namespace) -> int:
     from .samples import SAMPLES, sample_path
 
@@ -489,6 +510,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON (keys: README.md)")
     motion_options(p)
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser(
+        "transition",
+        help="play A then B, faded over --blend frames (time-warped, feet kept planted)",
+    )
+    p.add_argument("first", metavar="A", help="the motion that plays first")
+    p.add_argument("second", metavar="B", help="the motion that follows (same skeleton)")
+    p.add_argument("--blend", type=int, required=True, metavar="FRAMES", help="frames of the fade")
+    p.add_argument("-o", "--output", required=True, help=".bvh or .npz")
+    p.add_argument("--report", metavar="REPORT.json", help="write the window, warp, fit, skate")
+    p.add_argument("--no-warp", action="store_true", help="blend frame by frame, no time warping")
+    p.add_argument("--no-fit", action="store_true", help="do not enforce the footplants")
+    motion_options(p)
+    p.set_defaults(func=cmd_transition)
 
     p = sub.add_parser(
         "samples", help="fetch the public sample clips (or find them in RETARGET_DATA)"

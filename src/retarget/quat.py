@@ -446,9 +446,14 @@ def quat_between(u: ArrayLike, v: ArrayLike) -> Array:
     u, v = np.broadcast_arrays(u, v)
     un = u / np.linalg.norm(u, axis=-1, keepdims=True)
     vn = v / np.linalg.norm(v, axis=-1, keepdims=True)
-    w = 1.0 + np.sum(un * vn, axis=-1, keepdims=True)
-    xyz = np.cross(un, vn)
-    opposite = w[..., 0] < 1e-12
+    # cos(θ/2) = |u + v| / 2 and sin(θ/2) = |u − v| / 2 stay accurate near θ = π,
+    # where 1 + u·v loses every digit; the axis is the direction of u × v
+    w = 0.5 * np.linalg.norm(un + vn, axis=-1, keepdims=True)
+    cross = np.cross(un, vn)
+    sin_norm = np.linalg.norm(cross, axis=-1, keepdims=True)
+    half = 0.5 * np.linalg.norm(un - vn, axis=-1, keepdims=True)
+    xyz = cross * (half / np.maximum(sin_norm, 1e-300))
+    opposite = (sin_norm[..., 0] < 1e-300) & (w[..., 0] < 0.5)
     if np.any(opposite):
         # any axis perpendicular to u: cross with the least aligned basis vector
         basis = np.eye(3)[np.argmin(np.abs(un), axis=-1)]

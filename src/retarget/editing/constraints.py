@@ -150,6 +150,19 @@ class Constraints:
             goal[have] = hard[have]
         return goal
 
+    def firmness(self, point: int, frames: NDArray[np.intp]) -> Array:
+        """How firmly ``point`` is held at ``frames``, shape (N,): 2 for a hard goal
+        (above any eased one), the transition weight (0‥1, 1 at a blend's last
+        frame) for an eased goal, 0 when free."""
+        weight = np.zeros(len(frames))
+        if point in self.transitions:
+            tr = self.transitions[point][frames]
+            have = np.isfinite(tr).all(axis=1)
+            weight[have] = tr[have, 3]
+        if point in self.positions:
+            weight[np.isfinite(self.positions[point][frames]).all(axis=1)] = 2.0
+        return weight
+
     def violated_ground(self, pose: Pose, tolerance: float = 0.0) -> NDArray[np.bool_]:
         """Frames where a ground point is below its lowest allowed height, shape (F,)."""
         if self.ground is None:

@@ -120,6 +120,21 @@ def _errors(constraints: Constraints, pose: Pose, height: float) -> tuple[float,
     return float(err.max() * scale), float(err.mean() * scale), pen * scale
 
 
+def _smooth_envelope(
+    frames: NDArray[np.intp], values: Array, num_frames: int, width: float
+) -> Array:
+    """The smallest-looking smooth curve that is at least ``values`` at ``frames``:
+    the upper envelope of ``values[i] · k((t − frames[i]) / width)``, ``k`` a
+    smootherstep bump of half-width ``width`` frames (C² at its ends), shape (F,)."""
+    out = np.zeros(num_frames)
+    for f in np.flatnonzero(values > 0):
+        lo, hi = max(0, int(frames[f] - width)), min(num_frames, int(frames[f] + width) + 1)
+        u = 1.0 - np.abs(np.arange(lo, hi) - frames[f]) / (width + 1.0)
+        bump = u**3 * (u * (6.0 * u - 15.0) + 10.0)
+        out[lo:hi] = np.maximum(out[lo:hi], values[f] * bump)
+    return out
+
+
 def root_guess(motion: Motion, constraints: Constraints, spacings: Sequence[float]) -> Motion:
     """Shift the root by the smoothed average shift of the contact goals (§4.5).
 
@@ -241,6 +256,24 @@ def fit_motion(
         t0 = time.perf_counter()
         pose = _pose(motion)
         frames = np.flatnonzero(active | constraints.violated_ground(pose))
+        reach_drop = getattr(solver, "reach_drop", None)
+        if reach_drop is not None and frames.size and root_spacing > 0:
+            # the root comes down where a leg cannot reach its goal, smoothly
+            need = reach_drop(
+                motion.skeleton,
+                motion.root_position[frames],
+                motion.rotations[frames],
+                frames,
+                constraints,
+            )
+            envelope = _smooth_envelope(frames, need, num_frames, root_spacing)
+            if envelope.any():
+                from ..contacts import UP
+
+                root = motion.root_position.copy()
+                root[:, UP] -= envelope
+                motion = motion.replace(root_position=root)
+                pose = _pose(motion)
         root_position, rotations = motion.root_position.copy(), motion.rotations.copy()
         if frames.size:
             root_position[frames], rotations[frames], _ = solver(

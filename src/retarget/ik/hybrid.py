@@ -60,6 +60,7 @@ class _LimbGoals:
     limb: Limb
     goal: Array  # (N, 3), NaN where the limb is free
     orientation: Array  # (N, 4), NaN where not asked
+    extension_ref: Array  # (N,) the limb's extension in the reference pose
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,10 +92,12 @@ class HybridSolver:
         where a contact starts or ends; coarse levels spread the root's share
         over many frames and keep it smooth.
     extension, extension_weight : float
-        While the root may move, a limb asked for more than ``extension`` of its
-        full reach is penalised (``extension_weight (e − extension)²``): the root
-        is placed so the legs keep a little slack, and the finer levels, where the
-        root stays put, can still reach every goal.
+        While the root may move, a limb asked for more of its full reach than
+        ``max(extension, its extension in the reference pose)`` is penalised
+        (``extension_weight (e − threshold)²``): the root is placed so a leg is
+        not stretched further than it already was (beyond a 0.97 floor, about
+        28° of knee flexion for equal bones), which keeps slack for the levels
+        where the root stays put, while a leg as straight as the source's stays so.
     minimizer : {"lm", "cg"}
         ``"lm"``: Levenberg–Marquardt on the least-squares form of the objective
         (one Jacobian and one trial per iteration); ``"cg"``: the paper's
@@ -114,6 +117,7 @@ class HybridSolver:
     root_spacing: float = 8.0
     minimizer: str = "lm"
     extension: float = 0.97
+    _reach: dict[int, float] = dataclasses.field(default_factory=dict, repr=False)
     extension_weight: float = 1e3
 
     @classmethod
@@ -128,7 +132,14 @@ class HybridSolver:
                     p for p in range(skeleton.num_points) if limb.lower in skeleton.chain(p)[:-1]
                 ]
                 tips.append(tuple(below))
-        return cls(tuple(limbs), tuple(tips), height(skeleton, roles), **options)
+        reach = {
+            limb.upper: float(
+                np.linalg.norm(skeleton.offsets[limb.middle])
+                + np.linalg.norm(skeleton.offsets[limb.lower])
+            )
+            for limb in limbs
+        }
+        return cls(tuple(limbs), tuple(tips), height(skeleton, roles), _reach=reach, **options)
 
     # -- goals ---------------------------------------------------------------------------------
     def _limb_goals(
@@ -140,10 +151,27 @@ class HybridSolver:
             low = constraints.ground.lowest(ref.positions)  # (N, K)
             lowest = {int(p): low[:, k] for k, p in enumerate(constraints.ground.points)}
 
-        def explicit(point: int) -> Array:
-            return constraints.goal_at(point, frames, ref.positions[:, point])
+        ground_index = (
+            {int(p): k for k, p in enumerate(constraints.ground.points)}
+            if constraints.ground is not None
+            else {}
+        )
 
-        def below(point: int, position: Array) -> Array:
+        def explicit(point: int) -> Array:
+            """Goals of the frame (hard, else eased transitions), never under the ground."""
+            goal = constraints.goal_at(point, frames, ref.positions[:, point])
+            if point in ground_index and constraints.ground is not None:
+                have = np.isfinite(goal).all(axis=1)
+                if have.any():
+                    k = ground_index[point]
+                    floor = (
+                        constraints.ground.height(goal[have][:, [0, 2]])
+                        + constraints.ground.clearance[k]
+                    )
+                    goal[have, UP] = np.maximum(goal[have, UP], floor)
+            return goal
+
+        def below(point: int, position: Array) -> NDArray[np.bool_]:
             """Rows where a point at ``position`` would be under the ground."""
             if point not in lowest:
                 return np.zeros(n, bool)
@@ -164,27 +192,28 @@ class HybridSolver:
             if lower in constraints.orientations:
                 o_low = constraints.orientations[lower][frames].copy()
             w_ref = ref.world_rotations[:, lower]
-            hard_low = (
-                np.isfinite(constraints.positions[lower][frames]).all(axis=1)
-                if lower in constraints.positions
-                else np.zeros(n, bool)
-            )
+            w_low = constraints.firmness(lower, frames)
             for tip in tips:
                 g_tip = explicit(tip)
-                hard_tip = (
-                    np.isfinite(constraints.positions[tip][frames]).all(axis=1)
-                    if tip in constraints.positions
-                    else np.zeros(n, bool)
-                )
-                # a soft (transition) ankle goal yields to a planted tip: the ankle hangs from it
-                g_low[hard_tip & ~hard_low] = np.nan
+                w_tip = constraints.firmness(tip, frames)
+                # A rigid foot cannot meet two goals that do not fit it: the more firmly
+                # held point leads (a planted toe over an easing heel; between two eased
+                # goals the stronger) and the other sits a foot's length from it, toward
+                # its own goal. A hard ankle over an eased tip is the ``both`` case below.
+                lever = ref.positions[:, tip] - ref.positions[:, lower]  # world, reference
+                length = np.linalg.norm(lever, axis=1)
+                have_both = np.isfinite(g_low).all(axis=1) & np.isfinite(g_tip).all(axis=1)
+                lead_tip = have_both & (w_tip >= w_low) & (w_low < 2.0)
+                g_low[lead_tip] = _toward(g_tip, g_low, length, lead_tip)
+                sunk = lead_tip & below(lower, np.where(lead_tip[:, None], g_low, np.inf))
+                if sunk.any():
+                    g_low[sunk] = _pivot(g_tip, g_low - g_tip, lowest[lower], sunk)
                 have_low = np.isfinite(g_low).all(axis=1)
                 # a free foot whose tip dips under the ground: the tip lifted onto it
                 lift = lifted(tip)
                 use = ~have_low & ~np.isfinite(g_tip).all(axis=1) & np.isfinite(lift).all(axis=1)
                 g_tip[use] = lift[use]
                 have_tip = np.isfinite(g_tip).all(axis=1)
-                lever = ref.positions[:, tip] - ref.positions[:, lower]  # world, reference
                 free_turn = ~np.isfinite(o_low).all(axis=1)
                 # a planted ankle whose tip would go under the ground: tip on the ground
                 tip_under = have_low & ~have_tip & free_turn & below(tip, g_low + lever)
@@ -205,17 +234,35 @@ class HybridSolver:
                     if pivot.any():
                         g_low[pivot] = _pivot(g_tip, -lever, lowest[lower], pivot)
                         have_low = have_low | pivot
+                    # an ankle beyond the leg's reach turns about the planted tip toward the hip
+                    hip = ref.positions[:, limb.upper]
+                    reach = 0.999 * self._reach[limb.upper]
+                    far = only_tip & free_turn & (np.linalg.norm(g_low - hip, axis=1) > reach)
+                    if far.any():
+                        g_low[far] = _within_reach(g_tip[far], g_low[far], hip[far], reach)
+                        turn = quat.quat_between(lever[far], g_tip[far] - g_low[far])
+                        o_low[far] = quat.multiply(turn, w_ref[far])
                 both = (
                     have_tip & np.isfinite(g_low).all(axis=1) & free_turn & ~(only_tip & ~have_low)
                 )
-                if both.any():  # turn the foot so its ankle→tip vector points at the tip goal
+                if both.any():  # turn the foot so its ankle→tip vector points at the tip goal,
+                    # pivoted onto the ground when the tip would end under it
+                    reached = np.full((n, 3), np.inf)
+                    reached[both] = _toward(g_low, g_tip, length, both)
+                    under = below(tip, reached)
+                    if under.any():
+                        g_tip[under] = _pivot(g_low, reached - g_low, lowest[tip], under)
                     turn = quat.quat_between(lever[both], g_tip[both] - g_low[both])
                     o_low[both] = quat.multiply(turn, w_ref[both])
             free = ~np.isfinite(g_low).all(axis=1)
             lift = lifted(lower)
             use = free & np.isfinite(lift).all(axis=1)
             g_low[use] = lift[use]
-            out.append(_LimbGoals(limb, g_low, o_low))
+            extension = (
+                np.linalg.norm(ref.positions[:, lower] - ref.positions[:, limb.upper], axis=1)
+                / self._reach[limb.upper]
+            )
+            out.append(_LimbGoals(limb, g_low, o_low, extension))
         return out
 
     def _other_goals(
@@ -234,6 +281,35 @@ class HybridSolver:
             if p not in limb_lowers and np.isfinite(goal[frames]).all(axis=1).any():
                 out.append((OrientationTask, p, goal[frames], 1.0))
         return out
+
+    def reach_drop(
+        self,
+        skeleton: Skeleton,
+        root_position: Array,
+        rotations: Array,
+        frames: NDArray[np.intp],
+        constraints: Constraints,
+    ) -> Array:
+        """How far the root must come down at each frame for every limb to reach its goal.
+
+        For a limb whose goal lies ``horiz`` away from the hip horizontally and
+        below it, the hip must be at most ``√(L² − horiz²)`` above the goal,
+        ``L`` = 0.999 × the limb's length; the drop is what exceeds that (0 when
+        every goal is in reach), the most any limb of the frame needs. Shape (N,).
+        """
+        ref = Pose.of(skeleton, root_position, rotations)
+        drop = np.zeros(len(frames))
+        for lg in self._limb_goals(ref, frames, constraints):
+            have = np.isfinite(lg.goal).all(axis=1)
+            if not have.any():
+                continue
+            hip = ref.positions[have, lg.limb.upper]
+            d = lg.goal[have] - hip
+            horiz = np.linalg.norm(np.delete(d, UP, axis=1), axis=1)
+            length = 0.999 * self._reach[lg.limb.upper]
+            allowed = np.sqrt(np.maximum(length**2 - horiz**2, 0.0))
+            drop[have] = np.maximum(drop[have], -d[:, UP] - allowed)
+        return np.maximum(drop, 0.0)
 
     # -- the solve -------------------------------------------------------------------------------
     def __call__(
@@ -320,7 +396,8 @@ class HybridSolver:
                 blocks.append(goal_scale * sol.residual[:, None] / h)
                 blocks.append(goal_scale * sol.orientation_residual[:, None])
                 if root_free:
-                    stretch = np.maximum(sol.extension - self.extension, 0.0)
+                    threshold = np.maximum(lg.extension_ref[index], self.extension)
+                    stretch = np.maximum(sol.extension - threshold, 0.0)
                     blocks.append(np.sqrt(2.0 * self.extension_weight) * stretch[:, None])
                 col += 1
             for lg in limb_goals:
@@ -506,6 +583,43 @@ def _preconditioned_cg(residuals, n: int, n_params: int, max_iterations: int) ->
         preconditioner=gauss_newton,
     )
     return result.x
+
+
+def _toward(anchor: Array, goal: Array, length: Array, rows: NDArray[np.bool_]) -> Array:
+    """Points ``length`` from ``anchor`` toward ``goal`` (rows of ``rows``; shape (R, 3)): a
+    rigid foot's other end as near its own goal as the leading end allows."""
+    a, d = anchor[rows], goal[rows] - anchor[rows]
+    norm = np.linalg.norm(d, axis=1, keepdims=True)
+    d = np.where(norm > 1e-12, d / np.maximum(norm, 1e-12), [[0.0, 1.0, 0.0]])
+    return a + d * length[rows, None]
+
+
+def _within_reach(tip: Array, ankle: Array, hip: Array, reach: float) -> Array:
+    """The ankle on the sphere about ``tip`` (radius ``|ankle − tip|``) that lies within
+    ``reach`` of ``hip`` and nearest to ``ankle``: the foot turned about its planted
+    tip as little as lets the leg reach. Rows (n, 3); when no such point exists, the
+    one nearest the hip."""
+    foot = np.linalg.norm(ankle - tip, axis=1)
+    axis = tip - hip
+    dist = np.maximum(np.linalg.norm(axis, axis=1), 1e-12)
+    u = axis / dist[:, None]
+    # the circle where the two spheres meet: centre hip + a u, radius rho
+    a = (dist**2 + reach**2 - foot**2) / (2.0 * dist)
+    rho = np.sqrt(np.maximum(reach**2 - a**2, 0.0))
+    centre = hip + a[:, None] * u
+    off = ankle - centre
+    off -= np.sum(off * u, axis=1, keepdims=True) * u
+    norm = np.linalg.norm(off, axis=1, keepdims=True)
+    side = np.where(norm > 1e-12, off / np.maximum(norm, 1e-12), _any_perpendicular(u))
+    meet = centre + rho[:, None] * side
+    apart = dist > reach + foot  # the tip itself is out of reach: stretch toward it
+    return np.where(apart[:, None], hip + u * reach, meet)
+
+
+def _any_perpendicular(u: Array) -> Array:
+    basis = np.eye(3)[np.argmin(np.abs(u), axis=1)]
+    v = np.cross(u, basis)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
 def _pivot(anchor: Array, lever: Array, height: Array, rows: NDArray[np.bool_]) -> Array:
