@@ -173,11 +173,14 @@ def test_demo_on_a_short_stretch(capsys, data_dir, tmp_path, monkeypatch):
         "sally.bvh",
         "walk_blubby_copy.bvh",
         "walk_sally_copy.bvh",
+        "walk_blubby_hierarchical.bvh",
+        "walk_sally_hierarchical.bvh",
         "feet.png",
         "report.json",
     ):
         assert (out / name).is_file(), name
     report = json.loads((out / "report.json").read_text())
     assert set(report["characters"]) == {"blubby", "sally"}
+    assert set(report["characters"]["sally"]) == {"copy", "hierarchical"}
     assert "skate %H/s" in text and "blubby" in text
     assert (out / "feet.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -222,3 +222,43 @@ def test_joint_limits_hold_on_every_frame_of_vicon(data_dir):
     assert limit_violation(m.skeleton, m.rotations).max() > 0.1
     assert limit_violation(target, result.motion.rotations).max() < 1e-9
     assert result.report["joint_limits"] is True
+
+
+def test_rough_terrain_walk(lafan):
+    """Issue acceptance on a random height field, bumps up to 10 % of the height."""
+    from retarget.environment import random_height_field
+    from retarget.ik.limb import hinge_angle, limb_from_roles
+
+    walk = lafan
+    sk = walk.skeleton
+    h = height(sk)
+    p = positions(walk)
+    lo, hi = p[..., [0, 2]].reshape(-1, 2).min(0) - 100, p[..., [0, 2]].reshape(-1, 2).max(0) + 100
+    field = random_height_field(
+        np.array([[lo[0], hi[0]], [lo[1], hi[1]]]), 0.8 * h, 0.1 * h, 0, smoothness=0.0
+    )
+    result = get_method("hierarchical").run(walk, sk, terrain=field)
+    out = positions(result.motion)
+    roles = find_roles(sk)
+    contacts = detect_contacts(walk, roles=roles)
+    feet = [roles[f"{s}_{k}"] for s in ("left", "right") for k in ("ankle", "toe")]
+    under = field.height(out[:, feet][..., [0, 2]])
+    assert np.ptp(under) > 0.06 * h  # the feet really walk over bumps
+    # contacts on the surface (their goals are), within 0.1 % of the height
+    for name, goal in result.goals.items():
+        err = np.linalg.norm(out[:, sk.index(name)] - goal, axis=1)
+        assert np.nanmax(err) < 1e-3 * h, name
+        have = np.isfinite(goal).all(axis=1)
+        k = feet.index(sk.index(name))
+        gap = goal[have, 1] - field.height(goal[have][:, [0, 2]])  # one clearance, everywhere
+        assert np.ptp(gap) < 1e-9 * h and abs(gap[0] - contacts.clearance[k]) < 1e-3 * h
+    # no foot point under the surface (under its clearance, by more than 0.01 % of height)
+    clearance = np.asarray([contacts.clearance[k] for k in range(4)])
+    assert (out[:, feet, 1] - under - clearance).min() > -1e-4 * h
+    # stance knees near the source's (the root shift of §4.5, not a squat)
+    for side in ("left", "right"):
+        limb = limb_from_roles(sk, roles, side, "leg", motion=walk)
+        diff = np.degrees(
+            np.abs(hinge_angle(limb, result.motion.rotations) - hinge_angle(limb, walk.rotations))
+        )[contacts.foot(side)]
+        assert diff.mean() < 3.0 and np.percentile(diff, 95) < 10.0, side

@@ -8,6 +8,7 @@ space, ``x = (v_root, v_0, …, v_{J-1})`` (:func:`oplus`, :func:`ominus`).
 from . import quat
 from .characters import PRESETS, make_character
 from .contacts import Contacts, detect_contacts
+from .editing import Constraints, edit_motion, parse_constraints, transition
 from .errors import FormatError, RetargetError, UnknownJointError
 from .io import read_asf_amc, read_bvh, read_motion, write_bvh, write_motion
 from .kinematics import center_of_mass, forward_kinematics, jacobian, positions
@@ -21,6 +22,7 @@ __all__ = [
     "MEASURES",
     "METHODS",
     "PRESETS",
+    "Constraints",
     "Contacts",
     "FormatError",
     "Motion",
@@ -32,6 +34,7 @@ __all__ = [
     "center_of_mass",
     "concatenate",
     "detect_contacts",
+    "edit_motion",
     "evaluate",
     "find_roles",
     "forward_kinematics",
@@ -41,11 +44,13 @@ __all__ = [
     "make_character",
     "ominus",
     "oplus",
+    "parse_constraints",
     "positions",
     "quat",
     "read_asf_amc",
     "read_bvh",
     "read_motion",
+    "transition",
     "write_bvh",
     "write_motion",
 ]

@@ -99,11 +99,12 @@ def _measure_table(rows: dict[str, dict[str, float]]) -> str:
         ("pose dev°", 11),
         ("jerk ratio", 12),
     ]
-    head = f"{'':<10}" + "".join(f"{t:>{w}}" for t, w in titles)
+    width = max(10, *(len(name) + 2 for name in rows))
+    head = f"{'':<{width}}" + "".join(f"{t:>{w}}" for t, w in titles)
     lines = [head]
     first = next(iter(rows.values()))
     lines.append(
-        f"{'source':<10}"
+        f"{'source':<{width}}"
         + "".join(
             f"{first[k + '_source']:>{w}.3f}" for k, w in zip(keys, (12, 10, 12, 10), strict=True)
         )
@@ -111,7 +112,7 @@ def _measure_table(rows: dict[str, dict[str, float]]) -> str:
     )
     for name, m in rows.items():
         lines.append(
-            f"{name:<10}"
+            f"{name:<{width}}"
             + "".join(
                 f"{m[k + '_result']:>{w}.3f}" for k, w in zip(keys, (12, 10, 12, 10), strict=True)
             )
@@ -365,9 +366,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    method = METHODS[args.method]
+    methods = [METHODS[name] for name in dict.fromkeys(args.method or ["copy", "hierarchical"])]
     steps = tqdm(
-        total=3 + 2 * len(PRESETS), desc="demo", unit="step", file=sys.stderr, disable=args.quiet
+        total=3 + len(PRESETS) * (1 + 2 * len(methods)),
+        desc="demo",
+        unit="step",
+        file=sys.stderr,
+        disable=args.quiet,
     )
     steps.set_postfix_str("fetching the sample walk")
     walk_path = sample_path("lafan_walk.bvh")
@@ -381,12 +386,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {
         "source": str(walk_path),
         "frames": source.num_frames,
-        "method": method.name,
+        "methods": [m.name for m in methods],
         "characters": {},
     }
     results = []
+    rows: dict[str, dict[str, float]] = {}
     for name in PRESETS:
-        steps.set_postfix_str(f"retargeting onto {name}")
         target = make_character(source.skeleton, preset=name)
         rest = Motion(
             target,
@@ -395,25 +400,32 @@ def cmd_demo(args: argparse.Namespace) -> int:
             source.fps,
         )
         write_bvh(out / f"{name}.bvh", rest)
-        result = method.run(source, target)
-        write_bvh(out / f"walk_{name}_{method.name}.bvh", result.motion)
         steps.update()
-        steps.set_postfix_str(f"measuring {name}")
-        measures = evaluate(source, result.motion, contacts=contacts, goals=result.goals or None)
-        report["characters"][name] = {
-            "report": dict(result.report),
-            "measures": measures,
-            "output": str(out / f"walk_{name}_{method.name}.bvh"),
-        }
-        results.append((f"{name} ({method.name})", result.motion))
-        steps.update()
+        report["characters"][name] = {}
+        for method in methods:
+            steps.set_postfix_str(f"retargeting onto {name} ({method.name})")
+            result = method.run(source, target)
+            output = out / f"walk_{name}_{method.name}.bvh"
+            write_bvh(output, result.motion)
+            steps.update()
+            steps.set_postfix_str(f"measuring {name} ({method.name})")
+            measures = evaluate(
+                source, result.motion, contacts=contacts, goals=result.goals or None
+            )
+            report["characters"][name][method.name] = {
+                "report": dict(result.report),
+                "measures": measures,
+                "output": str(output),
+            }
+            rows[f"{name} {method.name}"] = measures
+            results.append((f"{name} ({method.name})", result.motion))
+            steps.update()
     steps.set_postfix_str("plotting")
     plot_feet(source, results, out / "feet.png", contacts=contacts)
     _write_json(str(out / "report.json"), report, inputs=[str(walk_path)])
     steps.update()
     steps.close()
-    rows = {name: report["characters"][name]["measures"] for name in PRESETS}
-    print(f"\n{source.num_frames} frames of {walk_path.name} retargeted with '{method.name}':")
+    print(f"\n{source.num_frames} frames of {walk_path.name} retargeted:")
     print(_measure_table(rows))
     print(f"\nwrote {out}/: {', '.join(sorted(p.name for p in out.iterdir()))}")
     return 0
@@ -469,7 +481,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("source")
     p.add_argument("--target", help="BVH whose hierarchy is the character")
     p.add_argument("--target-preset", choices=sorted(PRESETS))
-    p.add_argument("--method", default="copy", choices=list(METHODS), help="default: copy")
+    p.add_argument(
+        "--method", default="hierarchical", choices=list(METHODS), help="default: hierarchical"
+    )
     p.add_argument("-o", "--output", required=True, help=".bvh or .npz")
     p.add_argument("--frames", metavar="A:B", help="only these source frames")
     p.add_argument(
@@ -533,7 +547,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="retarget the sample walk onto blubby and sally, measure, plot")
     p.add_argument("--out", default="demo-output", help="output folder (default demo-output)")
-    p.add_argument("--method", default="copy", choices=list(METHODS))
+    p.add_argument(
+        "--method",
+        action="append",
+        choices=list(METHODS),
+        help="a method to run (repeatable; default: copy and hierarchical)",
+    )
     p.add_argument("--frames", metavar="A:B", help="only these frames of the walk")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_demo)

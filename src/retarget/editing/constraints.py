@@ -314,13 +314,16 @@ def footplants(
                     direction[UP] = 0.0
                     direction /= max(np.linalg.norm(direction), 1e-12)
                     g = a_goal
-                    for _ in range(3):  # its height depends on the ground under it
+                    for _ in range(50):  # its height depends on the ground under it
                         y = on_ground(g, k)[UP]
+                        moved = abs(y - g[UP])
                         g = (
                             a_goal
                             + np.sqrt(max(length**2 - (y - a_goal[UP]) ** 2, 0.0)) * direction
                         )
                         g[UP] = y
+                        if moved < 1e-12 * length:
+                            break
                 else:
                     g = on_ground(mapped[window][mask[k], k].mean(axis=0), k)
                 goals[point][window][mask[k]] = g

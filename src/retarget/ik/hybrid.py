@@ -11,18 +11,30 @@ form (:func:`retarget.ik.limb.solve_limb`). The objective is eq. (4) + (6):
 
 with ``v_j = log(q_ref,j⁻¹ q_j)`` for every joint (limb joints included, as
 the analytic solver set them), ``v_root`` the root translation divided by the
-height ``h``, ``ρ_l`` the distance a limb's goal lies out of reach. It is
-minimised by the batched nonlinear conjugate gradient of
-:mod:`retarget.ik.numeric` with finite-difference gradients (the analytic limb
-solver has no closed-form derivative), every constrained frame at once.
+height ``h``, ``ρ_l`` the distance a limb's goal lies out of reach. While the
+root may move, a stretch term keeps each leg from extending beyond
+``max(0.97, its reference extension)`` (see ``extension``). Every constrained
+frame is solved at once, by Levenberg–Marquardt on the residual form of ``g``
+(default) or by the paper's nonlinear conjugate gradient
+(:mod:`retarget.ik.numeric`) preconditioned by the Gauss–Newton Hessian; both
+use forward-difference Jacobians, as the analytic limb solver has no
+closed-form derivative with respect to the swivel and root parameters that is
+cheaper than ``n + 1`` batched evaluations. LM is the default because it needs
+far fewer evaluations for the same minimum (``benchmarks/hierarchical.py``).
 
-Limb goals come from the frame's constraints (:mod:`retarget.editing.constraints`):
+Limb goals come from the frame's constraints (:mod:`retarget.editing.constraints`),
+each point held firmly (a footplant), eased (a transition into or out of one),
+or free:
 
 * a goal on the lower joint (ankle, wrist) is the limb goal;
-* a goal on a point below it (toe, toe tip, hand tip) moves the lower joint so
-  that the point lands on its goal with the foot (hand) turned the least from
-  the reference; with goals on both, the foot turns so its ankle→toe vector
-  points at the toe goal;
+* a goal on a point below it (toe, toe tip, hand tip) alone moves the lower
+  joint so the point lands on its goal with the foot turned as the reference
+  (pivoted about the point onto the ground when that would sink the heel, and
+  toward the hip when the ankle would be out of the leg's reach);
+* with goals on both, the more firmly held one leads and the other sits a
+  foot's length from it toward its own goal (a rigid foot cannot meet two goals
+  that do not fit it); the foot turns so its ankle→toe vector points at the
+  toe, pivoted onto the ground when the toe would end under it;
 * a ground point below the surface gets the goal of its position lifted onto it.
 
 Other goals (pelvis, head, a knee) are penalised through one FK of the pose.
