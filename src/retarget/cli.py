@@ -78,12 +78,22 @@ def _write_json(path: str, data: Any, inputs: Sequence[str]) -> None:
 
 
 def _target(args: argparse.Namespace, source) -> Any:
+    """The target skeleton (for a morph, the first frame's character)."""
     from .characters import make_character
 
-    if args.target and args.target_preset:
-        raise RetargetError("give either --target or --target-preset, not both")
+    morph = bool(args.target_from or args.target_to)
+    if sum(map(bool, (args.target, args.target_preset, morph))) > 1:
+        raise RetargetError(
+            "give one character: --target, --target-preset, or --target-from with --target-to"
+        )
+    if morph and not (args.target_from and args.target_to):
+        raise RetargetError(
+            "a morphing character needs both --target-from A.bvh and --target-to B.bvh"
+        )
     if args.target:
         return _read(args.target).skeleton
+    if args.target_from:
+        return _read(args.target_from).skeleton
     if args.target_preset:
         return make_character(source.skeleton, preset=args.target_preset)
     raise RetargetError("say which character: --target TARGET.bvh or --target-preset NAME")
@@ -213,20 +223,30 @@ def cmd_character(args: argparse.Namespace) -> int:
     return 0
 
 
-def _method_options(method, args: argparse.Namespace) -> dict[str, Any]:
-    """Options of ``run`` passed to the method, refused when it has no such parameter."""
+def _method_options(method, args: argparse.Namespace, source, target) -> dict[str, Any]:
+    """Options of ``run`` passed to the method, refused when it has no such parameter.
+
+    ``--target-from A --target-to B`` become ``translations``: the per-frame joint
+    offsets of a character morphing from A to B over the clip.
+    """
     import inspect
 
     from .environment import read_environment
+    from .methods.hierarchical import morph_translations
 
-    wanted: dict[str, Any] = {}
-    if getattr(args, "terrain", None):
-        wanted["terrain"] = read_environment(args.terrain)
+    flags = {"terrain": args.terrain, "translations": args.target_to}
+    names = {"terrain": "--terrain", "translations": "--target-from/--target-to"}
     accepted = inspect.signature(method.run).parameters
-    for key in wanted:
-        if key not in accepted:
-            raise RetargetError(f"method {method.name!r} does not take --{key}")
-    return wanted
+    for key, given in flags.items():
+        if given and key not in accepted:
+            raise RetargetError(f"method {method.name!r} does not take {names[key]}")
+    options: dict[str, Any] = {}
+    if args.terrain:
+        options["terrain"] = read_environment(args.terrain)
+    if args.target_to:
+        end = _read(args.target_to).skeleton
+        options["translations"] = morph_translations(target, end, source.num_frames)
+    return options
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
@@ -270,19 +290,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     source = _read(args.source, args)
     source = source[_frames(args.frames, source.num_frames)]
     target = _target(args, source)
-    options = _method_options(method, args)
+    options = _method_options(method, args, source, target)
     t0 = time.perf_counter()
     result = method.run(source, target, **options)
     seconds = time.perf_counter() - t0
-    inputs = [args.source] + [p for p in (args.target, args.skeleton) if p]
+    characters = (args.target, args.target_from, args.target_to)
+    inputs = [args.source] + [p for p in (*characters, args.skeleton) if p]
     write_motion(args.output, result.motion, inputs=tuple(inputs))
     report = dict(result.report)
+    if args.target_to:
+        character = f"morph:{args.target_from}->{args.target_to}"
+    else:
+        character = args.target or f"preset:{args.target_preset}"
     report.update(
         {
             "source": args.source,
             "output": args.output,
             "frames": source.num_frames,
-            "target": args.target or f"preset:{args.target_preset}",
+            "target": character,
         }
     )
     report.setdefault("seconds", seconds)
@@ -481,6 +506,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("source")
     p.add_argument("--target", help="BVH whose hierarchy is the character")
     p.add_argument("--target-preset", choices=sorted(PRESETS))
+    p.add_argument(
+        "--target-from",
+        metavar="A.bvh",
+        help="a character morphing over the clip: its first frame's (with --target-to)",
+    )
+    p.add_argument(
+        "--target-to",
+        metavar="B.bvh",
+        help="the morph's last frame's character (same joints as A; offsets linear in time)",
+    )
     p.add_argument(
         "--method", default="hierarchical", choices=list(METHODS), help="default: hierarchical"
     )

@@ -22,7 +22,6 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from . import quat
 from .motion import Motion
 from .skeleton import Skeleton
 
@@ -164,11 +163,21 @@ class Pose:
     world_rotations: Array
 
     @classmethod
-    def of(cls, skeleton: Skeleton, root_position: ArrayLike, rotations: ArrayLike) -> Pose:
-        """Poses and their FK (one call of the FK kernel)."""
+    def of(
+        cls,
+        skeleton: Skeleton,
+        root_position: ArrayLike,
+        rotations: ArrayLike,
+        translations: ArrayLike | None = None,
+    ) -> Pose:
+        """Poses and their FK (one call of the FK kernel).
+
+        ``translations`` (..., J, 3): per-pose local offsets replacing
+        ``skeleton.offsets`` (a character whose proportions change over a clip).
+        """
         root = np.asarray(root_position, dtype=np.float64)
         rot = np.asarray(rotations, dtype=np.float64)
-        pos, world = forward_kinematics(skeleton, root, rot)
+        pos, world = forward_kinematics(skeleton, root, rot, translations)
         batch = pos.shape[:-2]
         root = np.broadcast_to(root, (*batch, 3))
         rot = np.broadcast_to(rot, (*batch, *rot.shape[-2:]))
@@ -191,26 +200,6 @@ def positions(motion: Motion) -> Array:
     return forward_kinematics(
         motion.skeleton, motion.root_position, motion.rotations, motion.translations
     )[0]
-
-
-def _skew(v: Array) -> Array:
-    """Cross-product matrices, shape (..., 3, 3), with ``skew(a) @ b == a × b``."""
-    z = np.zeros(v.shape[:-1])
-    x, y, w = v[..., 0], v[..., 1], v[..., 2]
-    return np.stack([z, -w, y, w, z, -x, -y, x, z], axis=-1).reshape(*v.shape[:-1], 3, 3)
-
-
-def _ancestors(skeleton: Skeleton, points: NDArray[np.intp]) -> NDArray[np.bool_]:
-    """mask[k, j]: joint j is ``points[k]`` or one of its ancestors, shape (K, J)."""
-    mask = np.zeros((len(points), skeleton.num_joints), dtype=bool)
-    parents = skeleton.point_parents
-    for k, p in enumerate(points):
-        p = int(p)
-        while p >= 0:
-            if p < skeleton.num_joints:
-                mask[k, p] = True
-            p = int(parents[p])
-    return mask
 
 
 def jacobian(
@@ -255,30 +244,81 @@ def jacobian(
     return _jacobian_from_fk(skeleton, pos, world, effectors, orientation)
 
 
+@numba.njit(cache=True, nogil=True)
+def _jacobian_kernel(
+    pos, world, parents, effectors, num_joints, orientation, jac
+):  # pragma: no cover - jitted
+    """Fill ``jac`` (B, 3K or 6K, 3 + 3J), zero on entry: for each effector ``e`` and
+    each joint ``j`` on its path to the root, ``[p_j − p_e]× R_j`` (positions) and
+    ``R_j`` (orientations, rows 3K on), and ``I`` for the root translation."""
+    n_batch = pos.shape[0]
+    k_total = effectors.shape[0]
+    for b in range(n_batch):
+        for k in range(k_total):
+            e = effectors[k]
+            row = 3 * k
+            for c in range(3):
+                jac[b, row + c, c] = 1.0
+            ex = pos[b, e, 0]
+            ey = pos[b, e, 1]
+            ez = pos[b, e, 2]
+            j = e
+            while j >= 0:
+                if j < num_joints:
+                    w = world[b, j, 0]
+                    x = world[b, j, 1]
+                    y = world[b, j, 2]
+                    z = world[b, j, 3]
+                    # rotation matrix columns of the unit quaternion (w, x, y, z)
+                    r00 = 1.0 - 2.0 * (y * y + z * z)
+                    r10 = 2.0 * (x * y + w * z)
+                    r20 = 2.0 * (x * z - w * y)
+                    r01 = 2.0 * (x * y - w * z)
+                    r11 = 1.0 - 2.0 * (x * x + z * z)
+                    r21 = 2.0 * (y * z + w * x)
+                    r02 = 2.0 * (x * z + w * y)
+                    r12 = 2.0 * (y * z - w * x)
+                    r22 = 1.0 - 2.0 * (x * x + y * y)
+                    dx = pos[b, j, 0] - ex
+                    dy = pos[b, j, 1] - ey
+                    dz = pos[b, j, 2] - ez
+                    col = 3 + 3 * j
+                    # column c of [d]× R is d × (column c of R)
+                    jac[b, row, col] = dy * r20 - dz * r10
+                    jac[b, row + 1, col] = dz * r00 - dx * r20
+                    jac[b, row + 2, col] = dx * r10 - dy * r00
+                    jac[b, row, col + 1] = dy * r21 - dz * r11
+                    jac[b, row + 1, col + 1] = dz * r01 - dx * r21
+                    jac[b, row + 2, col + 1] = dx * r11 - dy * r01
+                    jac[b, row, col + 2] = dy * r22 - dz * r12
+                    jac[b, row + 1, col + 2] = dz * r02 - dx * r22
+                    jac[b, row + 2, col + 2] = dx * r12 - dy * r02
+                    if orientation:
+                        o = 3 * k_total + row
+                        jac[b, o, col] = r00
+                        jac[b, o + 1, col] = r10
+                        jac[b, o + 2, col] = r20
+                        jac[b, o, col + 1] = r01
+                        jac[b, o + 1, col + 1] = r11
+                        jac[b, o + 2, col + 1] = r21
+                        jac[b, o, col + 2] = r02
+                        jac[b, o + 1, col + 2] = r12
+                        jac[b, o + 2, col + 2] = r22
+                j = parents[j]
+
+
 def _jacobian_from_fk(
     skeleton: Skeleton, pos: Array, world: Array, effectors: ArrayLike, orientation: bool
 ) -> Array:
     eff = np.atleast_1d(np.asarray(effectors, dtype=np.intp))
-    n_joints = skeleton.num_joints
-    mask = _ancestors(skeleton, eff)  # (K, J)
-    r_joint = quat.matrix_from_quat(world[..., :n_joints, :])  # (..., J, 3, 3)
-    lever = pos[..., None, :n_joints, :] - pos[..., eff, None, :]  # (..., K, J, 3): p_j - p_e
-    blocks = _skew(lever) @ r_joint[..., None, :, :, :]  # (..., K, J, 3, 3)
-    blocks = blocks * mask[..., None, None]
     batch = pos.shape[:-2]
-    k = len(eff)
-    # (..., K, J, 3, 3) -> (..., K, 3, J, 3) -> (..., 3K, 3J)
-    j_rot = np.moveaxis(blocks, -2, -3).reshape(*batch, 3 * k, 3 * n_joints)
-    j_root = np.broadcast_to(np.tile(np.eye(3), (k, 1)), (*batch, 3 * k, 3))
-    jac = np.concatenate([j_root, j_rot], axis=-1)
-    if orientation:
-        o_blocks = (
-            np.broadcast_to(r_joint[..., None, :, :, :], blocks.shape) * mask[..., None, None]
-        )
-        o_rot = np.moveaxis(o_blocks, -2, -3).reshape(*batch, 3 * k, 3 * n_joints)
-        o_root = np.zeros((*batch, 3 * k, 3))
-        jac = np.concatenate([jac, np.concatenate([o_root, o_rot], axis=-1)], axis=-2)
-    return jac
+    rows = (6 if orientation else 3) * len(eff)
+    n = 3 + 3 * skeleton.num_joints
+    p = np.ascontiguousarray(pos, dtype=np.float64).reshape(-1, *pos.shape[-2:])
+    w = np.ascontiguousarray(world, dtype=np.float64).reshape(-1, *world.shape[-2:])
+    jac = np.zeros((p.shape[0], rows, n))
+    _jacobian_kernel(p, w, skeleton.point_parents, eff, skeleton.num_joints, bool(orientation), jac)
+    return jac.reshape(*batch, rows, n)
 
 
 def center_of_mass(

@@ -121,7 +121,9 @@ class Motion:
         Frames per second.
     translations : array_like, shape (F, J, 3), optional
         Per-frame local offsets, for files whose non-root joints carry animated
-        position channels; ``None`` (the usual case) means ``skeleton.offsets``.
+        position channels, or a character whose proportions change over the
+        clip (character morphing); ``None`` (the usual case) means
+        ``skeleton.offsets``.
     """
 
     skeleton: Skeleton

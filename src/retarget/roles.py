@@ -27,8 +27,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import overload
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .errors import RetargetError
 from .skeleton import Skeleton
@@ -256,14 +258,24 @@ def find_roles(skeleton: Skeleton) -> Roles:
     return _find_roles_cached(skeleton)
 
 
-def height(skeleton: Skeleton, roles: Roles | None = None) -> float:
-    """Bone-path length from the head joint to the ankles (mean of both), in ``skeleton.unit``."""
+@overload
+def height(skeleton: Skeleton, roles: Roles | None = None, translations: None = None) -> float: ...
+@overload
+def height(
+    skeleton: Skeleton, roles: Roles | None, translations: ArrayLike
+) -> NDArray[np.float64]: ...
+def height(
+    skeleton: Skeleton, roles: Roles | None = None, translations: ArrayLike | None = None
+) -> float | NDArray[np.float64]:
+    """Bone-path length from the head joint to the ankles (mean of both), in ``skeleton.unit``.
+
+    Per frame, shape (...), for per-frame joint offsets ``translations`` of shape
+    (..., J, 3) (a character whose proportions change over a clip).
+    """
     roles = roles or find_roles(skeleton)
-    return float(
-        np.mean(
-            [
-                skeleton.path_length(roles["head"], roles[f"{side}_ankle"])
-                for side in ("left", "right")
-            ]
-        )
-    )
+    sides = [
+        skeleton.path_length(roles["head"], roles[f"{side}_ankle"], translations)
+        for side in ("left", "right")
+    ]
+    mean = np.mean(np.asarray(sides, dtype=np.float64), axis=0)
+    return float(mean) if translations is None else mean

@@ -21,6 +21,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -279,20 +280,43 @@ class Skeleton:
         """Every offset multiplied by ``factor`` (a uniformly scaled character)."""
         return self.replace(offsets=self.offsets * factor, site_offsets=self.site_offsets * factor)
 
-    def bone_lengths(self) -> NDArray[np.float64]:
-        """Length of the bone ending at every point, shape (J + S,); 0 for the root."""
-        out = np.linalg.norm(self.point_offsets, axis=-1)
-        out[0] = 0.0
+    def bone_lengths(self, translations: ArrayLike | None = None) -> NDArray[np.float64]:
+        """Length of the bone ending at every point, shape (J + S,); 0 for the root.
+
+        With per-frame joint offsets ``translations`` of shape (..., J, 3) (a
+        character whose proportions change, :attr:`retarget.motion.Motion.translations`),
+        shape (..., J + S): the joints' bones from them, the sites' from the skeleton.
+        """
+        offsets = self.point_offsets
+        if translations is not None:
+            t = np.asarray(translations, dtype=np.float64)
+            sites = np.broadcast_to(self.site_offsets, (*t.shape[:-2], self.num_sites, 3))
+            offsets = np.concatenate([t, sites], axis=-2)
+        out = np.linalg.norm(offsets, axis=-1)
+        out[..., 0] = 0.0
         return out
 
-    def path_length(self, a: str | int, b: str | int) -> float:
-        """Sum of bone lengths along the tree path between two points (pose independent)."""
+    @overload
+    def path_length(self, a: str | int, b: str | int, translations: None = None) -> float: ...
+    @overload
+    def path_length(
+        self, a: str | int, b: str | int, translations: ArrayLike
+    ) -> NDArray[np.float64]: ...
+    def path_length(
+        self, a: str | int, b: str | int, translations: ArrayLike | None = None
+    ) -> float | NDArray[np.float64]:
+        """Sum of bone lengths along the tree path between two points (pose independent).
+
+        A float; per frame, shape (...), for per-frame joint offsets ``translations``
+        of shape (..., J, 3) (see :meth:`bone_lengths`).
+        """
         ca, cb = list(self.chain(a)), list(self.chain(b))
         k = 0
         while k < min(len(ca), len(cb)) and ca[k] == cb[k]:
             k += 1
-        lengths = self.bone_lengths()
-        return float(lengths[ca[k:]].sum() + lengths[cb[k:]].sum())
+        lengths = self.bone_lengths(translations)
+        total = lengths[..., ca[k:]].sum(axis=-1) + lengths[..., cb[k:]].sum(axis=-1)
+        return float(total) if translations is None else total
 
     def __repr__(self) -> str:
         return (

@@ -43,8 +43,9 @@ class Ground:
     Attributes
     ----------
     points : ndarray of int, shape (K,)
-    clearance : ndarray, shape (K,)
-        Height each point keeps above the surface (a joint sits above the sole).
+    clearance : ndarray, shape (K,) or (F, K)
+        Height each point keeps above the surface (a joint sits above the sole);
+        per frame for a character whose proportions change over the clip.
     surface : object
         A float for a flat floor, a shape or scene of :mod:`retarget.environment`
         (its ``ground_height``), or anything with ``height(xz (..., 2)) -> (...,)``.
@@ -67,10 +68,20 @@ class Ground:
             return np.asarray(self.surface.ground_height(xz), dtype=np.float64)
         return np.asarray(self.surface.height(xz), dtype=np.float64)
 
-    def lowest(self, positions: Array) -> Array:
-        """Lowest allowed height of each ground point, shape (..., K)."""
+    def clearance_at(self, frames: NDArray[np.intp]) -> Array:
+        """The clearances at ``frames``, shape (N, K)."""
+        if self.clearance.ndim == 1:
+            return np.broadcast_to(self.clearance, (len(frames), len(self.points)))
+        return self.clearance[frames]
+
+    def lowest(self, positions: Array, frames: NDArray[np.intp] | None = None) -> Array:
+        """Lowest allowed height of each ground point, shape (..., K).
+
+        ``positions`` (F, P, 3) of every frame, or (N, P, 3) of ``frames``.
+        """
         p = positions[..., self.points, :]
-        return self.height(np.delete(p, UP, axis=-1)) + self.clearance
+        clearance = self.clearance if frames is None else self.clearance_at(frames)
+        return self.height(np.delete(p, UP, axis=-1)) + clearance
 
 
 @dataclass(frozen=True)
@@ -200,7 +211,7 @@ def footplants(
     roles_source: Roles,
     roles_target: Roles,
     *,
-    ratio: float,
+    ratio: float | Array,
     clearance: Array,
     surface: Any = None,
     blend: int = 6,
@@ -211,18 +222,26 @@ def footplants(
     target's ankle goes where the source's ankle is relative to the source's
     hip, scaled by ``ratio``, from the target's hip in ``initial``,
 
-    .. math:: a_t = h_t + r (a_s − h_s),
+    .. math:: a_t = h_t + r_t (a_s − h_s),
 
     and the other points of the foot (toe, toe tip) keep their offset from the
     ankle in ``initial`` (the target's own foot, turned as the source's).
     Heights are replaced by the ground under the point plus its clearance.
+    ``r_t`` and the clearance may change from frame to frame (a character whose
+    proportions change over the clip): each footprint then takes the means over
+    its frames, so successive footprints lie as far apart as the source's, scaled
+    by the ratio of their time.
 
     A *footprint* is a stretch of frames where some point of the foot is
     planted; each footprint gets one rigid placement, held fixed over it: the
     ankle at its mean mapped position over the flat-foot frames (ankle and
     another point planted; its own planted frames otherwise), each other point
-    exactly its distance from the ankle away, in the flat-foot direction (or at
-    its own mean when it is never planted together with the ankle). A rigid
+    exactly its distance from the ankle in ``initial`` over those frames away,
+    in the flat-foot direction (or at its own mean when it is never planted
+    together with the ankle). When ``initial`` has per-frame bones
+    (:attr:`retarget.motion.Motion.translations`) that distance and the
+    clearances are each frame's: as the foot grows, the ankle keeps its place on
+    the ground and rises with its clearance, the toe slides forward. A rigid
     foot can then meet every goal, and a foot that lifts its heel and puts it
     down again within one footprint puts it down on the same spot. Mapping from
     the hips rather than from one origin keeps the target's hip width and foot
@@ -238,10 +257,11 @@ def footplants(
         The source's (points are source point indices).
     roles_source, roles_target : Roles
         To map each source foot point to the target's point of the same role.
-    ratio : float
-        Leg-length ratio target / source.
-    clearance : ndarray, shape (K,)
-        Target height of each contact point above the ground when planted.
+    ratio : float or ndarray, shape (F,)
+        Scale target / source of the leg vectors and of the eased tracks (the
+        stride ratio), or one per frame.
+    clearance : ndarray, shape (K,) or (F, K)
+        Target height of each contact point above the ground when planted (per frame).
     surface : optional
         The ground (see :class:`Ground`); the source's floor when None.
     blend : int
@@ -271,18 +291,27 @@ def footplants(
         contacts.floor if surface is None else surface,
     )
     num_frames = source.num_frames
+    r = np.broadcast_to(np.asarray(ratio, dtype=np.float64), (num_frames,))
+    clear = ground.clearance_at(np.arange(num_frames))  # (F, K)
     mapped = np.empty((num_frames, len(target_points), 3))
     for k, (side, point) in enumerate(zip(contacts.sides, target_points, strict=True)):
         hip_s, hip_t = roles_source[f"{side}_hip"], roles_target[f"{side}_hip"]
         ankle_s, ankle_t = roles_source[f"{side}_ankle"], roles_target[f"{side}_ankle"]
-        ankle = pos_t[:, hip_t] + ratio * (pos_s[:, ankle_s] - pos_s[:, hip_s])
+        ankle = pos_t[:, hip_t] + r[:, None] * (pos_s[:, ankle_s] - pos_s[:, hip_s])
         mapped[:, k] = ankle + (pos_t[:, point] - pos_t[:, ankle_t])
     goals = {int(p): np.full((num_frames, 3), np.nan) for p in target_points}
+    # bone path from the ankle to each foot point: a float, or (F,) with per-frame bones
+    bone_path = [
+        initial.skeleton.path_length(roles_target[f"{side}_ankle"], int(p), initial.translations)
+        for side, p in zip(contacts.sides, target_points, strict=True)
+    ]
 
-    def on_ground(g: Array, k: int) -> Array:
-        g = g.copy()
-        g[UP] = ground.height(g[horizontal][None])[0] + ground.clearance[k]
-        return g
+    def on_ground(g: Array, k: int, frames: NDArray[np.intp]) -> Array:
+        """``g`` (3,) at each of ``frames`` (N, 3), lifted onto the ground plus point k's
+        clearance at that frame (the same rows unless the bones change)."""
+        rows = np.tile(g, (len(frames), 1))
+        rows[:, UP] = ground.height(g[horizontal][None])[0] + clear[frames, k]
+        return rows
 
     for side in ("left", "right"):
         cols = [k for k, s in enumerate(contacts.sides) if s == side]
@@ -290,6 +319,7 @@ def footplants(
         anchor = next((k for k in cols if target_points[k] == ankle_t), None)
         for start, end in _runs(np.asarray(contacts.mask[:, cols].any(axis=1))):  # one footprint
             window = slice(start, end)
+            frames = np.arange(start, end)
             mask = {k: contacts.mask[window, k] for k in cols}
             a_goal = None
             if anchor is not None and mask[anchor].any():
@@ -299,33 +329,41 @@ def footplants(
                         others |= mask[k]
                 flat = mask[anchor] & others
                 use = flat if flat.any() else mask[anchor]
-                a_goal = on_ground(mapped[window][use, anchor].mean(axis=0), anchor)
-                goals[int(target_points[anchor])][window][mask[anchor]] = a_goal
+                a_goal = on_ground(mapped[window][use, anchor].mean(axis=0), anchor, frames)
+                goals[int(target_points[anchor])][window][mask[anchor]] = a_goal[mask[anchor]]
             for k in cols:
                 if k == anchor or not mask[k].any():
                     continue
                 point = int(target_points[k])
                 both = mask[k] & mask[anchor] if anchor is not None else np.zeros_like(mask[k])
-                if a_goal is not None and both.any():  # its distance from the ankle goal
-                    length = np.linalg.norm(pos_t[0, point] - pos_t[0, ankle_t])
+                if a_goal is not None and both.any():  # the frame's foot length from the ankle
+                    # the foot's length per unit bone path over the flat-foot frames, times
+                    # each frame's bone path: the frame's own foot when its bones change
+                    bones = np.broadcast_to(bone_path[k], (num_frames,))[window]
+                    dist = np.linalg.norm(
+                        pos_t[window][both, point] - pos_t[window][both, ankle_t], axis=1
+                    )
+                    per_bone = np.divide(
+                        dist, bones[both], out=np.zeros_like(dist), where=bones[both] > 0
+                    )
+                    length = bones[mask[k]] * per_bone.mean()  # (n,)
                     direction = (mapped[window][both, k] - mapped[window][both, anchor]).mean(
                         axis=0
                     )
                     direction[UP] = 0.0
                     direction /= max(np.linalg.norm(direction), 1e-12)
-                    g = a_goal
+                    ankle = a_goal[mask[k]]
+                    g = ankle.copy()
                     for _ in range(50):  # its height depends on the ground under it
-                        y = on_ground(g, k)[UP]
-                        moved = abs(y - g[UP])
-                        g = (
-                            a_goal
-                            + np.sqrt(max(length**2 - (y - a_goal[UP]) ** 2, 0.0)) * direction
-                        )
-                        g[UP] = y
-                        if moved < 1e-12 * length:
+                        y = ground.height(g[:, horizontal]) + clear[frames[mask[k]], k]
+                        moved = np.abs(y - g[:, UP])
+                        reach = np.sqrt(np.maximum(length**2 - (y - ankle[:, UP]) ** 2, 0.0))
+                        g = ankle + reach[:, None] * direction
+                        g[:, UP] = y
+                        if (moved < 1e-12 * length).all():
                             break
                 else:
-                    g = on_ground(mapped[window][mask[k], k].mean(axis=0), k)
+                    g = on_ground(mapped[window][mask[k], k].mean(axis=0), k, frames[mask[k]])
                 goals[point][window][mask[k]] = g
 
     def smootherstep(u: float) -> float:  # C2: zero slope and curvature at both ends
@@ -347,9 +385,9 @@ def footplants(
                     if not 0 <= f < num_frames or planted[f]:
                         break
                     w = smootherstep(1.0 - step / (blend + 1.0))
-                    track = goal[edge] + ratio * (own[f] - own[edge])
+                    track = goal[edge] + r[f] * (own[f] - own[edge])
                     track[UP] = max(
-                        track[UP], ground.height(track[horizontal][None])[0] + ground.clearance[k]
+                        track[UP], ground.height(track[horizontal][None])[0] + clear[f, k]
                     )
                     weight[f] += w
                     pull[f] += w * track

@@ -63,10 +63,13 @@ class IKSolver(Protocol):
         constraints: Constraints,
         *,
         spacing: float | None = None,
+        translations: Array | None = None,
     ) -> tuple[Array, Array, NDArray[np.bool_]]:
         """Return root positions, rotations and the ``determined`` mask for the N ``frames``.
 
         ``spacing`` is the knot spacing of the level asking (0 for the exact pass).
+        ``translations`` (N, J, 3): the frames' own joint offsets when the motion
+        has them (:attr:`retarget.motion.Motion.translations`), else None.
         """
         ...
 
@@ -100,11 +103,20 @@ class FitResult:
 
 
 def _pose(motion: Motion) -> Pose:
-    return Pose.of(motion.skeleton, motion.root_position, motion.rotations)
+    return Pose.of(motion.skeleton, motion.root_position, motion.rotations, motion.translations)
 
 
-def _errors(constraints: Constraints, pose: Pose, height: float) -> tuple[float, float, float]:
-    err = constraints.position_errors(pose)
+def _translations(motion: Motion, frames: NDArray[np.intp]) -> Array | None:
+    """The motion's per-frame joint offsets at ``frames`` (N, J, 3), None when it has none."""
+    return None if motion.translations is None else motion.translations[frames]
+
+
+def _errors(
+    constraints: Constraints, pose: Pose, height: float | Array
+) -> tuple[float, float, float]:
+    """Max and mean goal error and deepest penetration, in % of each frame's ``height``."""
+    scale = 100.0 / np.broadcast_to(np.asarray(height, dtype=np.float64), (pose.batch_shape[0],))
+    err = constraints.position_errors(pose) * scale[:, None]
     err = err[np.isfinite(err)]
     pen = 0.0
     if constraints.ground is not None:
@@ -113,11 +125,10 @@ def _errors(constraints: Constraints, pose: Pose, height: float) -> tuple[float,
         gap = pose.positions[..., constraints.ground.points, UP] - constraints.ground.lowest(
             pose.positions
         )
-        pen = float(max(0.0, -gap.min())) if gap.size else 0.0
-    scale = 100.0 / height
+        pen = float(max(0.0, -(gap * scale[:, None]).min())) if gap.size else 0.0
     if err.size == 0:
-        return 0.0, 0.0, pen * scale
-    return float(err.max() * scale), float(err.mean() * scale), pen * scale
+        return 0.0, 0.0, pen
+    return float(err.max()), float(err.mean()), pen
 
 
 def _smooth_envelope(
@@ -165,7 +176,7 @@ def fit_motion(
     solver: IKSolver,
     *,
     spacings: Sequence[float] = (16, 8, 4, 2),
-    height: float = 1.0,
+    height: float | Array = 1.0,
     tolerance: float = 0.0,
     exact: bool = False,
     initial_guess: bool = True,
@@ -177,15 +188,19 @@ def fit_motion(
     Parameters
     ----------
     motion : Motion
-        ``m_0``, on the skeleton the constraints refer to.
+        ``m_0``, on the skeleton the constraints refer to. With per-frame joint
+        offsets (:attr:`Motion.translations`: a character whose proportions
+        change over the clip) every pose is that frame's: the FK here and the
+        solver's (passed as ``translations``); the result keeps them.
     constraints : Constraints
     solver : IKSolver
         E.g. :class:`retarget.ik.hybrid.HybridSolver` (humanoids) or
         :class:`retarget.ik.numeric.NumericSolver` (any tree).
     spacings : sequence of float
         Knot spacing of each level, coarse to fine (frames).
-    height : float
-        Character height, the unit of the reported errors (%).
+    height : float or ndarray, shape (F,)
+        Character height, the unit of the reported errors (%); per frame for a
+        character whose proportions change over the clip.
     tolerance : float
         Stop early once every goal is within this share of height (% ; 0: never).
     exact : bool
@@ -227,6 +242,7 @@ def fit_motion(
                 frames,
                 constraints,
                 spacing=float(spacing),
+                translations=_translations(motion, frames),
             )
             samples = ominus(root, rot, motion.root_position[frames], motion.rotations[frames])
             weights = np.repeat(determined.astype(np.float64), 3, axis=1)
@@ -265,6 +281,7 @@ def fit_motion(
                 motion.rotations[frames],
                 frames,
                 constraints,
+                translations=_translations(motion, frames),
             )
             envelope = _smooth_envelope(frames, need, num_frames, root_spacing)
             if envelope.any():
@@ -283,6 +300,7 @@ def fit_motion(
                 frames,
                 constraints,
                 spacing=0.0,
+                translations=_translations(motion, frames),
             )
             motion = motion.replace(root_position=root_position, rotations=rotations)
         max_err, mean_err, pen = _errors(constraints, _pose(motion), height)

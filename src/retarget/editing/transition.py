@@ -420,6 +420,7 @@ class _HeldEnds:
         constraints: Constraints,
         *,
         spacing: float | None = None,
+        translations: Array | None = None,
     ) -> tuple[Array, Array, NDArray[np.bool_]]:
         held = self.held[frames]
         root, rot = root_position.copy(), rotations.copy()
@@ -434,6 +435,7 @@ class _HeldEnds:
                 frames[free],
                 constraints,
                 spacing=spacing,
+                translations=None if translations is None else translations[free],
             )
         return root, rot, determined
 

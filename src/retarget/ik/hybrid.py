@@ -73,6 +73,7 @@ class _LimbGoals:
     goal: Array  # (N, 3), NaN where the limb is free
     orientation: Array  # (N, 4), NaN where not asked
     extension_ref: Array  # (N,) the limb's extension in the reference pose
+    reach: Array  # (N,) the limb's full length |d1| + |d2| (each frame's own bones)
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,7 +88,8 @@ class HybridSolver:
         For each limb, the points below its lower joint that goals may name
         (toe, toe tip; hand tip).
     height : float
-        Character height: the length scale of the objective.
+        Character height: the length scale of the objective (a fixed unit, also
+        when the frames carry their own bone lengths).
     root_rigidity : float
         ``α`` of the root translation (per height²) and ``root_turn_rigidity`` of
         its rotation; torso and limb joints have rigidity 1.
@@ -129,7 +131,6 @@ class HybridSolver:
     root_spacing: float = 8.0
     minimizer: str = "lm"
     extension: float = 0.97
-    _reach: dict[int, float] = dataclasses.field(default_factory=dict, repr=False)
     extension_weight: float = 1e3
 
     @classmethod
@@ -144,23 +145,20 @@ class HybridSolver:
                     p for p in range(skeleton.num_points) if limb.lower in skeleton.chain(p)[:-1]
                 ]
                 tips.append(tuple(below))
-        reach = {
-            limb.upper: float(
-                np.linalg.norm(skeleton.offsets[limb.middle])
-                + np.linalg.norm(skeleton.offsets[limb.lower])
-            )
-            for limb in limbs
-        }
-        return cls(tuple(limbs), tuple(tips), height(skeleton, roles), _reach=reach, **options)
+        return cls(tuple(limbs), tuple(tips), height(skeleton, roles), **options)
 
     # -- goals ---------------------------------------------------------------------------------
     def _limb_goals(
-        self, ref: Pose, frames: NDArray[np.intp], constraints: Constraints
+        self,
+        ref: Pose,
+        frames: NDArray[np.intp],
+        constraints: Constraints,
+        translations: Array | None = None,
     ) -> list[_LimbGoals]:
         n = len(frames)
         lowest = {}  # lowest allowed height of the ground points
         if constraints.ground is not None:
-            low = constraints.ground.lowest(ref.positions)  # (N, K)
+            low = constraints.ground.lowest(ref.positions, frames)  # (N, K)
             lowest = {int(p): low[:, k] for k, p in enumerate(constraints.ground.points)}
 
         ground_index = (
@@ -178,7 +176,7 @@ class HybridSolver:
                     k = ground_index[point]
                     floor = (
                         constraints.ground.height(goal[have][:, [0, 2]])
-                        + constraints.ground.clearance[k]
+                        + constraints.ground.clearance_at(frames)[have, k]
                     )
                     goal[have, UP] = np.maximum(goal[have, UP], floor)
             return goal
@@ -198,6 +196,7 @@ class HybridSolver:
 
         out = []
         for limb, tips in zip(self.limbs, self.tips, strict=True):
+            full_reach = np.broadcast_to(_full_reach(ref.skeleton, limb, translations), (n,))
             lower = limb.lower
             g_low = explicit(lower)
             o_low = np.full((n, 4), np.nan)
@@ -248,10 +247,10 @@ class HybridSolver:
                         have_low = have_low | pivot
                     # an ankle beyond the leg's reach turns about the planted tip toward the hip
                     hip = ref.positions[:, limb.upper]
-                    reach = 0.999 * self._reach[limb.upper]
+                    reach = 0.999 * full_reach
                     far = only_tip & free_turn & (np.linalg.norm(g_low - hip, axis=1) > reach)
                     if far.any():
-                        g_low[far] = _within_reach(g_tip[far], g_low[far], hip[far], reach)
+                        g_low[far] = _within_reach(g_tip[far], g_low[far], hip[far], reach[far])
                         turn = quat.quat_between(lever[far], g_tip[far] - g_low[far])
                         o_low[far] = quat.multiply(turn, w_ref[far])
                 both = (
@@ -272,9 +271,9 @@ class HybridSolver:
             g_low[use] = lift[use]
             extension = (
                 np.linalg.norm(ref.positions[:, lower] - ref.positions[:, limb.upper], axis=1)
-                / self._reach[limb.upper]
+                / full_reach
             )
-            out.append(_LimbGoals(limb, g_low, o_low, extension))
+            out.append(_LimbGoals(limb, g_low, o_low, extension, full_reach))
         return out
 
     def _other_goals(
@@ -301,24 +300,28 @@ class HybridSolver:
         rotations: Array,
         frames: NDArray[np.intp],
         constraints: Constraints,
+        *,
+        translations: Array | None = None,
     ) -> Array:
         """How far the root must come down at each frame for every limb to reach its goal.
 
         For a limb whose goal lies ``horiz`` away from the hip horizontally and
         below it, the hip must be at most ``√(L² − horiz²)`` above the goal,
-        ``L`` = 0.999 × the limb's length; the drop is what exceeds that (0 when
-        every goal is in reach), the most any limb of the frame needs. Shape (N,).
+        ``L`` = 0.999 × the limb's length (the frame's own, with per-frame
+        offsets ``translations`` (N, J, 3)); the drop is what exceeds that (0
+        when every goal is in reach), the most any limb of the frame needs.
+        Shape (N,).
         """
-        ref = Pose.of(skeleton, root_position, rotations)
+        ref = Pose.of(skeleton, root_position, rotations, translations)
         drop = np.zeros(len(frames))
-        for lg in self._limb_goals(ref, frames, constraints):
+        for lg in self._limb_goals(ref, frames, constraints, translations):
             have = np.isfinite(lg.goal).all(axis=1)
             if not have.any():
                 continue
             hip = ref.positions[have, lg.limb.upper]
             d = lg.goal[have] - hip
             horiz = np.linalg.norm(np.delete(d, UP, axis=1), axis=1)
-            length = 0.999 * self._reach[lg.limb.upper]
+            length = 0.999 * lg.reach[have]
             allowed = np.sqrt(np.maximum(length**2 - horiz**2, 0.0))
             drop[have] = np.maximum(drop[have], -d[:, UP] - allowed)
         return np.maximum(drop, 0.0)
@@ -333,6 +336,7 @@ class HybridSolver:
         constraints: Constraints,
         *,
         spacing: float | None = None,
+        translations: Array | None = None,
     ) -> tuple[Array, Array, NDArray[np.bool_]]:
         """Poses meeting the constraints at ``frames``, minimally displaced (eq. 4), and which
         joints were solved (``determined``: the joints of limbs without a goal at a frame
@@ -340,11 +344,14 @@ class HybridSolver:
 
         ``spacing``: knot spacing of the fitting level calling (None: a lone solve);
         the root is a parameter only when it is None or at least ``root_spacing``.
+        ``translations`` (N, J, 3): the frames' own joint offsets (a character whose
+        proportions change over the clip); then every bone length the solve reads
+        (FK, the analytic limbs' eq. 7, the limbs' reach) is the frame's.
         """
-        ref = Pose.of(skeleton, root_position, rotations)
+        ref = Pose.of(skeleton, root_position, rotations, translations)
         root_free = spacing is None or spacing >= self.root_spacing
         n = len(frames)
-        all_goals = self._limb_goals(ref, frames, constraints)
+        all_goals = self._limb_goals(ref, frames, constraints, translations)
         limb_goals = [lg for lg in all_goals if np.isfinite(lg.goal).all(axis=1).any()]
         others = self._other_goals(frames, constraints)
         arms_active = any(lg.limb.kind == "arm" for lg in limb_goals) or bool(others)
@@ -359,6 +366,7 @@ class HybridSolver:
         points = [lg.limb.lower for lg in limb_goals] + [p for _, p, _, _ in others] + list(torso)
         skeleton, keep, remap = _reduce(full_skeleton, points)
         rotations = full_rotations[:, keep]
+        offsets = None if translations is None else translations[:, keep]
         limb_goals = [
             dataclasses.replace(lg, limb=_remap_limb(lg.limb, remap)) for lg in limb_goals
         ]
@@ -403,6 +411,7 @@ class HybridSolver:
                     lg.goal[index],
                     orientation=lg.orientation[index],
                     swivel=x[:, col],
+                    translations=None if offsets is None else offsets[index],
                 )
                 rot = sol.rotations
                 blocks.append(goal_scale * sol.residual[:, None] / h)
@@ -421,7 +430,7 @@ class HybridSolver:
         def residuals(x: Array, index: NDArray[np.intp]) -> Array:
             root, rot, blocks = build(x, index)
             if tasks or limited.size:
-                pose = Pose.of(skeleton, root, rot)
+                pose = Pose.of(skeleton, root, rot, None if offsets is None else offsets[index])
                 for t in tasks:
                     r = _take(t, index).residual(pose)
                     if t.inequality:
@@ -492,6 +501,16 @@ def _reduce(
         limits=skeleton.limits[keep],
     )
     return sub, keep, remap
+
+
+def _full_reach(skeleton: Skeleton, limb: Limb, translations: Array | None) -> Array:
+    """The limb's length ``|d1| + |d2|`` (upper to lower joint, straight): shape () from
+    the skeleton's offsets, (N,) from per-frame offsets ``translations`` (N, J, 3)."""
+    offsets = skeleton.offsets if translations is None else translations
+    return np.asarray(
+        np.linalg.norm(offsets[..., limb.middle, :], axis=-1)
+        + np.linalg.norm(offsets[..., limb.lower, :], axis=-1)
+    )
 
 
 def _remap_limb(limb: Limb, remap: dict[int, int]) -> Limb:
@@ -606,9 +625,9 @@ def _toward(anchor: Array, goal: Array, length: Array, rows: NDArray[np.bool_]) 
     return a + d * length[rows, None]
 
 
-def _within_reach(tip: Array, ankle: Array, hip: Array, reach: float) -> Array:
+def _within_reach(tip: Array, ankle: Array, hip: Array, reach: Array) -> Array:
     """The ankle on the sphere about ``tip`` (radius ``|ankle − tip|``) that lies within
-    ``reach`` of ``hip`` and nearest to ``ankle``: the foot turned about its planted
+    ``reach`` (n,) of ``hip`` and nearest to ``ankle``: the foot turned about its planted
     tip as little as lets the leg reach. Rows (n, 3); when no such point exists, the
     one nearest the hip."""
     foot = np.linalg.norm(ankle - tip, axis=1)
@@ -625,7 +644,7 @@ def _within_reach(tip: Array, ankle: Array, hip: Array, reach: float) -> Array:
     side = np.where(norm > 1e-12, off / np.maximum(norm, 1e-12), _any_perpendicular(u))
     meet = centre + rho[:, None] * side
     apart = dist > reach + foot  # the tip itself is out of reach: stretch toward it
-    return np.where(apart[:, None], hip + u * reach, meet)
+    return np.where(apart[:, None], hip + u * reach[:, None], meet)
 
 
 def _any_perpendicular(u: Array) -> Array:

@@ -44,6 +44,11 @@ with ``h_i² = l_i² − r_i²``:
     \\cos φ = \\frac{l_1^2 + l_2^2 + 2 h_1 h_2 - L^2}{2 r_1 r_2}, \\qquad
     L^2 = K + 2 r_1 r_2 \\cos β,\\quad K = l_1^2 + l_2^2 + 2 h_1 h_2
 
+The bone geometry (``d1``, ``off2``, hence ``l1, l2, h1, r1``) is the
+skeleton's offsets, or each element's own when :func:`solve_limb` is given
+per-pose offsets (``translations``: a character whose proportions change over
+the clip, Lee & Shin 1999, Figure 5d); only ``a`` is the limb's.
+
 Eq. 7 of the paper writes ``2 √(l1² − r1²) √(l2² − r2²)`` for ``2 h1 h2``,
 which holds when the upper and lower joints lie on opposite sides of the
 plane through the middle joint perpendicular to the axis (``h1 h2 ≥ 0``, the
@@ -350,64 +355,96 @@ def _chain_skeleton(skeleton: Skeleton, upper: int) -> tuple[Skeleton, NDArray[n
 
 
 def _upper_frame(
-    skeleton: Skeleton, root_position: Array, rotations: Array, upper: int
+    skeleton: Skeleton,
+    root_position: Array,
+    rotations: Array,
+    upper: int,
+    translations: Array | None = None,
 ) -> tuple[Array, Array]:
     """World rotation of ``upper``'s parent frame and world position of ``upper``.
 
     One call of :func:`retarget.kinematics.forward_kinematics` on the chain from
-    the root to ``upper`` (not the whole skeleton).
+    the root to ``upper`` (not the whole skeleton), with the rows' own offsets
+    when ``translations`` (..., J, 3) are given.
     """
     if upper == 0:
         return quat.identity(root_position.shape[:-1]), root_position
     sub, chain = _chain_skeleton(skeleton, upper)
-    pos, world = forward_kinematics(sub, root_position, np.take(rotations, chain, axis=-2))
+    chain_offsets = None if translations is None else np.take(translations, chain, axis=-2)
+    pos, world = forward_kinematics(
+        sub, root_position, np.take(rotations, chain, axis=-2), chain_offsets
+    )
     return world[..., -2, :], pos[..., -1, :]
 
 
 @dataclass(frozen=True)
 class _Geometry:
-    """Pose-independent quantities of a limb on a skeleton (upper joint's frame)."""
+    """Pose-independent quantities of a limb (upper joint's frame; module docstring).
 
-    a: Array  # hinge axis
-    d1: Array  # middle joint offset (upper -> middle)
-    off2: Array  # lower joint offset in the middle frame
-    h1: float
-    r1: float
-    l1: float
-    l2: float
-    s: Array  # unit, ⊥ a: the direction β = 0 of the lower bone's projection
-    t: Array  # a × s
+    From the skeleton's offsets (fields of shape () and (3,)), or per row from
+    per-frame offsets (a character whose proportions change over a clip: fields
+    of shape (...) and (..., 3), one limb per row).
+    """
+
+    a: Array  # (3,) hinge axis
+    d1: Array  # (..., 3) middle joint offset (upper -> middle)
+    off2: Array  # (..., 3) lower joint offset in the middle frame
+    h1: Array  # (...)
+    r1: Array  # (...)
+    l1: Array  # (...)
+    l2: Array  # (...)
+    s: Array  # (..., 3) unit, ⊥ a: the direction β = 0 of the lower bone's projection
+    t: Array  # (..., 3) a × s
     a_cross: Array  # (3, 3): v @ a_cross == a × v
 
 
-def _geometry(skeleton: Skeleton, limb: Limb) -> _Geometry:
+def _geometry(skeleton: Skeleton, limb: Limb, translations: Array | None = None) -> _Geometry:
+    """The limb's :class:`_Geometry` from ``skeleton.offsets``, or row by row from
+    per-frame offsets ``translations`` of shape (..., J, 3)."""
     a = limb.hinge_axis
-    d1 = np.asarray(skeleton.offsets[limb.middle], dtype=np.float64)
-    off2 = np.asarray(skeleton.offsets[limb.lower], dtype=np.float64)
-    h1 = float(d1 @ a)
-    p1 = d1 - h1 * a
-    r1 = float(np.linalg.norm(p1))
-    p2_rest = off2 - (off2 @ a) * a
+    offsets = skeleton.offsets if translations is None else translations
+    d1 = offsets[..., limb.middle, :]
+    off2 = offsets[..., limb.lower, :]
+    h1 = _dot(d1, a)
+    p1 = d1 - h1[..., None] * a
+    r1, l1, l2 = _norm(p1), _norm(d1), _norm(off2)
     # β is measured from the upper bone's projection; when the upper joint lies on
     # the axis (r1 = 0) β cannot change L and any fixed direction ⊥ a will do.
-    if r1 > 1e-12 * max(float(np.linalg.norm(d1)), 1e-300):
-        s = p1 / r1
-    elif np.linalg.norm(p2_rest) > 1e-12 * max(float(np.linalg.norm(off2)), 1e-300):
-        s = p2_rest / np.linalg.norm(p2_rest)
+    use_p1 = r1 > 1e-12 * np.maximum(l1, 1e-300)
+    if use_p1.all():
+        s = p1 / r1[..., None]
     else:
-        s = _perpendicular(a)
+        p2_rest = off2 - _dot(off2, a)[..., None] * a
+        n2 = _norm(p2_rest)
+        use_p2 = n2 > 1e-12 * np.maximum(l2, 1e-300)
+        s = np.where(
+            use_p1[..., None],
+            p1 / np.where(use_p1, r1, 1.0)[..., None],
+            np.where(
+                use_p2[..., None],
+                p2_rest / np.where(use_p2, n2, 1.0)[..., None],
+                _perpendicular(a),
+            ),
+        )
     return _Geometry(
         a=a,
         d1=d1,
         off2=off2,
         h1=h1,
         r1=r1,
-        l1=float(np.linalg.norm(d1)),
-        l2=float(np.linalg.norm(off2)),
+        l1=l1,
+        l2=l2,
         s=s,
         t=np.cross(a, s),
         a_cross=np.array([[0.0, a[2], -a[1]], [-a[2], 0.0, a[0]], [a[1], -a[0], 0.0]]),
     )
+
+
+def _dot(u: Array, v: Array) -> Array:
+    """``u · v`` over the last axis (length 3), broadcast, summed in a fixed order: the
+    same rounding for a shared ``v`` (3,) and per-row ``v`` (..., 3), where ``@`` and
+    ``einsum`` take different paths (and ``np.sum`` over a short axis is slow)."""
+    return u[..., 0] * v[..., 0] + u[..., 1] * v[..., 1] + u[..., 2] * v[..., 2]
 
 
 def hinge_angle(limb: Limb, rotations: ArrayLike) -> Array:
@@ -632,7 +669,7 @@ def _solve_hinge(
     ``cos β = (L² − K) / (2 r1 r2)``, ``K = l1² + l2² + 2 h1 h2``.
     """
     rr = g.r1 * r2
-    k = g.l1**2 + g.l2**2 + 2.0 * g.h1 * h2
+    k = g.l1 * g.l1 + g.l2 * g.l2 + 2.0 * g.h1 * h2  # not l**2: a scalar rounds otherwise
     lo, hi = float(limits[0]), float(limits[1])
     full = not (hi - lo < _TWO_PI)
     degenerate = rr <= _DEGENERATE * g.l1 * g.l2
@@ -690,6 +727,7 @@ def solve_limb(
     orientation: ArrayLike | None = None,
     swivel: ArrayLike = 0.0,
     swivel_mode: str = "relative",
+    translations: ArrayLike | None = None,
 ) -> LimbSolution:
     """Place the lower joint of a limb at ``goal`` (Lee & Shin 1999, section 5.3).
 
@@ -724,6 +762,11 @@ def solve_limb(
         ``"relative"``: ``swivel`` is measured from the solution nearest the
         reference (0 = shortest rotation of the upper joint). ``"absolute"``:
         the result's :func:`swivel_angle` is ``swivel``.
+    translations : array_like, shape (..., J, 3), optional
+        Per-pose local joint offsets replacing ``skeleton.offsets`` (a character
+        whose proportions change over a clip,
+        :attr:`retarget.motion.Motion.translations`): each element is solved
+        with its own bone lengths (``l1, l2, r1, h1`` of eq. 7 per element).
 
     Returns
     -------
@@ -756,6 +799,9 @@ def solve_limb(
     if orientation is not None:
         orientation = _as_batch(orientation, (4,), "orientation")
         shapes.append(orientation.shape[:-1])
+    if translations is not None:
+        translations = _as_batch(translations, (n_joints, 3), "translations")
+        shapes.append(translations.shape[:-2])
     try:
         batch = np.broadcast_shapes(*shapes)
     except ValueError:
@@ -763,13 +809,15 @@ def solve_limb(
     rotations = np.broadcast_to(rotations, (*batch, n_joints, 4))
     root_position = np.broadcast_to(root_position, (*batch, 3))
     goal = np.broadcast_to(goal, (*batch, 3))
+    if translations is not None:
+        translations = np.broadcast_to(translations, (*batch, n_joints, 3))
 
-    g = _geometry(skeleton, limb)
+    g = _geometry(skeleton, limb, translations)
     a = g.a
     u, m, lo = limb.joints
     q_up = np.ascontiguousarray(rotations[..., u, :])  # contiguous: faster algebra
     q_mid = np.ascontiguousarray(rotations[..., m, :])
-    w_parent, p_upper = _upper_frame(skeleton, root_position, rotations, u)
+    w_parent, p_upper = _upper_frame(skeleton, root_position, rotations, u, translations)
 
     # the goal in the upper joint's parent frame, from the upper joint
     valid = np.isfinite(goal).all(axis=-1)
@@ -784,7 +832,7 @@ def solve_limb(
     # (1) middle joint: eq. (7)
     h2 = d2 @ a
     r2 = np.sqrt(np.maximum(g.l2 * g.l2 - h2 * h2, 0.0))
-    beta_ref = np.arctan2(d2 @ g.t, d2 @ g.s)  # signed angle from the stretched direction
+    beta_ref = np.arctan2(_dot(d2, g.t), _dot(d2, g.s))  # signed angle from the stretched direction
     theta_ref = _twist(q_mid, a)  # hinge angle
     delta, length, clamped, length_max = _solve_hinge(
         g, limb.hinge_limits, h2, r2, beta_ref, theta_ref, length_goal

@@ -657,9 +657,10 @@ class _Objective:
         tasks: Sequence[Task],
         root_ref: Array,
         rot_ref: Array,
+        translations: Array | None = None,
     ) -> None:
         self.skeleton, self.params, self.tasks = skeleton, params, list(tasks)
-        self.root_ref, self.rot_ref = root_ref, rot_ref
+        self.root_ref, self.rot_ref, self.translations = root_ref, rot_ref, translations
         b, n_points = root_ref.shape[0], skeleton.num_points
         self.size = b
         self._p = np.full((b, params.size), np.nan)
@@ -687,7 +688,8 @@ class _Objective:
                 self._e1[index],
             )
         root, rot, e1 = self.params.pose(self.root_ref, self.rot_ref, p, index)
-        pose = Pose.of(self.skeleton, root, rot)
+        offsets = None if self.translations is None else self.translations[index]
+        pose = Pose.of(self.skeleton, root, rot, offsets)
         self._p[index] = p
         self._root[index], self._rot[index], self._e1[index] = root, rot, e1
         self._pos[index], self._world[index] = pose.positions, pose.world_rotations
@@ -851,6 +853,7 @@ def solve_ik(
     rigidity: ArrayLike | None = None,
     max_iterations: int = 200,
     tolerance: float = 1e-10,
+    translations: ArrayLike | None = None,
 ) -> IKResult:
     """Pose(s) near the reference that meet the tasks (Lee & Shin 1999, eqs. 5-6).
 
@@ -876,6 +879,9 @@ def solve_ik(
     max_iterations : int
     tolerance : float
         Relative decrease of ``g`` below which a pose stops.
+    translations : array_like, shape (..., J, 3), optional
+        Per-pose local joint offsets replacing ``skeleton.offsets`` (a character
+        whose proportions change over a clip).
 
     Returns
     -------
@@ -907,8 +913,12 @@ def solve_ik(
     flat_tasks = [t.flatten_batch(batch) for t in tasks]
     m = _check_rigidity(skeleton, rigidity)
     params = _Parameters(skeleton, m, rot_ref)
+    offsets = None
+    if translations is not None:
+        offsets = np.broadcast_to(np.asarray(translations, dtype=np.float64), (*batch, n_joints, 3))
+        offsets = offsets.reshape(size, n_joints, 3)
 
-    objective = _Objective(skeleton, params, flat_tasks, root_ref, rot_ref)
+    objective = _Objective(skeleton, params, flat_tasks, root_ref, rot_ref, offsets)
 
     index = np.arange(size)
     if params.size:
@@ -932,7 +942,7 @@ def solve_ik(
     # exact for partial DOFs already; this only mends joints the reference had off them
     projected = dofs.project_to_dofs(skeleton, rot)
     rot = np.where((quat.angle(projected, rot) > 1e-12)[..., None], projected, rot)
-    pose = Pose.of(skeleton, root, rot)
+    pose = Pose.of(skeleton, root, rot, offsets)
     pen, _, residuals = penalty_and_gradient(flat_tasks, pose, gradient=False)
     quad, _ = params.regulariser(p_final, index)
     x = ominus(root, rot, root_ref, rot_ref)
@@ -990,11 +1000,15 @@ class NumericSolver:
         constraints: Constraints,
         *,
         spacing: float | None = None,
+        translations: Array | None = None,
     ) -> tuple[Array, Array, NDArray[np.bool_]]:
-        """Poses meeting ``constraints`` at ``frames``; every joint is determined."""
+        """Poses meeting ``constraints`` at ``frames``; every joint is determined.
+
+        ``translations`` (N, J, 3): the frames' own joint offsets, when they have them.
+        """
         from ..tasks import GroundTask, JointLimitTask, OrientationTask, PositionTask
 
-        ref = Pose.of(skeleton, root_position, rotations)
+        ref = Pose.of(skeleton, root_position, rotations, translations)
         w = self.goal_weight / self.height**2
         tasks: list[Task] = []
         points = set(constraints.positions) | set(constraints.transitions)
@@ -1013,7 +1027,7 @@ class NumericSolver:
                 GroundTask(
                     ground.points,
                     ground.surface,
-                    np.broadcast_to(ground.clearance, (len(frames), len(ground.points))),
+                    ground.clearance_at(frames),
                     weight=w,
                 )
             )
@@ -1024,6 +1038,7 @@ class NumericSolver:
             tasks,
             rigidity=self.rigidity,
             max_iterations=self.max_iterations,
+            translations=translations,
         )
         determined = np.ones((len(frames), skeleton.num_joints + 1), dtype=bool)
         return result.root_position, result.rotations, determined

@@ -21,6 +21,7 @@ __all__ = ["METHODS", "Method", "Result", "get_method"]
 def _registry() -> dict[str, Method]:
     from .copy import copy_retarget
     from .hierarchical import hierarchical_retarget
+    from .omr import omr_retarget
 
     methods = [
         Method(
@@ -34,6 +35,12 @@ def _registry() -> dict[str, Method]:
             "Lee & Shin 1999: footplants met by a hierarchy of B-spline displacement maps "
             "and hybrid IK (analytic limbs); --terrain moves contacts onto a surface",
             hierarchical_retarget,
+        ),
+        Method(
+            "omr",
+            "Choi & Ko 2000: online, frame by frame: end-effectors tracked by closed-loop "
+            "inverse rate control, the source's joints imitated in the null space",
+            omr_retarget,
         ),
     ]
     return {m.name: m for m in methods}

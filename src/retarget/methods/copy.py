@@ -8,7 +8,9 @@ body is shifted vertically so the feet rest on the floor as the source's do
 lowest point matches the source's, scaled by the ratio of foot lengths).
 Nothing else is done: on characters of other proportions the feet skate.
 Every other method is measured against this; :func:`transfer` is also the
-starting point (``m_0``) of the hierarchical method, with another ratio.
+starting point (``m_0``) of the hierarchical method, with another ratio, and
+carries a character whose proportions change over the clip (per-frame joint
+offsets, a ratio per frame: Lee & Shin 1999, Figure 5d).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..contacts import UP, Contacts, detect_contacts
 from ..kinematics import positions
@@ -26,40 +29,79 @@ from ..roles import Roles, find_roles, height
 from ..skeleton import Skeleton
 from ._base import check_same_hierarchy
 
-__all__ = ["Transfer", "copy_retarget", "foot_length", "leg_length", "transfer"]
+__all__ = ["Transfer", "copy_retarget", "foot_length", "leg_length", "scale_path", "transfer"]
+
+Array = NDArray[np.float64]
 
 
-def foot_length(skeleton: Skeleton, roles: Roles) -> float:
-    """Mean bone path from ankle to toe tip, file unit."""
-    return float(
-        np.mean(
-            [
-                skeleton.path_length(roles[f"{s}_ankle"], roles[f"{s}_toe_tip"])
-                for s in ("left", "right")
-            ]
-        )
-    )
+def _mean_path(
+    skeleton: Skeleton, pairs: list[tuple[int, int]], translations: Array | None
+) -> float | Array:
+    lengths = [skeleton.path_length(a, b, translations) for a, b in pairs]
+    mean = np.mean(np.asarray(lengths, dtype=np.float64), axis=0)
+    return float(mean) if translations is None else mean
 
 
-def leg_length(skeleton: Skeleton, roles: Roles) -> float:
-    """Mean thigh + shin length (hip joint to ankle bone path), file unit."""
-    return float(
-        np.mean(
-            [
-                skeleton.path_length(roles[f"{s}_hip"], roles[f"{s}_ankle"])
-                for s in ("left", "right")
-            ]
-        )
-    )
+def foot_length(
+    skeleton: Skeleton, roles: Roles, translations: Array | None = None
+) -> float | Array:
+    """Mean bone path from ankle to toe tip, file unit; per frame, shape (F,), for
+    per-frame joint offsets ``translations`` (F, J, 3)."""
+    pairs = [(roles[f"{s}_ankle"], roles[f"{s}_toe_tip"]) for s in ("left", "right")]
+    return _mean_path(skeleton, pairs, translations)
+
+
+def leg_length(
+    skeleton: Skeleton, roles: Roles, translations: Array | None = None
+) -> float | Array:
+    """Mean thigh + shin length (hip joint to ankle bone path), file unit; per frame,
+    shape (F,), for per-frame joint offsets ``translations`` (F, J, 3)."""
+    pairs = [(roles[f"{s}_hip"], roles[f"{s}_ankle"]) for s in ("left", "right")]
+    return _mean_path(skeleton, pairs, translations)
+
+
+def scale_path(path: Array, ratio: float | Array) -> Array:
+    """A path whose velocity is ``ratio`` times the given one, from the same start.
+
+    ``y(f) = Σ_{k ≤ f} r̄_k Δx_k`` (trapezoid, ``r̄_k`` the mean ratio of frames
+    ``k − 1, k``), written by summation by parts as
+
+    .. math:: y(f) = r_f (x_f − x_0) − \\sum_{k=1}^{f} \\bar{x}_k (r_k − r_{k−1})
+
+    (``x̄_k`` the mean of ``x_{k−1} − x_0`` and ``x_k − x_0``): for a constant
+    ratio the sum is exactly 0 and ``y = r (x − x_0)``. Each step of the result is
+    the source's step scaled by the ratio of its time, so a character whose size
+    changes keeps its stride (Lee & Shin 1999, Figure 5d).
+
+    Parameters
+    ----------
+    path : ndarray, shape (F, C)
+    ratio : float or ndarray, shape (F,)
+
+    Returns
+    -------
+    ndarray, shape (F, C)
+        Displacements from ``path[0]`` (0 at the first frame).
+    """
+    x = path - path[0]
+    r = np.broadcast_to(np.asarray(ratio, dtype=np.float64), (len(path),))[:, None]
+    out = r * x
+    if len(path) > 1:
+        out[1:] -= np.cumsum(0.5 * (x[1:] + x[:-1]) * np.diff(r, axis=0), axis=0)
+    return out
 
 
 @dataclass(frozen=True)
 class Transfer:
-    """A motion carried onto a target by copying rotations, and how it was placed."""
+    """A motion carried onto a target by copying rotations, and how it was placed.
+
+    ``ratio`` and ``foot_ratio`` are floats, or one per frame (F,) for a
+    character whose proportions change over the clip.
+    """
 
     motion: Motion
-    ratio: float
-    foot_ratio: float
+    ratio: float | Array
+    foot_ratio: float | Array
     floor: float
     vertical_shift: float
 
@@ -67,10 +109,11 @@ class Transfer:
 def transfer(
     source: Motion,
     target: Skeleton,
-    ratio: float,
+    ratio: float | Array,
     contacts: Contacts,
     roles_source: Roles,
     roles_target: Roles,
+    translations: Array | None = None,
 ) -> Transfer:
     """Copy rotations by name, scale the root path by ``ratio``, rest the feet on the floor.
 
@@ -79,13 +122,16 @@ def transfer(
     source : Motion
     target : Skeleton
         Has every source joint (by name); others keep identity rotations.
-    ratio : float
-        Scale of the root's horizontal path (about its first position) and of
-        its height above the floor.
+    ratio : float or ndarray, shape (F,)
+        Scale of the root's horizontal path (its velocity, frame by frame:
+        :func:`scale_path`) and of its height above the floor.
     contacts : Contacts
         The source's; planted feet of the result rest as high above the floor
-        as the source's (scaled by the foot-length ratio).
+        as the source's (scaled by the foot-length ratio, of each frame).
     roles_source, roles_target : Roles
+    translations : ndarray, shape (F, J, 3), optional
+        Per-frame joint offsets of the target (a character whose proportions
+        change over the clip); the motion carries them.
     """
     check_same_hierarchy(source.skeleton, target)
     floor = contacts.floor
@@ -94,27 +140,28 @@ def transfer(
     root = source.root_position.copy()
     horizontal = [a for a in range(3) if a != UP]
     if len(root):
-        root[:, horizontal] = root[0, horizontal] + ratio * (
-            root[:, horizontal] - root[0, horizontal]
-        )
+        root[:, horizontal] = root[0, horizontal] + scale_path(root[:, horizontal], ratio)
     root[:, UP] = floor + ratio * (root[:, UP] - floor)
-    moved = Motion(target, root, rotations, source.fps)
+    moved = Motion(target, root, rotations, source.fps, translations)
     by_point = {p: role for role, p in roles_source.items()}
     feet_s = positions(source)[:, contacts.points, UP] - floor
     feet_t = positions(moved)[:, [roles_target[by_point[p]] for p in contacts.points], UP] - floor
-    foot_ratio = foot_length(target, roles_target) / foot_length(source.skeleton, roles_source)
+    foot_ratio = foot_length(target, roles_target, translations) / foot_length(
+        source.skeleton, roles_source
+    )
+    scaled_s = feet_s * np.reshape(foot_ratio, (-1, 1))  # the source's feet at the target's size
     per_side_s, per_side_t = [], []
     for side in ("left", "right"):
         cols = [k for k, s in enumerate(contacts.sides) if s == side]
         frames = contacts.foot(side)
-        per_side_s.append(feet_s[frames][:, cols].min(axis=1))
+        per_side_s.append(scaled_s[frames][:, cols].min(axis=1))
         per_side_t.append(feet_t[frames][:, cols].min(axis=1))
     planted_s, planted_t = np.concatenate(per_side_s), np.concatenate(per_side_t)
-    shift = (
-        float(np.median(planted_s) * foot_ratio - np.median(planted_t)) if planted_s.size else 0.0
-    )
+    shift = float(np.median(planted_s) - np.median(planted_t)) if planted_s.size else 0.0
     root[:, UP] += shift
-    return Transfer(Motion(target, root, rotations, source.fps), ratio, foot_ratio, floor, shift)
+    return Transfer(
+        Motion(target, root, rotations, source.fps, translations), ratio, foot_ratio, floor, shift
+    )
 
 
 def copy_retarget(source: Motion, target: Skeleton) -> Result:

@@ -9,6 +9,12 @@
 3. the hierarchy of displacement maps meets them (Algorithm 1, hybrid IK with
    analytic limbs), then an exact IK pass at the constrained frames, and joint
    limits clamped on every frame when the target has limits.
+
+The target may change its proportions over the clip (character morphing,
+Figure 5d of the paper): per-frame joint offsets, e.g. from
+:func:`morph_translations`, flow through every step, so the stride ratio, the
+footprints, the forward kinematics and the analytic limbs of each frame use
+that frame's bones, and the walk keeps its stride at every size.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..contacts import detect_contacts
 from ..editing.constraints import footplants
@@ -30,13 +37,68 @@ from ..roles import find_roles, height
 from ..skeleton import Skeleton
 from .copy import leg_length, transfer
 
-__all__ = ["hierarchical_retarget"]
+__all__ = ["hierarchical_retarget", "morph_translations"]
+
+Array = NDArray[np.float64]
+
+
+def morph_translations(start: Skeleton, end: Skeleton, num_frames: int) -> Array:
+    """Per-frame joint offsets of a character morphing from ``start`` to ``end``.
+
+    .. math:: o_j(t) = (1 − s(t))\\, A_j + s(t)\\, B_j, \\qquad s(t) = t / (F − 1)
+
+    linear in time, from ``start``'s offsets ``A`` at the first frame to
+    ``end``'s ``B`` at the last (Lee & Shin 1999, §6, Figure 5d: "the size of a
+    character smoothly changes").
+
+    Parameters
+    ----------
+    start, end : Skeleton
+        The same joints (by name) with the same parents; ``end`` may list them
+        in another order. Their end sites are not interpolated (BVH cannot
+        animate them): a motion with these offsets keeps ``start``'s.
+    num_frames : int
+        F.
+
+    Returns
+    -------
+    ndarray, shape (F, J, 3)
+        In ``start``'s joint order and unit: the ``translations`` of
+        :func:`hierarchical_retarget` with ``target=start``.
+
+    Raises
+    ------
+    RetargetError
+        When the joints or their parents differ, naming them.
+    """
+    missing = sorted(set(start.names) - set(end.names))
+    extra = sorted(set(end.names) - set(start.names))
+    if missing or extra:
+        raise RetargetError(
+            f"the morph's characters have different joints: the last lacks {missing[:8]}, "
+            f"has extra {extra[:8]}"
+        )
+    order = end.indices(start.names)
+    parent_names = [start.names[p] if p >= 0 else None for p in start.parents]
+    end_parents = [end.names[p] if p >= 0 else None for p in end.parents[order]]
+    moved = [n for n, a, b in zip(start.names, parent_names, end_parents, strict=True) if a != b]
+    if moved:
+        raise RetargetError(
+            f"the morph's characters have different hierarchies: joints {moved[:8]} have "
+            "other parents"
+        )
+    if num_frames < 0:
+        raise ValueError(f"Expected num_frames >= 0, got {num_frames}")
+    s = np.linspace(0.0, 1.0, num_frames) if num_frames > 1 else np.zeros(num_frames)
+    # A + s (B − A): exactly A where s = 0, and everywhere when A = B
+    return start.offsets + s[:, None, None] * (end.offsets[order] - start.offsets)
 
 
 def hierarchical_retarget(
     source: Motion,
     target: Skeleton,
     *,
+    translations: ArrayLike | None = None,
     spacings: Sequence[float] = (16, 8, 4, 2),
     exact: bool = True,
     terrain: Any = None,
@@ -56,6 +118,13 @@ def hierarchical_retarget(
     source : Motion
     target : Skeleton
         Has the source's joints (by name).
+    translations : array_like, shape (F, J, 3), optional
+        Per-frame local offsets of the target's joints (its joint order; F the
+        source's frames): a character whose proportions change over the clip
+        (:func:`morph_translations`). Each frame then has its own stride ratio
+        and height, each footprint the ratio of its frames, and the IK its
+        bone lengths; end sites keep ``target``'s offsets. The result carries
+        them (:attr:`retarget.motion.Motion.translations`).
     spacings : sequence of float
         Knot spacing per level, coarse to fine (frames).
     exact : bool
@@ -77,7 +146,9 @@ def hierarchical_retarget(
         How the root path and the footprints scale: by the height ratio (the
         character moves like the source at its own size), by the leg-length
         ratio (stride follows the legs), or ``"auto"``: the height ratio unless
-        the legs are too short for that stride, then the leg ratio.
+        the legs are too short for that stride, then the leg ratio. With
+        ``translations`` the rule holds frame by frame: the root's velocity is
+        the source's times the frame's ratio (:func:`retarget.methods.copy.scale_path`).
     minimizer : {"lm", "cg"}
         The hybrid IK's minimiser (:class:`retarget.ik.hybrid.HybridSolver`):
         Levenberg–Marquardt, or the paper's conjugate gradient.
@@ -93,18 +164,32 @@ def hierarchical_retarget(
     -------
     Result
         ``report["levels"]``: per level the knot spacing, frames solved, max and
-        mean footplant error (% of height), deepest penetration and seconds.
+        mean footplant error (% of height: of each frame's, with ``translations``),
+        deepest penetration and seconds. ``report["ratio"]``: the stride ratio;
+        with ``translations``, its ``first``, ``last``, ``min`` and ``max`` over
+        the frames.
     """
     t0 = time.perf_counter()
+    trans = None
+    if translations is not None:
+        trans = np.asarray(translations, dtype=np.float64)
+        shape = (source.num_frames, target.num_joints, 3)
+        if trans.shape != shape:
+            raise ValueError(f"Expected `translations` of shape {shape}, got {trans.shape}")
     roles_s, roles_t = find_roles(source.skeleton), find_roles(target)
     contacts = detect_contacts(source, roles=roles_s)
-    leg_ratio = leg_length(target, roles_t) / leg_length(source.skeleton, roles_s)
-    height_ratio = height(target, roles_t) / height(source.skeleton, roles_s)
-    ratios = {"auto": min(leg_ratio, height_ratio), "legs": leg_ratio, "height": height_ratio}
+    leg_ratio = leg_length(target, roles_t, trans) / leg_length(source.skeleton, roles_s)
+    h = height(target, roles_t, trans)  # per frame with translations
+    height_ratio = h / height(source.skeleton, roles_s)
+    ratios = {
+        "auto": np.minimum(leg_ratio, height_ratio),
+        "legs": leg_ratio,
+        "height": height_ratio,
+    }
     if stride not in ratios:
         raise RetargetError(f"unknown stride {stride!r}; choose one of {', '.join(ratios)}")
     ratio = ratios[stride]
-    moved = transfer(source, target, ratio, contacts, roles_s, roles_t)
+    moved = transfer(source, target, ratio, contacts, roles_s, roles_t, trans)
     # Plants to pin: stricter than the contacts of the measures (a heel rising in
     # place is not pinned; no hysteresis widening); the feet ease in and out.
     plants = detect_contacts(
@@ -123,7 +208,7 @@ def hierarchical_retarget(
         roles_s,
         roles_t,
         ratio=ratio * reach,
-        clearance=plants.clearance * moved.foot_ratio,
+        clearance=np.multiply.outer(moved.foot_ratio, plants.clearance),
         surface=terrain,
         blend=max(1, round(blend * source.fps)),
     )
@@ -139,7 +224,6 @@ def hierarchical_retarget(
         root_spacing=0.5,
         minimizer=minimizer,
     )
-    h = height(target, roles_t)
     fitted = fit_motion(
         moved.motion,
         constraints,
@@ -152,9 +236,11 @@ def hierarchical_retarget(
     seconds = time.perf_counter() - t0
     names = target.point_names
     goals = {names[p]: g for p, g in constraints.positions.items()}
+    r = np.asarray(ratio)
+    summary = {"first": r[0], "last": r[-1], "min": r.min(), "max": r.max()} if r.ndim else None
     report = {
         "method": "hierarchical",
-        "ratio": ratio,
+        "ratio": float(r) if summary is None else {k: float(v) for k, v in summary.items()},
         "stride": stride,
         "spacings": [float(s) for s in spacings],
         "exact": exact,

@@ -1,0 +1,666 @@
+"""Online motion retargeting (Choi & Ko 2000): a causal filter, one frame at a time.
+
+Each frame, the source's pose mapped onto the target (``θ_src``: its joint
+rotations by name, its root placed for the target's size) and the goals of
+the end-effectors (``x1``) go in; the target's pose comes out, from the
+previous output and these inputs only (:meth:`OnlineRetargeter.step`). The
+update is closed-loop inverse rate control with the secondary task "imitate
+the source's joints" (eq. 21; :func:`retarget.ik.rate.rate_step`): the
+end-effectors track their goals and the redundant degrees of freedom follow
+the source. Memory does not grow with time.
+
+The primary task is a stack of :mod:`retarget.tasks` rows (position tasks,
+with NaN components for rows not tracked — the pelvis's ``(x, NaN, z)`` —
+and orientation tasks), §3.2. Lengths are measured in character heights and
+the root translation in heights, so that the minimum-norm step weighs a root
+shift of one height like a joint turn of one radian.
+
+**Base switching** (§6.1). The paper's walking set-up makes the stance toe
+tip the kinematic base and the swing toe tip the end-effector, switching at
+low-acceleration frames between steps. With a floating root this is: the
+base foot's point is held where it is (its goal is its own position when it
+became the base), the other foot tracks its goal. A foot becomes the base
+when it has swung (its goal moved faster than ``swing_speed``) and its goal
+has now come to rest (speed under ``rest_speed``, acceleration under
+``rest_acceleration``), judged on the goals of the current and two previous
+frames — causally. The foot that is released keeps the offset between where
+it is and its goal, and the offset fades as the goal moves (over
+``settle_distance`` of travel): no jump at a switch, no slide while both feet
+are down.
+
+Joints with fewer than three rotation channels (ASF hinges) move along their
+channels only (:func:`retarget.dofs.channel_axes`); joints outside
+``active_joints`` copy the source.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .. import quat
+from ..dofs import channel_axes, project_to_dofs
+from ..ik.rate import rate_step
+from ..kinematics import Pose
+from ..motion import ominus
+from ..skeleton import Skeleton
+from ..tasks import OrientationTask, PositionTask, stack
+
+__all__ = ["BaseSwitching", "Effector", "Foot", "OnlineRetargeter"]
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Effector:
+    """An end-effector of the primary task.
+
+    Attributes
+    ----------
+    point : int
+        Point index (joint or end site) of the target skeleton.
+    axes : tuple of int
+        World position components tracked (``(0, 2)``: horizontal only, the
+        pelvis of the walking set-up; ``()``: orientation only).
+    orientation : bool
+        Track the point's world orientation (a foot's, while it rolls on one
+        held point: see :class:`Foot`).
+    lever : float
+        Orientation rows are measured as the displacement a turn makes at this
+        distance (file unit; a foot's length): one radian weighs as much as
+        moving a point ``lever`` away, in the minimum norm and in the clamping.
+        0: radians as they are, against lengths in heights.
+    hold_only : bool
+        Never tracked, only held while it rests (a heel: see :class:`BaseSwitching`).
+    anchor, reach : int, float
+        A held point farther than ``reach`` from point ``anchor`` is released,
+        and held again only within 0.98 ``reach`` (a heel lets go when its leg
+        is straight, as a walker's heel rises at the end of stance).
+    priority : int
+        Task-priority level, 0 first (:func:`retarget.ik.rate.rate_step`): a
+        lower level acts in the null space of the higher ones and gives way
+        when they cannot all be met.
+    name : str
+        For the report (defaults to the point's name).
+    """
+
+    point: int
+    axes: tuple[int, ...] = (0, 1, 2)
+    orientation: bool = False
+    lever: float = 0.0
+    hold_only: bool = False
+    anchor: int = -1
+    reach: float = np.inf
+    priority: int = 0
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Foot:
+    """A foot's effectors, by index into the effector list (-1: absent).
+
+    The toe tip is tracked while the foot swings; at rest it is held, and so
+    is the heel. Unless both are held, the foot also follows the source's foot
+    orientation: in the swing, so the foot lands as the source's does; on one
+    held point (the heel as the sole comes down, the toe as the heel rises)
+    instead of the other point's position, as a rigid foot of the target's size
+    cannot meet the source's toe and heel both.
+    """
+
+    toe: int
+    heel: int = -1
+    orientation: int = -1
+
+
+@dataclass(frozen=True)
+class BaseSwitching:
+    """The stance foot as the kinematic base (§6.1): which points are held, and when.
+
+    A foot point is held where it is while its goal rests (speed under
+    ``rest_speed`` and acceleration under ``rest_acceleration``: a
+    low-acceleration frame), and released when its goal moves faster than
+    ``release_speed``. Whenever a row starts to track its goal (a point
+    released, a toe back from following the foot's orientation), it keeps the
+    offset between where it is and its goal, fading as the goal travels
+    ``settle_distance`` (e⁻¹): nothing jumps when the base switches.
+
+    Attributes
+    ----------
+    feet : tuple of Foot
+    single : bool
+        At most one foot is the base, the paper's set-up: a foot whose toe has
+        swung becomes the base when its toe comes to rest, and the other foot is
+        released. Default: every resting foot point is held (double support
+        holds both feet).
+    rest_speed, release_speed : float
+        Heights per second.
+    rest_acceleration : float
+        Heights per second².
+    release_distance : float
+        Heights: a held point is also released once its goal has moved this far
+        from where it came to rest (a heel rising slowly).
+    settle_distance : float
+        Heights; orientation offsets fade with their foot's toe offset.
+    ease : int
+        Frames over which a point eases into a hold (it coasts on with its last
+        velocity, decaying) and out of one (it follows its goal's motion at a
+        rate rising as a smoothstep): no step in velocity either.
+    """
+
+    feet: tuple[Foot, ...]
+    single: bool = False
+    rest_speed: float = 0.15
+    release_speed: float = 0.3
+    rest_acceleration: float = 3.0
+    release_distance: float = 0.01
+    settle_distance: float = 0.05
+    ease: int = 4
+
+
+class OnlineRetargeter:
+    """Closed-loop inverse rate control, frame by frame (Choi & Ko 2000, eq. 21).
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+        The target character.
+    effectors : sequence of Effector
+        The primary task's end-effectors, in the order of the goals.
+    height : float
+        The character's height (file unit): lengths are measured in it.
+    fps : float
+        Frames per second of the input (for the base-switching speeds).
+    active_joints : sequence of int, optional
+        Joints the filter may turn (default all); the others copy the source.
+        The root's translation and rotation are always active.
+    base : BaseSwitching, optional
+        Hold the stance foot as the kinematic base (§6.1).
+    damping : float
+        ``λ`` of the damped least-squares inverse (heights).
+    gains : (float, float)
+        ``K1``, ``K2`` (the paper: ``I``).
+    min_dexterity : float
+        Gains are lowered where ``σmin/σmax`` of ``J1`` falls under it (§4).
+    max_input : float
+        Longest input to ``J1⁺``, heights per frame (§4: clamping).
+    iterations : int
+        Rate-control steps per frame: 1 is the paper's update with ``ẽ1_n``
+        estimated by ``e1_{n−1}``; 2 adds the correction of §3.1 (steps 1–3:
+        evaluate the error at the predicted pose, step again from there).
+    rigidity : array_like, shape (J + 1,), optional
+        Weight of the root translation (per height) and of each joint's
+        rotation (per radian) in the norm the step minimises (default all 1,
+        the paper's plain pseudo-inverse).
+    """
+
+    def __init__(
+        self,
+        skeleton: Skeleton,
+        effectors: Sequence[Effector],
+        *,
+        height: float,
+        fps: float,
+        active_joints: Sequence[int] | None = None,
+        base: BaseSwitching | None = None,
+        damping: float = 0.01,
+        gains: tuple[float, float] = (1.0, 1.0),
+        min_dexterity: float = 0.0,
+        max_input: float = 0.1,
+        iterations: int = 1,
+        rigidity: ArrayLike | None = None,
+    ) -> None:
+        if not effectors:
+            raise ValueError("Expected at least one end-effector")
+        if iterations < 1:
+            raise ValueError(f"Expected iterations >= 1, got {iterations}")
+        self.skeleton = skeleton
+        self.effectors = tuple(effectors)
+        self.height = float(height)
+        self.fps = float(fps)
+        self.base = base
+        self.damping = float(damping)
+        self.gains = (float(gains[0]), float(gains[1]))
+        self.min_dexterity = float(min_dexterity)
+        self.max_input = float(max_input)
+        self.iterations = int(iterations)
+        n_joints = skeleton.num_joints
+        joints = np.arange(n_joints) if active_joints is None else np.asarray(active_joints)
+        active = np.zeros(n_joints, bool)
+        active[joints] = True
+        active[0] = True
+        self._active = active
+        # tangent columns kept: root translation, then 3 per active joint
+        self._columns = np.concatenate(
+            [np.arange(3), (3 + 3 * np.flatnonzero(active)[:, None] + np.arange(3)).ravel()]
+        )
+        self._partial = not bool(skeleton.dof_mask.all())
+        weights = np.ones(n_joints + 1) if rigidity is None else np.asarray(rigidity, np.float64)
+        if weights.shape != (n_joints + 1,) or not (weights > 0).all():
+            raise ValueError(f"Expected {n_joints + 1} positive rigidities, got {weights.shape}")
+        self._rigidity = np.repeat(weights, 3)[self._columns]
+        self._position_rows = [
+            (k, e.point, np.asarray(e.axes, dtype=np.intp))
+            for k, e in enumerate(self.effectors)
+            if e.axes
+        ]
+        self._orientation_rows = [
+            (k, e.point) for k, e in enumerate(self.effectors) if e.orientation
+        ]
+        self.names = [e.name or skeleton.point_names[e.point] for e in self.effectors]
+        self._lever = np.repeat(
+            [
+                self.effectors[k].lever / self.height if self.effectors[k].lever > 0 else 1.0
+                for k, _ in self._orientation_rows
+            ],
+            3,
+        )
+        self._hold_only = np.array([e.hold_only for e in self.effectors])
+        self._priority = np.concatenate(
+            [np.full(3, self.effectors[k].priority) for k, _, _ in self._position_rows]
+            + [np.full(3, self.effectors[k].priority) for k, _ in self._orientation_rows]
+        )
+        self._pose: Pose | None = None
+
+    # -- state ---------------------------------------------------------------------------------
+    def reset(
+        self,
+        source_root: ArrayLike,
+        source_rotations: ArrayLike,
+        goals: ArrayLike,
+        orientations: ArrayLike | None = None,
+        *,
+        settle: int = 20,
+    ) -> tuple[Array, Array]:
+        """Start from the first frame: the source pose, then ``settle`` steps toward its goals.
+
+        Parameters
+        ----------
+        source_root : array_like, shape (3,)
+        source_rotations : array_like, shape (J, 4)
+        goals : array_like, shape (K, 3)
+            Position goals per effector (rows of orientation-only effectors ignored).
+        orientations : array_like, shape (K, 4), optional
+            World orientation goals of the effectors that track one.
+
+        Returns
+        -------
+        root_position (3,), rotations (J, 4): the first output frame.
+        """
+        root = np.array(source_root, dtype=np.float64)
+        rot = np.array(source_rotations, dtype=np.float64)
+        g = np.array(goals, dtype=np.float64)
+        o = self._orientations(orientations, len(g))
+        k = len(g)
+        self._pose = Pose.of(self.skeleton, root, rot)
+        self._offsets = np.zeros_like(g)
+        self._turns = np.tile([1.0, 0.0, 0.0, 0.0], (k, 1))
+        self._input = (g, o)
+        self._goal_history = [g, g]
+        self._held = np.zeros(k, bool)
+        self._held_at = np.full_like(g, np.nan)
+        self._rest_goal = g.copy()  # each point's goal when it was last held
+        self._coast = np.zeros_like(g)  # per-frame drift of a point easing into a hold
+        self._coast_left = np.zeros(k, np.intp)
+        self._ease_left = np.zeros(k, np.intp)  # frames left of a point easing out
+        self._here = self._pose.positions[[e.point for e in self.effectors]]
+        self._base_foot = -1
+        self._swung = np.zeros(k, bool)
+        self._frames = 0
+        self._errors: list[Array] = []
+        self._lowered: list[int] = []
+        self._clamped: list[int] = []
+        self._holds: list[tuple[int, str, str]] = []
+        self._seconds = 0.0
+        if self.base is not None:  # at first, the points on the ground are held
+            feet = self.base.feet
+            if self.base.single:  # the foot with the lowest toe is the base
+                self._base_foot = int(np.argmin([g[foot.toe, 1] for foot in feet]))
+                feet = (feet[self._base_foot],)
+            points = [p for foot in self.base.feet for p in (foot.toe, foot.heel) if p >= 0]
+            low = min(g[p, 1] for p in points)
+            for foot in feet:
+                for p in (foot.toe, foot.heel):
+                    if p >= 0 and g[p, 1] < low + 0.03 * self.height:
+                        self._hold(p, g[p])
+            self._coast_left[:] = 0
+        goal, turn = self._effective(g, o)
+        self._tracking = self._tracked(goal, turn)
+        source = self._source = (root, rot)
+        for _ in range(settle):
+            self._update(goal, goal, turn, turn, source, source, count=False)
+        self._last = (goal, turn)
+        self._record(goal)
+        return self.pose
+
+    @property
+    def pose(self) -> tuple[Array, Array]:
+        """The current output: root position (3,), rotations (J, 4)."""
+        if self._pose is None:
+            raise RuntimeError("call reset() with the first frame before step()")
+        return self._pose.root_position.copy(), self._pose.rotations.copy()
+
+    @property
+    def goals(self) -> Array:
+        """The position goals tracked at the last frame, shape (K, 3): the inputs plus
+        the fading offsets, held points where held, NaN for rows not tracked."""
+        return self._last[0].copy()
+
+    def step(
+        self,
+        source_root: ArrayLike,
+        source_rotations: ArrayLike,
+        goals: ArrayLike,
+        orientations: ArrayLike | None = None,
+    ) -> tuple[Array, Array]:
+        """The next output frame from the previous one and this frame's inputs only.
+
+        Parameters as :meth:`reset`; NaN goal rows are not tracked this frame.
+        """
+        if self._pose is None:
+            raise RuntimeError("call reset() with the first frame before step()")
+        t0 = time.perf_counter()
+        src = (np.asarray(source_root, np.float64), np.asarray(source_rotations, np.float64))
+        g = np.asarray(goals, dtype=np.float64)
+        o = self._orientations(orientations, len(g))
+        self._fade_offsets(g)
+        self._switch_base(g)  # holds and releases, judged on this frame's goals
+        self._settle_new_rows(g, o)
+        goal, turn = self._effective(g, o)
+        last_goal, last_turn = self._last
+        self._update(last_goal, goal, last_turn, turn, self._source, src)
+        for _ in range(1, self.iterations):  # §3.1 steps 1-3: step again from the prediction
+            self._update(goal, goal, turn, turn, src, src, count=False, correction=True)
+        self._frames += 1
+        self._here = self._pose.positions[[e.point for e in self.effectors]]
+        self._goal_history = [self._goal_history[1], g]
+        self._input = (g, o)
+        self._source = src
+        self._last = (goal, turn)
+        self._seconds += time.perf_counter() - t0
+        self._record(goal)
+        return self.pose
+
+    # -- goals ---------------------------------------------------------------------------------
+    def _orientations(self, orientations: ArrayLike | None, k: int) -> Array:
+        if orientations is None:
+            if self._orientation_rows:
+                raise ValueError("some effectors track an orientation: give `orientations`")
+            return np.full((k, 4), np.nan)
+        return np.asarray(orientations, dtype=np.float64)
+
+    def _effective(self, goals: Array, orientations: Array) -> tuple[Array, Array]:
+        """The goals tracked this frame: inputs plus offsets (turns), held points where
+        held; NaN rows are not tracked (a free heel, a toe or an orientation a foot's
+        state does not ask for)."""
+        g = goals + self._offsets
+        g[self._hold_only] = np.nan
+        g[self._held] = self._held_at[self._held]
+        o = quat.multiply(self._turns, orientations)
+        o[self._hold_only] = np.nan
+        if self.base is not None:
+            for foot in self.base.feet:
+                toe_held = bool(self._held[foot.toe])
+                heel_held = foot.heel >= 0 and bool(self._held[foot.heel])
+                if heel_held and not toe_held:  # the sole comes down on the heel
+                    g[foot.toe] = np.nan
+                if foot.orientation >= 0 and toe_held and heel_held:
+                    o[foot.orientation] = np.nan  # flat: the held points place the foot
+        return g, o
+
+    def _tracked(
+        self, goals: Array, orientations: Array
+    ) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+        """Which position rows track their input (not held), which orientation rows are on."""
+        pos = np.isfinite(goals).all(axis=1) & ~self._held
+        return np.asarray(pos), np.asarray(np.isfinite(orientations).all(axis=1))
+
+    def _settle_new_rows(self, goals: Array, orientations: Array) -> None:
+        """A row that starts tracking its input keeps its offset from it (no jump)."""
+        assert self._pose is not None
+        goal, turn = self._effective(goals, orientations)
+        pos, ori = self._tracked(goal, turn)
+        was_pos, was_ori = self._tracking
+        last_goals, last_orientations = self._input
+        for k in np.flatnonzero(pos & ~was_pos):
+            here = self._pose.positions[self.effectors[k].point]
+            self._offsets[k] = here - last_goals[k]
+            if self.base is not None:
+                self._ease_left[k] = self.base.ease
+        for k in np.flatnonzero(ori & ~was_ori):
+            here = self._pose.world_rotations[self.effectors[k].point]
+            self._turns[k] = quat.multiply(here, quat.conjugate(last_orientations[k]))
+        self._tracking = (pos, ori)
+
+    def _tasks(
+        self, goals: Array, orientations: Array
+    ) -> tuple[list[PositionTask | OrientationTask], NDArray[np.bool_]]:
+        tasks: list[PositionTask | OrientationTask] = []
+        rows = []
+        for k, point, axes in self._position_rows:
+            goal = np.full(3, np.nan)
+            goal[axes] = goals[k, axes]
+            tasks.append(PositionTask(point, goal))
+            rows.append(np.isfinite(goal))
+        for k, point in self._orientation_rows:
+            tasks.append(OrientationTask(point, orientations[k]))
+            rows.append(np.full(3, np.isfinite(orientations[k]).all()))
+        return tasks, np.concatenate(rows)
+
+    # -- the update ----------------------------------------------------------------------------
+    def _update(
+        self,
+        last_goals: Array,
+        goals: Array,
+        last_orientations: Array,
+        orientations: Array,
+        last_source: tuple[Array, Array],
+        source: tuple[Array, Array],
+        *,
+        count: bool = True,
+        correction: bool = False,
+    ) -> None:
+        """One step of eq. (21) from the current pose toward this frame's goals
+        (``correction``: the primary task's Newton correction alone, no secondary).
+
+        With ``r = f1(θ) − x1_n`` the residual now and ``Δx1`` the goals' motion
+        since the last frame (zero for a row that was not tracked then), the
+        paper's error estimate is ``ẽ1 = x1_{n−1} − f1(θ) = −r − Δx1``.
+        """
+        assert self._pose is not None
+        pose = self._pose
+        h = self.height
+        tasks, rows = self._tasks(goals, orientations)
+        residual, jac, _, _ = stack(tasks, pose)
+        n_pos = 3 * len(self._position_rows)
+        scale = np.ones(len(rows))
+        scale[:n_pos] = 1.0 / h  # lengths in heights
+        scale[n_pos:] = self._lever
+        change = np.zeros(len(rows))
+        if goals is not last_goals:  # Δx1: the goals' own motion since the last frame
+            for i, (k, _, axes) in enumerate(self._position_rows):
+                change[3 * i + axes] = goals[k, axes] - last_goals[k, axes]
+            if self._orientation_rows:
+                ks = [k for k, _ in self._orientation_rows]
+                turn = quat.multiply(orientations[ks], quat.conjugate(last_orientations[ks]))
+                change[n_pos:] = quat.log(turn).ravel()
+            change = np.where(np.isfinite(change), change * scale, 0.0)
+        error = -residual * scale - change
+        jac = jac[:, self._columns] * scale[:, None]
+        jac[:, :3] *= h  # root translation in heights
+        # secondary task: the source's pose (root in heights)
+        sec_error = ominus(last_source[0], last_source[1], pose.root_position, pose.rotations)
+        sec_change = np.zeros_like(sec_error)
+        if source is not last_source:
+            sec_change = ominus(source[0], source[1], last_source[0], last_source[1])
+        sec_error[:3] /= h
+        sec_change[:3] /= h
+        if correction:
+            sec_error[:] = 0.0
+            sec_change[:] = 0.0
+        basis = None
+        if self._partial:  # joints move along their channels: columns v = C δθ
+            basis = channel_axes(self.skeleton, pose.rotations)[self._active]  # (A, 3, 3)
+            a = len(basis)
+            blocks = jac[:, 3:].reshape(len(rows), a, 3)
+            jac[:, 3:] = np.einsum("mai,aik->mak", blocks, basis).reshape(len(rows), 3 * a)
+            pinv = np.linalg.pinv(basis)
+            for vec in (sec_error, sec_change):
+                v = vec[3:].reshape(-1, 3)[self._active]
+                vec_channels = np.einsum("aki,ai->ak", pinv, v)
+                vec[3:] = 0.0
+                vec[3 + 3 * np.flatnonzero(self._active)[:, None] + np.arange(3)] = vec_channels
+        out = rate_step(
+            jac[rows],
+            change[rows],
+            error[rows],
+            sec_change[self._columns],
+            sec_error[self._columns],
+            damping=self.damping,
+            gains=self.gains,
+            min_dexterity=self.min_dexterity,
+            max_input=self.max_input,
+            rigidity=self._rigidity,
+            priority=self._priority[rows],
+        )
+        delta = out.delta
+        x = np.zeros(3 + 3 * self.skeleton.num_joints)
+        if basis is not None:
+            channels = delta[3:].reshape(-1, 3)
+            delta = delta.copy()
+            delta[3:] = np.einsum("aik,ak->ai", basis, channels).ravel()
+        x[self._columns] = delta
+        x[:3] *= h
+        root = pose.root_position + x[:3]
+        rot = quat.multiply(pose.rotations, quat.exp(x[3:].reshape(-1, 3)))
+        inactive = ~self._active
+        if inactive.any():
+            rot[inactive] = source[1][inactive]
+        if self._partial:
+            rot = project_to_dofs(self.skeleton, rot)
+        self._pose = Pose.of(self.skeleton, root, rot)
+        if count:
+            if out.gain < 1.0:
+                self._lowered.append(self._frames + 1)
+            if out.clamped:
+                self._clamped.append(self._frames + 1)
+
+    # -- base switching ------------------------------------------------------------------------
+    def _fade_offsets(self, goals: Array) -> None:
+        """Offsets fade as their goals travel; points easing in and out of holds."""
+        if self.base is None:
+            return
+        n = self.base.ease
+        step = goals - self._goal_history[1]
+        step = np.where(np.isfinite(step), step, 0.0)
+        for k in np.flatnonzero(self._ease_left):  # follow the goal's motion at rate α
+            u = (n + 1 - self._ease_left[k]) / (n + 1)
+            alpha = u * u * (3.0 - 2.0 * u)
+            self._offsets[k] -= (1.0 - alpha) * step[k]
+            self._ease_left[k] -= 1
+        for k in np.flatnonzero(self._coast_left):  # coast on, slowing down
+            self._held_at[k] += self._coast[k] * self._coast_left[k] / (n + 1)
+            self._coast_left[k] -= 1
+        moved = np.linalg.norm(step, axis=1)
+        fade = np.exp(-moved / (self.base.settle_distance * self.height))
+        self._offsets *= fade[:, None]
+        for foot in self.base.feet:  # a foot's turn fades with its toe's offset
+            if foot.orientation >= 0:
+                turn = quat.log(self._turns[foot.orientation]) * fade[foot.toe]
+                self._turns[foot.orientation] = quat.exp(turn)
+
+    def _switch_base(self, goals: Array) -> None:
+        """Hold the points whose goals came to rest, release those whose goals move
+        (at the start of a frame: ``goals`` are this frame's, the pose the last one's)."""
+        if self.base is None:
+            return
+        assert self._pose is not None
+        b = self.base
+        g0, g1 = self._goal_history
+        speed = np.linalg.norm(goals - g1, axis=1) * self.fps / self.height
+        accel = np.linalg.norm(goals - 2.0 * g1 + g0, axis=1) * self.fps**2 / self.height
+        resting = (speed < b.rest_speed) & (accel < b.rest_acceleration)
+        here = self._pose.positions[[e.point for e in self.effectors]]
+        for f, foot in enumerate(b.feet):
+            self._swung[foot.toe] |= bool(speed[foot.toe] > b.release_speed)
+            if b.single and f != self._base_foot:
+                if self._swung[foot.toe] and resting[foot.toe]:  # the new base
+                    for other in b.feet:
+                        for p in (other.toe, other.heel):
+                            if other is not foot and p >= 0 and self._held[p]:
+                                self._release(p)
+                    self._base_foot = f
+                    self._swung[foot.toe] = False
+                else:
+                    continue
+            for p in (foot.toe, foot.heel):
+                if p < 0:
+                    continue
+                e = self.effectors[p]
+                stretch = 0.0
+                if e.anchor >= 0:
+                    stretch = float(np.linalg.norm(here[p] - self._pose.positions[e.anchor]))
+                    stretch /= e.reach
+                drift = np.linalg.norm(goals[p] - self._rest_goal[p]) / self.height
+                moving = speed[p] > b.release_speed or drift > b.release_distance
+                if self._held[p] and (moving or stretch > 1.0):
+                    self._release(p)
+                elif not self._held[p] and resting[p] and stretch < 0.98:
+                    self._hold(p, here[p])
+                    self._rest_goal[p] = goals[p]
+
+    def _hold(self, k: int, here: Array) -> None:
+        self._held[k], self._held_at[k] = True, here.copy()
+        self._offsets[k] = 0.0
+        self._ease_left[k] = 0
+        if self.base is not None:
+            self._coast[k] = here - self._here[k]
+            self._coast_left[k] = self.base.ease
+        self._holds.append((self._frames + 1, self.names[k], "hold"))
+
+    def _release(self, k: int) -> None:
+        self._held[k] = False
+        self._coast_left[k] = 0
+        if self.base is not None:
+            self._ease_left[k] = self.base.ease
+        self._holds.append((self._frames + 1, self.names[k], "release"))
+
+    # -- report --------------------------------------------------------------------------------
+    def _record(self, goals: Array) -> None:
+        assert self._pose is not None
+        err = np.full(len(self.effectors), np.nan)
+        for k, point, axes in self._position_rows:
+            d = self._pose.positions[point, axes] - goals[k, axes]
+            err[k] = np.sqrt(np.sum(d * d))
+        self._errors.append(err)
+
+    def report(self) -> dict[str, Any]:
+        """Tracking error per end-effector (file unit: max, mean, frame of the max; also %
+        of height), frames per second of :meth:`step`, frames where the gains were lowered
+        or the input clamped, and the holds and releases of the feet."""
+        errors = np.asarray(self._errors)
+        per: dict[str, Any] = {}
+        for k, name in enumerate(self.names):
+            e = errors[:, k]
+            if not np.isfinite(e).any():
+                continue
+            worst = int(np.nanargmax(e))
+            per[name] = {
+                "max": float(e[worst]),
+                "mean": float(np.nanmean(e)),
+                "frame_of_max": worst,
+                "max_pct_height": float(100.0 * e[worst] / self.height),
+                "mean_pct_height": float(100.0 * np.nanmean(e) / self.height),
+            }
+        return {
+            "frames": self._frames + 1,
+            "tracking_error": per,
+            "frames_per_second": self._frames / self._seconds if self._seconds > 0 else None,
+            "gains_lowered_frames": list(self._lowered),
+            "clamped_frames": list(self._clamped),
+            "holds": [list(h) for h in self._holds],
+        }
