@@ -20,8 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from retarget import get_method, positions, read_bvh, write_bvh
+from retarget.contacts import detect_contacts
 from retarget.environment import random_height_field, write_environment
-from retarget.roles import height
+from retarget.ik.limb import hinge_angle, limb_from_roles
+from retarget.roles import find_roles, height
 from retarget.samples import sample_path
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -53,6 +55,29 @@ print("level  max footplant error (% of height)")
 for lv in result.report["levels"]:
     print(f"{'exact' if lv['level'] == -1 else lv['level']:>5}  {lv['max_error']:.4f}")
 print(f"every footplant on the surface within {worst / h * 100:.4f} % of the height")
+
+# no foot point under the ground (each point's planted clearance above it)
+roles = find_roles(sk)
+contacts = detect_contacts(source, roles=roles)
+for k, p in enumerate(contacts.points):
+    ground = field.height(out[:, p][:, [0, 2]]) + contacts.clearance[k]
+    depth = max(0.0, float((ground - out[:, p, 1]).max()))
+    print(
+        f"  {sk.point_names[p]:<14} deepest below its clearance: {depth / h * 100:.4f} % of height"
+    )
+
+# stance knees against the source's: the root shift keeps them from squatting
+for side in ("left", "right"):
+    limb = limb_from_roles(sk, roles, side, "leg", motion=source)
+    diff = np.degrees(
+        np.abs(hinge_angle(limb, result.motion.rotations) - hinge_angle(limb, source.rotations))
+    )
+    stance = diff[contacts.foot(side)]
+    print(
+        f"  {side} knee flexion minus the source's in stance: mean {stance.mean():.1f}, "
+        f"95th percentile {np.percentile(stance, 95):.1f}, max {stance.max():.1f} deg; "
+        f"{(stance > 10).mean() * 100:.1f} % of stance frames beyond 10 deg"
+    )
 
 dest = Path.cwd() / f"{path.stem}_terrain.bvh"
 write_bvh(dest, result.motion, inputs=(path,))
