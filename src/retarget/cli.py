@@ -234,8 +234,18 @@ def _method_options(method, args: argparse.Namespace, source, target) -> dict[st
     from .environment import read_environment
     from .methods.hierarchical import morph_translations
 
-    flags = {"terrain": args.terrain, "translations": args.target_to}
-    names = {"terrain": "--terrain", "translations": "--target-from/--target-to"}
+    flags = {
+        "terrain": args.terrain,
+        "translations": args.target_to,
+        "setup": args.setup,
+        "scaled": args.scaled_goals,
+    }
+    names = {
+        "terrain": "--terrain",
+        "translations": "--target-from/--target-to",
+        "setup": "--setup",
+        "scaled": "--scaled-goals",
+    }
     accepted = inspect.signature(method.run).parameters
     for key, given in flags.items():
         if given and key not in accepted:
@@ -246,6 +256,10 @@ def _method_options(method, args: argparse.Namespace, source, target) -> dict[st
     if args.target_to:
         end = _read(args.target_to).skeleton
         options["translations"] = morph_translations(target, end, source.num_frames)
+    if args.setup:
+        options["setup"] = args.setup
+    if args.scaled_goals:
+        options["scaled"] = True
     return options
 
 
@@ -277,6 +291,49 @@ def cmd_edit(args: argparse.Namespace) -> int:
     print(
         f"edit: {motion.num_frames} frames, constraints met within "
         f"{last['max_error']:.3g} % of height -> {args.output}"
+    )
+    return 0
+
+
+def _read_positions(path: str, num_frames: int) -> dict[str, np.ndarray]:
+    """Measured positions: one (F, 3) array per point name in an .npz archive."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: np.asarray(npz[k], dtype=np.float64) for k in npz.files}
+    except (OSError, ValueError) as exc:
+        raise RetargetError(f"{path}: cannot read the positions archive ({exc})") from None
+    if not arrays:
+        raise RetargetError(f"{path}: no arrays; expected one (F, 3) array per point name")
+    for name, a in arrays.items():
+        if a.shape != (num_frames, 3):
+            raise RetargetError(
+                f"{path}: array {name!r} has shape {a.shape}, expected ({num_frames}, 3)"
+            )
+    return arrays
+
+
+def cmd_enhance(args: argparse.Namespace) -> int:
+    from .io.formats import write_motion
+    from .methods.omr import enhance_motion
+
+    motion = _read(args.source, args)
+    motion = motion[_frames(args.frames, motion.num_frames)]
+    measured = _read_positions(args.positions, motion.num_frames)
+    unknown = [n for n in measured if n not in motion.skeleton.point_names]
+    if unknown:
+        raise RetargetError(
+            f"{args.positions}: no joint or end site named {', '.join(map(repr, unknown))}"
+        )
+    result = enhance_motion(motion, measured)
+    inputs = [args.source, args.positions] + ([args.skeleton] if args.skeleton else [])
+    write_motion(args.output, result.motion, inputs=tuple(inputs))
+    if args.report:
+        _write_json(args.report, dict(result.report), inputs=[*inputs, args.output])
+    before = max(result.report["mean_error_before"].values())
+    after = max(result.report["mean_error_after"].values())
+    print(
+        f"enhance: {motion.num_frames} frames, end-effector error {before:.4g} -> "
+        f"{after:.4g} {motion.skeleton.unit} (worst point, mean) -> {args.output}"
     )
     return 0
 
@@ -527,6 +584,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--terrain", metavar="FILE", help="ground to walk on (.json scene or .npz height field)"
     )
+    p.add_argument(
+        "--setup",
+        choices=("lower", "full"),
+        help="omr: end-effectors toe tips + pelvis x,z (lower, the paper's walk) or + hands",
+    )
+    p.add_argument(
+        "--scaled-goals",
+        action="store_true",
+        help="omr: goals scaled to the target's height (default: the source's own, the paper)",
+    )
     motion_options(p)
     p.set_defaults(func=cmd_run)
 
@@ -549,6 +616,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", metavar="REPORT.json")
     motion_options(p)
     p.set_defaults(func=cmd_edit)
+
+    p = sub.add_parser(
+        "enhance",
+        help="correct measured joint angles so measured end-effector positions are met",
+        description="POSITIONS.npz: one (F, 3) array per measured point, named as the "
+        "skeleton's joint or end site, in the motion's unit (Choi & Ko 2000, section 5).",
+    )
+    p.add_argument("source")
+    p.add_argument("--positions", required=True, metavar="P.npz")
+    p.add_argument("--frames", metavar="A:B", help="only these frames (the positions' frames)")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--report", metavar="REPORT.json")
+    motion_options(p)
+    p.set_defaults(func=cmd_enhance)
 
     p = sub.add_parser(
         "eval", help="measure a result against its source (skate, contacts, pose, jerk)"

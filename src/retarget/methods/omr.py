@@ -23,10 +23,11 @@ joint and adds both hands.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from ..contacts import UP
 from ..errors import RetargetError
@@ -39,7 +40,7 @@ from ..skeleton import Skeleton
 from ._base import check_same_hierarchy
 from .copy import leg_length
 
-__all__ = ["omr_retarget"]
+__all__ = ["enhance_motion", "omr_retarget", "run_filter"]
 
 Array = NDArray[np.float64]
 
@@ -52,15 +53,15 @@ def omr_retarget(
     *,
     setup: str = "lower",
     scaled: bool = False,
-    iterations: int = 1,
-    gains: tuple[float, float] = (1.0, 1.0),
+    iterations: int = 2,
+    gains: tuple[float, float] = (1.0, 0.3),
     damping: float = 0.01,
     min_dexterity: float = 0.0,
     max_input: float = 0.1,
-    root_rigidity: tuple[float, float] = (1.0, 1.0),
+    root_rigidity: tuple[float, float] = (10.0, 10.0),
     hold_heels: bool = True,
     pelvis_priority: int = 0,
-    heel_priority: int = 0,
+    heel_priority: int = 1,
     heel_reach: float = 0.97,
     single_base: bool = False,
     rest_speed: float = 0.15,
@@ -200,14 +201,7 @@ def omr_retarget(
         iterations=iterations,
         rigidity=np.concatenate([root_rigidity, np.ones(target.num_joints - 1)]),
     )
-    out_root = np.empty_like(root)
-    out_rot = np.empty_like(rotations)
-    tracked = np.empty_like(goals)
-    out_root[0], out_rot[0] = filt.reset(root[0], rotations[0], goals[0], orientations[0])
-    tracked[0] = filt.goals
-    for n in range(1, source.num_frames):
-        out_root[n], out_rot[n] = filt.step(root[n], rotations[n], goals[n], orientations[n])
-        tracked[n] = filt.goals
+    out_root, out_rot, tracked = run_filter(filt, root, rotations, goals, orientations)
     motion = Motion(target, out_root, out_rot, source.fps)
     report: dict[str, Any] = {
         "method": "omr",
@@ -223,6 +217,102 @@ def omr_retarget(
         "seconds": time.perf_counter() - t0,
     }
     goals_out = {
-        n: tracked[:, k] for k, n in enumerate(target.point_names[e.point] for e in effectors[:-1])
+        target.point_names[e.point]: tracked[:, k] for k, e in enumerate(effectors[:-1]) if e.axes
     }
     return Result(motion, report, goals_out)
+
+
+def run_filter(
+    filt: OnlineRetargeter,
+    root: Array,
+    rotations: Array,
+    goals: Array,
+    orientations: Array | None = None,
+) -> tuple[Array, Array, Array]:
+    """Feed a clip to the filter frame by frame: output root (F, 3), rotations (F, J, 4)
+    and the goals it tracked (F, K, 3)."""
+    n = len(root)
+    out_root = np.empty_like(root)
+    out_rot = np.empty((n, filt.skeleton.num_joints, 4))
+    tracked = np.empty_like(goals)
+    o = (lambda f: None) if orientations is None else (lambda f: orientations[f])
+    out_root[0], out_rot[0] = filt.reset(root[0], rotations[0], goals[0], o(0))
+    tracked[0] = filt.goals
+    for f in range(1, n):
+        out_root[f], out_rot[f] = filt.step(root[f], rotations[f], goals[f], o(f))
+        tracked[f] = filt.goals
+    return out_root, out_rot, tracked
+
+
+def enhance_motion(
+    motion: Motion,
+    measured: Mapping[str, ArrayLike],
+    *,
+    iterations: int = 2,
+    damping: float = 0.001,
+) -> Result:
+    """Correct measured joint angles so that measured end-effector positions are met (§5).
+
+    The motion's own angles are the secondary task (``θ_src``), the measured
+    positions the primary one, on the same character: each frame's error at
+    the end-effectors is removed by the smallest change of the joints, spread
+    over every joint of the chain (the minimum-norm step), so the angles move
+    toward the truth by the part of their error the positions reveal.
+
+    Parameters
+    ----------
+    motion : Motion
+        The measured (noisy) motion.
+    measured : mapping of str to array_like, shape (F, 3)
+        Measured world positions of points (joints or end sites), by name, in
+        the motion's unit; NaN rows are frames without a measurement.
+    iterations, damping
+        See :class:`retarget.online.OnlineRetargeter` (gains ``I``, plain
+        minimum norm: the paper's filter).
+
+    Returns
+    -------
+    Result
+        ``report``: the end-effector error before (forward kinematics of the
+        measured angles) and after, per point.
+    """
+    sk = motion.skeleton
+    names = list(measured)
+    if not names:
+        raise RetargetError("enhance needs measured positions of at least one point")
+    unknown = [n for n in names if n not in sk.point_names]
+    if unknown:
+        raise RetargetError(f"unknown points {unknown}; the skeleton has {list(sk.point_names)}")
+    goals = np.stack([np.asarray(measured[n], dtype=np.float64) for n in names], axis=1)
+    if goals.shape != (motion.num_frames, len(names), 3):
+        raise RetargetError(
+            f"expected measured positions of shape ({motion.num_frames}, 3) per point, "
+            f"got {goals.shape[0]} frames"
+        )
+    t0 = time.perf_counter()
+    h = height(sk)
+    filt = OnlineRetargeter(
+        sk,
+        [Effector(sk.index(n), name=n) for n in names],
+        height=h,
+        fps=motion.fps,
+        damping=damping,
+        iterations=iterations,
+    )
+    root, rot, _ = run_filter(filt, motion.root_position, motion.rotations, goals)
+    out = Motion(sk, root, rot, motion.fps, motion.translations)
+    points = [sk.index(n) for n in names]
+
+    def errors(m: Motion) -> dict[str, float]:
+        d = np.linalg.norm(positions(m)[:, points] - goals, axis=-1)
+        return {n: float(np.nanmean(d[:, k])) for k, n in enumerate(names)}
+
+    report = {
+        "method": "enhance",
+        "points": names,
+        "mean_error_before": errors(motion),
+        "mean_error_after": errors(out),
+        **filt.report(),
+        "seconds": time.perf_counter() - t0,
+    }
+    return Result(out, report, {n: goals[:, k] for k, n in enumerate(names)})

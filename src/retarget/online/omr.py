@@ -17,16 +17,22 @@ shift of one height like a joint turn of one radian.
 
 **Base switching** (§6.1). The paper's walking set-up makes the stance toe
 tip the kinematic base and the swing toe tip the end-effector, switching at
-low-acceleration frames between steps. With a floating root this is: the
-base foot's point is held where it is (its goal is its own position when it
-became the base), the other foot tracks its goal. A foot becomes the base
-when it has swung (its goal moved faster than ``swing_speed``) and its goal
-has now come to rest (speed under ``rest_speed``, acceleration under
-``rest_acceleration``), judged on the goals of the current and two previous
-frames — causally. The foot that is released keeps the offset between where
-it is and its goal, and the offset fades as the goal moves (over
-``settle_distance`` of travel): no jump at a switch, no slide while both feet
-are down.
+low-acceleration frames between steps. With a floating root a base is a held
+point: a foot point whose goal comes to rest (speed under ``rest_speed``,
+acceleration under ``rest_acceleration``, judged on this and the two
+previous frames' goals: causally) is held where it is, and released when its
+goal moves again. ``BaseSwitching(single=True)`` is the paper's rule, one
+base foot at a time; the default holds every resting point, heels included,
+so a foot in double support does not slide. A rigid foot of the target's size
+cannot meet the source's toe and heel both: on one held point it follows the
+source's foot orientation instead (:class:`Foot`). Whenever a row starts to
+track its goal it keeps the offset between where its point is and the goal,
+fading as the goal travels (``settle_distance``): nothing jumps at a switch.
+
+**Priorities.** Rows carry a priority level (:class:`Effector`): toe tips and
+the pelvis first, heels and foot orientations second, so a heel that cannot
+stay put without moving a toe gives way (:func:`retarget.ik.rate.rate_step`).
+A held heel also lets go when its leg is straight (``Effector.reach``).
 
 Joints with fewer than three rotation channels (ASF hinges) move along their
 channels only (:func:`retarget.dofs.channel_axes`); joints outside
@@ -146,10 +152,6 @@ class BaseSwitching:
         from where it came to rest (a heel rising slowly).
     settle_distance : float
         Heights; orientation offsets fade with their foot's toe offset.
-    ease : int
-        Frames over which a point eases into a hold (it coasts on with its last
-        velocity, decaying) and out of one (it follows its goal's motion at a
-        rate rising as a smoothstep): no step in velocity either.
     """
 
     feet: tuple[Foot, ...]
@@ -159,7 +161,6 @@ class BaseSwitching:
     rest_acceleration: float = 3.0
     release_distance: float = 0.01
     settle_distance: float = 0.05
-    ease: int = 4
 
 
 class OnlineRetargeter:
@@ -304,10 +305,6 @@ class OnlineRetargeter:
         self._held = np.zeros(k, bool)
         self._held_at = np.full_like(g, np.nan)
         self._rest_goal = g.copy()  # each point's goal when it was last held
-        self._coast = np.zeros_like(g)  # per-frame drift of a point easing into a hold
-        self._coast_left = np.zeros(k, np.intp)
-        self._ease_left = np.zeros(k, np.intp)  # frames left of a point easing out
-        self._here = self._pose.positions[[e.point for e in self.effectors]]
         self._base_foot = -1
         self._swung = np.zeros(k, bool)
         self._frames = 0
@@ -327,7 +324,6 @@ class OnlineRetargeter:
                 for p in (foot.toe, foot.heel):
                     if p >= 0 and g[p, 1] < low + 0.03 * self.height:
                         self._hold(p, g[p])
-            self._coast_left[:] = 0
         goal, turn = self._effective(g, o)
         self._tracking = self._tracked(goal, turn)
         source = self._source = (root, rot)
@@ -376,7 +372,6 @@ class OnlineRetargeter:
         for _ in range(1, self.iterations):  # §3.1 steps 1-3: step again from the prediction
             self._update(goal, goal, turn, turn, src, src, count=False, correction=True)
         self._frames += 1
-        self._here = self._pose.positions[[e.point for e in self.effectors]]
         self._goal_history = [self._goal_history[1], g]
         self._input = (g, o)
         self._source = src
@@ -429,8 +424,6 @@ class OnlineRetargeter:
         for k in np.flatnonzero(pos & ~was_pos):
             here = self._pose.positions[self.effectors[k].point]
             self._offsets[k] = here - last_goals[k]
-            if self.base is not None:
-                self._ease_left[k] = self.base.ease
         for k in np.flatnonzero(ori & ~was_ori):
             here = self._pose.world_rotations[self.effectors[k].point]
             self._turns[k] = quat.multiply(here, quat.conjugate(last_orientations[k]))
@@ -551,20 +544,11 @@ class OnlineRetargeter:
 
     # -- base switching ------------------------------------------------------------------------
     def _fade_offsets(self, goals: Array) -> None:
-        """Offsets fade as their goals travel; points easing in and out of holds."""
+        """Offsets fade as their goals travel (and a foot's turn with its toe's)."""
         if self.base is None:
             return
-        n = self.base.ease
         step = goals - self._goal_history[1]
         step = np.where(np.isfinite(step), step, 0.0)
-        for k in np.flatnonzero(self._ease_left):  # follow the goal's motion at rate α
-            u = (n + 1 - self._ease_left[k]) / (n + 1)
-            alpha = u * u * (3.0 - 2.0 * u)
-            self._offsets[k] -= (1.0 - alpha) * step[k]
-            self._ease_left[k] -= 1
-        for k in np.flatnonzero(self._coast_left):  # coast on, slowing down
-            self._held_at[k] += self._coast[k] * self._coast_left[k] / (n + 1)
-            self._coast_left[k] -= 1
         moved = np.linalg.norm(step, axis=1)
         fade = np.exp(-moved / (self.base.settle_distance * self.height))
         self._offsets *= fade[:, None]
@@ -616,17 +600,10 @@ class OnlineRetargeter:
     def _hold(self, k: int, here: Array) -> None:
         self._held[k], self._held_at[k] = True, here.copy()
         self._offsets[k] = 0.0
-        self._ease_left[k] = 0
-        if self.base is not None:
-            self._coast[k] = here - self._here[k]
-            self._coast_left[k] = self.base.ease
         self._holds.append((self._frames + 1, self.names[k], "hold"))
 
     def _release(self, k: int) -> None:
         self._held[k] = False
-        self._coast_left[k] = 0
-        if self.base is not None:
-            self._ease_left[k] = self.base.ease
         self._holds.append((self._frames + 1, self.names[k], "release"))
 
     # -- report --------------------------------------------------------------------------------
