@@ -29,6 +29,7 @@ __all__ = [
     "MEASURES",
     "evaluate",
     "floating",
+    "joint_angles",
     "penetration",
     "pose_deviation",
     "skate",
@@ -153,6 +154,51 @@ def smoothness(
     js = np.diff(pos_source / height_source, 3, axis=0)
     denom = float(np.mean(js**2))
     return float(np.mean(jr**2) / denom) if denom > 0 else float("inf")
+
+
+def joint_angles(rotations: Array, reference: Array | None = None) -> tuple[Array, Array]:
+    """Each joint's angle about its main axis of motion (Choi & Ko 2000, Figure 10).
+
+    Rotations are taken relative to each joint's mean rotation in
+    ``reference`` (default: ``rotations`` itself); the axis is the principal
+    direction of those relative rotation vectors, the flexion axis of a hip,
+    knee or ankle; the angle is the twist about it, ``2 atan2(u·a, w)``, so a
+    result compares with its source on the source's axes and offsets.
+
+    Parameters
+    ----------
+    rotations : ndarray, shape (F, J, 4)
+        Local rotations.
+    reference : ndarray, shape (F', J, 4), optional
+
+    Returns
+    -------
+    angles : ndarray, shape (F, J)
+        Radians.
+    axes : ndarray, shape (J, 3)
+        The unit axes (local frames), signed so the reference's mean angle is ≥ 0.
+    """
+    ref = quat.canonical(np.asarray(rotations if reference is None else reference, np.float64))
+    # each joint's mean rotation (sign-aligned quaternion average): angles are about it
+    mean = ref.sum(axis=0)
+    mean = mean / np.linalg.norm(mean, axis=-1, keepdims=True)
+
+    def relative(q: Array) -> Array:
+        return np.asarray(quat.multiply(quat.conjugate(mean), q))
+
+    v = quat.log(relative(ref))
+    # principal direction per joint: top eigenvector of the 3 × 3 scatter
+    axes = np.linalg.eigh(np.einsum("fji,fjk->jik", v, v))[1][..., -1]
+
+    def twist(q: Array) -> Array:
+        r = relative(q)
+        r = np.where(r[..., :1] < 0, -r, r)
+        u = np.einsum("fji,ji->fj", r[..., 1:], axes)
+        return np.asarray(2.0 * np.arctan2(u, r[..., 0]))
+
+    sign = np.where(twist(ref).mean(axis=0) < 0, -1.0, 1.0)
+    axes = axes * sign[:, None]
+    return twist(np.asarray(rotations, np.float64)), axes
 
 
 def evaluate(

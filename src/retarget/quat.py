@@ -10,10 +10,13 @@ Conventions (DESIGN.md, "Conventions"):
   order ``"ZYX"`` and mean ``R = Rz(a) @ Ry(b) @ Rx(c)`` (intrinsic rotations in
   the listed order; scipy's upper-case ``from_euler("ZYX", [a, b, c])``).
 
-The Hamilton product and the rotation of vectors are numba generalized ufuncs
-(broadcasting like numpy): solvers call them thousands of times per clip, and
-numpy spends most of that time on one temporary array per arithmetic operation
-(6x slower on 54k quaternions; ``benchmarks/hierarchical.py`` profiles it).
+The Hamilton product, the rotation of vectors, ``exp`` and ``log`` are compiled
+with numba: solvers call them thousands of times per clip, and numpy spends
+most of that time on one temporary array per arithmetic operation (6x slower
+on 54k quaternions; ``benchmarks/hierarchical.py`` profiles it). Each is one
+scalar function (``_product``, ``_rotvec_from_wxyz``, ``_wxyz_from_rotvec``)
+that the public batched functions loop over and that compiled kernels
+(:mod:`retarget.online._kernel`) call directly, so the formula exists once.
 Everything else is plain numpy.
 
 ``exp`` and ``log`` map rotation vectors to quaternions and back. Shin et al.
@@ -82,14 +85,20 @@ def identity(shape: tuple[int, ...] | int = ()) -> Array:
     return q
 
 
+@numba.njit(cache=True, nogil=True)
+def _product(aw, ax, ay, az, bw, bx, by, bz):  # pragma: no cover - jitted
+    """``a ⊗ b`` of two quaternions given by their components, as ``(w, x, y, z)``."""
+    return (
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    )
+
+
 @numba.guvectorize(["void(float64[:], float64[:], float64[:])"], "(n),(n)->(n)", cache=True)
 def _multiply(a, b, out):  # pragma: no cover - jitted
-    aw, ax, ay, az = a[0], a[1], a[2], a[3]
-    bw, bx, by, bz = b[0], b[1], b[2], b[3]
-    out[0] = aw * bw - ax * bx - ay * by - az * bz
-    out[1] = aw * bx + ax * bw + ay * bz - az * by
-    out[2] = aw * by - ax * bz + ay * bw + az * bx
-    out[3] = aw * bz + ax * by - ay * bx + az * bw
+    out[0], out[1], out[2], out[3] = _product(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3])
 
 
 def multiply(a: ArrayLike, b: ArrayLike) -> Array:
@@ -162,6 +171,50 @@ def unroll(q: ArrayLike, axis: int = 0) -> Array:
     return np.moveaxis(q * sign, 0, axis)
 
 
+@numba.njit(cache=True, nogil=True)
+def _wxyz_from_rotvec(x, y, z):  # pragma: no cover - jitted
+    """``exp`` of one rotation vector: ``(cos(θ/2), sin(θ/2) v/θ)`` with ``θ = |v|``."""
+    theta = np.sqrt(x * x + y * y + z * z)
+    half = 0.5 * theta
+    if theta < _SMALL_ANGLE:  # sin(θ/2)/θ by its Taylor series near 0
+        t2 = theta * theta
+        scale = 0.5 - t2 / 48.0 + t2 * t2 / 3840.0
+    else:
+        scale = np.sin(half) / theta
+    return np.cos(half), scale * x, scale * y, scale * z
+
+
+@numba.njit(cache=True, nogil=True)
+def _rotvec_from_wxyz(w, x, y, z):  # pragma: no cover - jitted
+    """``log`` of one unit quaternion, on the shortest arc: ``θ n`` with ``θ`` in [0, π]."""
+    key = w  # the sign of :func:`canonical`: the first non-zero component
+    if key == 0.0:
+        key = x
+        if key == 0.0:
+            key = y
+            if key == 0.0:
+                key = z
+    if key < 0.0:
+        w, x, y, z = -w, -x, -y, -z
+    s = np.sqrt(x * x + y * y + z * z)
+    # atan2 is relatively accurate for tiny s, so θ/s is too; only s = 0 needs care
+    # (then w = 1 for a unit quaternion and the limit of θ/s is 2)
+    scale = 2.0 if s == 0.0 else 2.0 * np.arctan2(s, w) / s
+    return scale * x, scale * y, scale * z
+
+
+@numba.njit(cache=True, nogil=True)
+def _exp_rows(v, out):  # pragma: no cover - jitted
+    for i in range(v.shape[0]):
+        out[i, 0], out[i, 1], out[i, 2], out[i, 3] = _wxyz_from_rotvec(v[i, 0], v[i, 1], v[i, 2])
+
+
+@numba.njit(cache=True, nogil=True)
+def _log_rows(q, out):  # pragma: no cover - jitted
+    for i in range(q.shape[0]):
+        out[i, 0], out[i, 1], out[i, 2] = _rotvec_from_wxyz(q[i, 0], q[i, 1], q[i, 2], q[i, 3])
+
+
 def quat_from_rotvec(v: ArrayLike) -> Array:
     """``exp``: the unit quaternion of rotation vector ``v``.
 
@@ -180,14 +233,9 @@ def quat_from_rotvec(v: ArrayLike) -> Array:
     [0.0, 1.0, 0.0, 0.0]
     """
     v = _as_vec3(v, "v")
-    theta = np.linalg.norm(v, axis=-1, keepdims=True)
-    half = 0.5 * theta
-    small = theta < _SMALL_ANGLE
-    safe = np.where(small, 1.0, theta)
-    # sin(θ/2)/θ, with its Taylor series near 0: 1/2 - θ²/48 + θ⁴/3840
-    t2 = theta * theta
-    scale = np.where(small, 0.5 - t2 / 48.0 + t2 * t2 / 3840.0, np.sin(half) / safe)
-    return np.concatenate([np.cos(half), scale * v], axis=-1)
+    out = np.empty((*v.shape[:-1], 4))
+    _exp_rows(np.ascontiguousarray(v).reshape(-1, 3), out.reshape(-1, 4))
+    return out
 
 
 def rotvec_from_quat(q: ArrayLike) -> Array:
@@ -204,16 +252,10 @@ def rotvec_from_quat(q: ArrayLike) -> Array:
     -------
     ndarray, shape (..., 3)
     """
-    q = canonical(q)
-    w = q[..., :1]
-    xyz = q[..., 1:]
-    s = np.linalg.norm(xyz, axis=-1, keepdims=True)
-    theta = 2.0 * np.arctan2(s, w)  # in [0, π] because w >= 0
-    # atan2 is relatively accurate for tiny s, so θ/s is too; only s = 0 needs care
-    # (then w = 1 for a unit quaternion and the limit of θ/s is 2).
-    zero = s == 0.0
-    scale = np.where(zero, 2.0, theta / np.where(zero, 1.0, s))
-    return scale * xyz
+    q = _as_quat(q)
+    out = np.empty((*q.shape[:-1], 3))
+    _log_rows(np.ascontiguousarray(q).reshape(-1, 4), out.reshape(-1, 3))
+    return out
 
 
 exp = quat_from_rotvec

@@ -11,10 +11,11 @@ where ``ẽ1 = x1 − f1(θ)`` and ``ẽ2 = θ_src ⊖ θ`` are the current erro
 ``K1 = K2 = I`` (the paper's choice: any other fixed gain leaves a lag, eqs.
 11–13) the step is ``J1⁺ (x1_n − f1(θ_{n−1})) + (I − J1⁺J1)(θ_src,n ⊖ θ_{n−1})``.
 It is computed as ``Δθ = s + J1⁺ (u − J1 s)`` with ``u`` the primary input and
-``s`` the secondary, which needs one ``m × m`` solve and no ``n × n`` matrix.
+``s`` the secondary, which needs the SVD of ``J1`` and no ``n × n`` matrix.
 
-``J1⁺ = J1ᵀ (J1 J1ᵀ + λ² I)⁻¹`` is the damped least-squares inverse (the
-paper's footnote 1): exact away from singularities, bounded near them. Near a
+``J1⁺ = J1ᵀ (J1 J1ᵀ + λ² I)⁻¹ = V S (S² + λ²)⁻¹ Uᵀ`` (``J1 = U S Vᵀ``) is the
+damped least-squares inverse (the paper's footnote 1): exact away from
+singularities, bounded near them. Near a
 singularity the gains are lowered by the dexterity ``σmin/σmax`` of ``J1``
 (§4), and an input to ``J1⁺`` longer than ``max_input`` is clamped to it (§4).
 
@@ -23,12 +24,20 @@ also broadcasts over leading batch axes. Units are the caller's: the online
 retargeter (:mod:`retarget.online.omr`) measures lengths in character heights
 so that a root translation and a joint rotation weigh alike in the minimum-norm
 solution.
+
+The step is compiled with numba (``_rate_step_core``, one problem; the public
+functions loop over the batch): the online retargeter takes two steps per
+frame, each on a ~20 × 30 Jacobian, and in numpy each step cost ≈0.23 ms,
+mostly per-call overhead on arrays that small, which alone held the filter
+near 2000 frames/s. Its compiled update (:mod:`retarget.online._kernel`)
+calls the same core, so the step exists once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -43,16 +52,20 @@ def damped_pseudo_inverse(jac: ArrayLike, damping: float) -> Array:
     ``damping = 0`` is the Moore–Penrose inverse of a full-row-rank ``J``
     (eq. 4).
     """
-    return _dls(np.asarray(jac, dtype=np.float64), damping)
+    j = np.asarray(jac, dtype=np.float64)
+    flat = np.ascontiguousarray(j).reshape(-1, *j.shape[-2:])
+    out = np.empty((flat.shape[0], j.shape[-1], j.shape[-2]))
+    _dls_rows(flat, float(damping), out)
+    return out.reshape(*j.shape[:-2], j.shape[-1], j.shape[-2])
 
 
 def dexterity(jac: ArrayLike) -> Array:
     """``σmin / σmax`` of each Jacobian (0 at a singularity, 1 when isotropic), shape (...)."""
     j = np.asarray(jac, dtype=np.float64)
-    gram = j @ np.swapaxes(j, -1, -2)  # σ² are its eigenvalues (m ≤ n)
-    ev = np.linalg.eigvalsh(gram)
-    top = np.maximum(ev[..., -1], 1e-300)
-    return np.sqrt(np.maximum(ev[..., 0], 0.0) / top)
+    flat = np.ascontiguousarray(j).reshape(-1, *j.shape[-2:])
+    out = np.empty(flat.shape[0])
+    _dexterity_rows(flat, out)
+    return out.reshape(j.shape[:-2])
 
 
 @dataclass(frozen=True)
@@ -120,7 +133,8 @@ def rate_step(
         only in the null space of the levels above (the recursive task-priority
         scheme of Nakamura, and Siciliano & Slotine, behind the paper's §4):
         ``Δ_i = Δ_{i−1} + (J_i P_{i−1})⁺ (u_i − J_i Δ_{i−1})`` (damped),
-        ``P_i = P_{i−1} − (J_i P_{i−1})⁺ (J_i P_{i−1})`` (exact, from the SVD),
+        ``P_i = P_{i−1} − (J_i P_{i−1})⁺ (J_i P_{i−1})`` (exact, from the SVD;
+        singular values under ``1e-9 σmax`` of the level count as zero in both),
         and the secondary task last, ``Δ = Δ_L + P_L s``. An infeasible lower
         level then gives way instead of the upper one. Default: one level.
         The dexterity and the gain rule read the first level's rows; every
@@ -129,66 +143,298 @@ def rate_step(
     Returns
     -------
     RateStep
+        Its arrays have the broadcast batch shape of the inputs.
     """
     j = np.asarray(jac, dtype=np.float64)
-    root_w = None
+    if j.ndim < 2:
+        raise ValueError(f"Expected `jac` of shape (..., m, n), got {j.shape}")
+    m, n = j.shape[-2:]
+    vectors = {
+        "primary_change": (primary_change, m),
+        "primary_error": (primary_error, m),
+        "secondary_change": (secondary_change, n),
+        "secondary_error": (secondary_error, n),
+    }
+    arrays = {}
+    for name, (value, size) in vectors.items():
+        arr = np.asarray(value, dtype=np.float64)
+        if arr.shape[-1:] != (size,):
+            raise ValueError(f"Expected `{name}` of shape (..., {size}), got {arr.shape}")
+        arrays[name] = arr
+    batch = np.broadcast_shapes(j.shape[:-2], *(a.shape[:-1] for a in arrays.values()))
+
+    def flat(a: Array, trailing: tuple[int, ...]) -> Array:
+        return np.ascontiguousarray(np.broadcast_to(a, (*batch, *trailing))).reshape(-1, *trailing)
+
+    root_w = np.ones(n)
     if rigidity is not None:  # in the coordinates W^½ Δθ the weighted problem is the plain one
-        root_w = np.sqrt(np.asarray(rigidity, dtype=np.float64))
-        j = j / root_w
-    m = j.shape[-2]
+        w = np.asarray(rigidity, dtype=np.float64)
+        if w.shape != (n,) or not (w > 0).all():
+            raise ValueError(f"Expected {n} positive rigidities, got shape {w.shape}")
+        root_w = np.sqrt(w)
     level = np.zeros(m, np.intp) if priority is None else np.asarray(priority, np.intp)
-    levels = np.unique(level)
-    top = level == (levels[0] if levels.size else 0)
-    dex = dexterity(j[..., top, :]) if top.any() else np.ones(j.shape[:-2])
-    gain = np.ones_like(dex)
-    if min_dexterity > 0.0:
-        gain = np.minimum(1.0, dex / min_dexterity)
-    k1, k2 = gains
-    u = np.asarray(primary_change, np.float64) + (k1 * gain)[..., None] * np.asarray(
-        primary_error, np.float64
+    if level.shape != (m,):
+        raise ValueError(f"Expected `priority` of shape ({m},), got {level.shape}")
+    size = int(np.prod(batch))
+    delta = np.empty((size, n))
+    dex, gain = np.empty(size), np.empty(size)
+    clamped = np.empty(size, np.bool_)
+    _rate_step_rows(
+        flat(j, (m, n)),
+        flat(arrays["primary_change"], (m,)),
+        flat(arrays["primary_error"], (m,)),
+        flat(arrays["secondary_change"], (n,)),
+        flat(arrays["secondary_error"], (n,)),
+        root_w,
+        np.ascontiguousarray(level),
+        float(damping),
+        float(gains[0]),
+        float(gains[1]),
+        float(min_dexterity),
+        float(max_input),
+        delta,
+        dex,
+        gain,
+        clamped,
     )
-    clamped = np.zeros(j.shape[:-2], bool)
+    return RateStep(
+        delta.reshape(*batch, n), dex.reshape(batch), gain.reshape(batch), clamped.reshape(batch)
+    )
+
+
+# -- the compiled core: one problem ---------------------------------------------------------------
+# Plain loops around one LAPACK call (the SVD): numba compiles array expressions, BLAS
+# products and np.linalg.solve slowly (seconds each, once per machine), and loops on
+# matrices this small are as fast.
+@numba.njit(cache=True, nogil=True)
+def _svd(a):  # pragma: no cover - jitted
+    """``U, S, Vᵀ`` of ``a`` (m, n), thin."""
+    return np.linalg.svd(a, full_matrices=False)
+
+
+@numba.njit(cache=True, nogil=True)
+def _damped_solve(u_svd, sv, vt, r, damping, cut, out):  # pragma: no cover - jitted
+    """``out += V S (S² + λ²)⁻¹ Uᵀ r`` over the singular values above ``cut``: the damped
+    least-squares solution of ``J x = r`` for ``J = U S Vᵀ``, ``Jᵀ (J Jᵀ + λ² I)⁻¹ r``."""
+    for k in range(sv.shape[0]):
+        if sv[k] > cut:
+            ur = 0.0
+            for i in range(r.shape[0]):
+                ur += u_svd[i, k] * r[i]
+            coef = sv[k] / (sv[k] * sv[k] + damping * damping) * ur
+            for c in range(out.shape[0]):
+                out[c] += coef * vt[k, c]
+
+
+@numba.njit(cache=True, nogil=True)
+def _dls_of(j, damping):  # pragma: no cover - jitted
+    """``Jᵀ (J Jᵀ + λ² I)⁻¹`` of one ``j`` (m, n), shape (n, m), column by column."""
+    m, n = j.shape
+    u_svd, sv, vt = _svd(j)
+    out = np.zeros((n, m))
+    unit = np.zeros(m)
+    column = np.empty(n)
+    for i in range(m):
+        unit[i] = 1.0
+        column[:] = 0.0
+        _damped_solve(u_svd, sv, vt, unit, damping, 0.0, column)
+        for c in range(n):
+            out[c, i] = column[c]
+        unit[i] = 0.0
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _dexterity_of(j):  # pragma: no cover - jitted
+    """``σmin / σmax`` of one ``j`` (m, n)."""
+    return _dexterity_from(_svd(j)[1], j.shape[0], j.shape[1])
+
+
+@numba.njit(cache=True, nogil=True)
+def _dexterity_from(sv, m, n):  # pragma: no cover - jitted
+    """``σmin / σmax`` from the singular values of an m × n matrix: 0 when m > n (the
+    ``σ`` are the roots of the eigenvalues of ``J Jᵀ``, ``m − n`` of them zero)."""
+    if m > n:
+        return 0.0
+    return sv[-1] / max(sv[0], 1e-300)
+
+
+@numba.njit(cache=True, nogil=True)
+def _levels(level):  # pragma: no cover - jitted
+    """The distinct values of ``level``, ascending."""
+    out = np.empty(level.shape[0], np.intp)
+    count = 0
+    for x in level:
+        at = count
+        for i in range(count):
+            if out[i] >= x:
+                at = i
+                break
+        if at < count and out[at] == x:
+            continue
+        for i in range(count, at, -1):
+            out[i] = out[i - 1]
+        out[at] = x
+        count += 1
+    return out[:count]
+
+
+@numba.njit(cache=True, nogil=True)
+def _rows_of(level, lv):  # pragma: no cover - jitted
+    """Indices of the rows of level ``lv``."""
+    count = 0
+    for x in level:
+        count += x == lv
+    rows = np.empty(count, np.intp)
+    k = 0
+    for i in range(level.shape[0]):
+        if level[i] == lv:
+            rows[k] = i
+            k += 1
+    return rows
+
+
+@numba.njit(cache=True, nogil=True)
+def _take_rows(a, rows):  # pragma: no cover - jitted
+    """``a[rows]``, a new C-ordered array."""
+    out = np.empty((rows.shape[0], a.shape[1]))
+    for i in range(rows.shape[0]):
+        for c in range(a.shape[1]):
+            out[i, c] = a[rows[i], c]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _rate_step_core(
+    jac, change, error, s_change, s_error, root_w, level, damping, k1, k2, min_dex, max_input, delta
+):  # pragma: no cover - jitted
+    """:func:`rate_step` of one problem: ``jac`` (m, n), ``change``/``error`` (m,),
+    ``s_change``/``s_error`` (n,), ``root_w = √w`` (n,), ``level`` (m,); writes ``Δθ``
+    into ``delta`` (n,) and returns ``(dexterity, gain, clamped)``."""
+    m, n = jac.shape
+    j = np.empty((m, n))  # in the coordinates W^½ Δθ the weighted problem is the plain one
+    for i in range(m):
+        for c in range(n):
+            j[i, c] = jac[i, c] / root_w[c]
+    levels = _levels(level)
+    dex = 1.0
+    if m > 0:  # J_1 = U S Vᵀ of the first level: its dexterity, and its step below
+        j_top = _take_rows(j, _rows_of(level, levels[0]))
+        u_top, sv_top, vt_top = _svd(j_top)
+        dex = _dexterity_from(sv_top, j_top.shape[0], n)
+    gain = 1.0
+    if min_dex > 0.0:
+        gain = min(1.0, dex / min_dex)
+    g1, g2 = k1 * gain, k2 * gain
+    u = np.empty(m)  # u = Δx1 + K1 ẽ1
+    for i in range(m):
+        u[i] = change[i] + g1 * error[i]
+    clamped = False
     for lv in levels:  # each level's input at most max_input long
-        rows = level == lv
-        length = np.linalg.norm(u[..., rows], axis=-1)
-        over = length > max_input
-        if np.any(over):
-            factor = np.where(over, max_input / np.maximum(length, 1e-300), 1.0)
-            u[..., rows] = u[..., rows] * factor[..., None]
-            clamped |= over
-    s = np.asarray(secondary_change, np.float64) + (k2 * gain)[..., None] * np.asarray(
-        secondary_error, np.float64
-    )
-    if root_w is not None:
-        s = s * root_w
+        rows = _rows_of(level, lv)
+        length = 0.0
+        for i in rows:
+            length += u[i] * u[i]
+        length = np.sqrt(length)
+        if length > max_input:
+            factor = max_input / max(length, 1e-300)
+            for i in rows:
+                u[i] *= factor
+            clamped = True
+    s = np.empty(n)  # s = Δθ_src + K2 ẽ2
+    for c in range(n):
+        s[c] = (s_change[c] + g2 * s_error[c]) * root_w[c]
+    step = np.zeros(n)
     if levels.size <= 1:  # Δθ = J⁺u + (I − J⁺J)s = s + J⁺(u − J s)
-        r = u - (j @ s[..., None])[..., 0]
-        delta = s + (_dls(j, damping) @ r[..., None])[..., 0]
+        for c in range(n):
+            step[c] = s[c]
+        if m > 0:
+            r = u.copy()
+            for i in range(m):
+                for c in range(n):
+                    r[i] -= j[i, c] * s[c]
+            _damped_solve(u_top, sv_top, vt_top, r, damping, 0.0, step)
     else:
-        n = j.shape[-1]
-        delta = np.zeros(s.shape)
-        proj = np.broadcast_to(np.eye(n), (*j.shape[:-2], n, n))
-        for lv in levels:
-            rows = level == lv
-            j_i = j[..., rows, :]
+        # P = I − Bᵀ B: the rows of B span what the levels above have taken
+        basis = np.empty((n, n))
+        taken = 0
+        for q in range(levels.size):
+            rows = _rows_of(level, levels[q])
             # J_i P = U S Vᵀ: the step damped (S / (S² + λ²)), the projector exact (the
             # rows of Vᵀ with S above round-off leave P), so a lower level's step,
-            # however large near its singularity, never leaks into the levels above
-            u_svd, sv, vt = np.linalg.svd(j_i @ proj, full_matrices=False)
-            r = u[..., rows] - (j_i @ delta[..., None])[..., 0]
-            coef = sv / (sv**2 + damping**2) * (np.swapaxes(u_svd, -1, -2) @ r[..., None])[..., 0]
-            delta = delta + (np.swapaxes(vt, -1, -2) @ coef[..., None])[..., 0]
-            live = sv > 1e-9 * np.maximum(sv[..., :1], 1e-300)
-            v_live = np.swapaxes(vt, -1, -2) * live[..., None, :]
-            proj = proj - v_live @ np.swapaxes(v_live, -1, -2)
-        delta = delta + (proj @ s[..., None])[..., 0]
-    if root_w is not None:
-        delta = delta / root_w
-    return RateStep(delta, dex, gain, np.asarray(clamped))
+            # however large near its singularity, never leaks into the levels above.
+            # S at round-off is a zero of J_i P (a level with more rows than freedoms
+            # left): its row of Vᵀ is arbitrary, may point into the levels above, and
+            # takes no part in the step either
+            r = np.empty(rows.shape[0])
+            for a in range(rows.shape[0]):
+                r[a] = u[rows[a]]
+                for c in range(n):
+                    r[a] -= j[rows[a], c] * step[c]
+            if q == 0:  # P = I
+                u_svd, sv, vt = u_top, sv_top, vt_top
+            else:
+                jp = _take_rows(j, rows)
+                for a in range(rows.shape[0]):
+                    for b in range(taken):
+                        dot = 0.0
+                        for c in range(n):
+                            dot += jp[a, c] * basis[b, c]
+                        for c in range(n):
+                            jp[a, c] -= dot * basis[b, c]
+                u_svd, sv, vt = _svd(jp)
+            cut = 1e-9 * max(sv[0], 1e-300)
+            _damped_solve(u_svd, sv, vt, r, damping, cut, step)
+            for k in range(sv.shape[0]):
+                if sv[k] > cut and taken < n:
+                    for c in range(n):
+                        basis[taken, c] = vt[k, c]
+                    taken += 1
+        step += s  # Δ_L + P_L s
+        for b in range(taken):
+            dot = 0.0
+            for c in range(n):
+                dot += basis[b, c] * s[c]
+            for c in range(n):
+                step[c] -= dot * basis[b, c]
+    for c in range(n):
+        delta[c] = step[c] / root_w[c]
+    return dex, gain, clamped
 
 
-def _dls(j: Array, damping: float) -> Array:
-    """``Jᵀ (J Jᵀ + λ² I)⁻¹``, shape (..., n, m)."""
-    m = j.shape[-2]
-    gram = j @ np.swapaxes(j, -1, -2) + (damping**2) * np.eye(m)
-    return np.swapaxes(np.linalg.solve(gram, j), -1, -2)
+@numba.njit(cache=True, nogil=True)
+def _rate_step_rows(
+    jac,
+    change,
+    error,
+    s_change,
+    s_error,
+    root_w,
+    level,
+    damping,
+    k1,
+    k2,
+    min_dex,
+    max_input,
+    delta,
+    dex,
+    gain,
+    clamped,
+):  # pragma: no cover - jitted
+    for b in range(jac.shape[0]):
+        dex[b], gain[b], clamped[b] = _rate_step_core(
+            jac[b], change[b], error[b], s_change[b], s_error[b], root_w, level,
+            damping, k1, k2, min_dex, max_input, delta[b],
+        )  # fmt: skip
+
+
+@numba.njit(cache=True, nogil=True)
+def _dls_rows(jac, damping, out):  # pragma: no cover - jitted
+    for b in range(jac.shape[0]):
+        out[b] = _dls_of(jac[b], damping)
+
+
+@numba.njit(cache=True, nogil=True)
+def _dexterity_rows(jac, out):  # pragma: no cover - jitted
+    for b in range(jac.shape[0]):
+        out[b] = _dexterity_of(jac[b])

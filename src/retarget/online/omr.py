@@ -37,6 +37,11 @@ A held heel also lets go when its leg is straight (``Effector.reach``).
 Joints with fewer than three rotation channels (ASF hinges) move along their
 channels only (:func:`retarget.dofs.channel_axes`); joints outside
 ``active_joints`` copy the source.
+
+The update itself (rows of :mod:`retarget.tasks`, the step of
+:func:`retarget.ik.rate.rate_step`, ``pose ⊕ Δθ`` and forward kinematics) is
+one compiled call (:mod:`retarget.online._kernel`); this module keeps the
+goals and the holds, in numpy on arrays of a few rows.
 """
 
 from __future__ import annotations
@@ -51,11 +56,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import quat
 from ..dofs import channel_axes, project_to_dofs
-from ..ik.rate import rate_step
-from ..kinematics import Pose
-from ..motion import ominus
+from ..kinematics import _fk_kernel
 from ..skeleton import Skeleton
-from ..tasks import OrientationTask, PositionTask, stack
+from ._kernel import _update
 
 __all__ = ["BaseSwitching", "Effector", "Foot", "OnlineRetargeter"]
 
@@ -234,38 +237,52 @@ class OnlineRetargeter:
         active = np.zeros(n_joints, bool)
         active[joints] = True
         active[0] = True
-        self._active = active
-        # tangent columns kept: root translation, then 3 per active joint
-        self._columns = np.concatenate(
-            [np.arange(3), (3 + 3 * np.flatnonzero(active)[:, None] + np.arange(3)).ravel()]
-        )
+        self._joints = np.flatnonzero(active)  # tangent columns: root translation, 3 per joint
         self._partial = not bool(skeleton.dof_mask.all())
         weights = np.ones(n_joints + 1) if rigidity is None else np.asarray(rigidity, np.float64)
         if weights.shape != (n_joints + 1,) or not (weights > 0).all():
             raise ValueError(f"Expected {n_joints + 1} positive rigidities, got {weights.shape}")
-        self._rigidity = np.repeat(weights, 3)[self._columns]
-        self._position_rows = [
-            (k, e.point, np.asarray(e.axes, dtype=np.intp))
-            for k, e in enumerate(self.effectors)
-            if e.axes
-        ]
-        self._orientation_rows = [
-            (k, e.point) for k, e in enumerate(self.effectors) if e.orientation
-        ]
-        self.names = [e.name or skeleton.point_names[e.point] for e in self.effectors]
-        self._lever = np.repeat(
+        # √W of the columns (the step's rigidity: see retarget.ik.rate.rate_step)
+        self._root_w = np.sqrt(np.repeat(weights[np.concatenate([[0], 1 + self._joints])], 3))
+        pos_rows = [k for k, e in enumerate(self.effectors) if e.axes]
+        ori_rows = [k for k, e in enumerate(self.effectors) if e.orientation]
+        self._pos_effectors = np.array(pos_rows, dtype=np.intp)
+        self._pos_points = np.array([self.effectors[k].point for k in pos_rows], dtype=np.intp)
+        self._pos_axes = np.zeros((len(pos_rows), 3), bool)
+        for i, k in enumerate(pos_rows):
+            self._pos_axes[i, list(self.effectors[k].axes)] = True
+        self._ori_effectors = np.array(ori_rows, dtype=np.intp)
+        self._ori_points = np.array([self.effectors[k].point for k in ori_rows], dtype=np.intp)
+        self._ori_scale = np.array(
             [
                 self.effectors[k].lever / self.height if self.effectors[k].lever > 0 else 1.0
-                for k, _ in self._orientation_rows
+                for k in ori_rows
             ],
-            3,
+            dtype=np.float64,
         )
+        self.names = [e.name or skeleton.point_names[e.point] for e in self.effectors]
         self._hold_only = np.array([e.hold_only for e in self.effectors])
-        self._priority = np.concatenate(
-            [np.full(3, self.effectors[k].priority) for k, _, _ in self._position_rows]
-            + [np.full(3, self.effectors[k].priority) for k, _ in self._orientation_rows]
+        self._priority = np.repeat(
+            [self.effectors[k].priority for k in pos_rows + ori_rows], 3
+        ).astype(np.intp)
+        self._parents = np.ascontiguousarray(skeleton.point_parents, dtype=np.intp)
+        self._offsets_of_points = np.ascontiguousarray(skeleton.point_offsets[None], np.float64)
+        self._no_basis = np.zeros((0, 3, 3))
+        feet = base.feet if base is not None else ()
+        # feet whose turn fades with their toe's offset
+        self._turning = np.array([f.orientation for f in feet if f.orientation >= 0], np.intp)
+        self._turning_toe = np.array([f.toe for f in feet if f.orientation >= 0], np.intp)
+        # the foot points (effector indices of toes and heels): their points, anchors, reaches
+        foot_points = [p for f in feet for p in (f.toe, f.heel) if p >= 0]
+        self._foot_points = np.array(foot_points, np.intp)
+        self._foot_index = {p: i for i, p in enumerate(foot_points)}
+        self._foot_skeleton_points = np.array(
+            [self.effectors[p].point for p in foot_points], np.intp
         )
-        self._pose: Pose | None = None
+        self._anchors = np.array([max(self.effectors[p].anchor, 0) for p in foot_points], np.intp)
+        self._anchored = np.array([self.effectors[p].anchor >= 0 for p in foot_points], bool)
+        self._reach = np.array([self.effectors[p].reach for p in foot_points], np.float64)
+        self._root: Array | None = None  # the pose (1, 3), (1, J, 4) and its FK: see _kernel
 
     # -- state ---------------------------------------------------------------------------------
     def reset(
@@ -294,14 +311,25 @@ class OnlineRetargeter:
         """
         root = np.array(source_root, dtype=np.float64)
         rot = np.array(source_rotations, dtype=np.float64)
+        n_joints = self.skeleton.num_joints
+        if root.shape != (3,) or rot.shape != (n_joints, 4):
+            raise ValueError(
+                f"Expected a root position (3,) and rotations ({n_joints}, 4), "
+                f"got {root.shape} and {rot.shape}"
+            )
         g = np.array(goals, dtype=np.float64)
         o = self._orientations(orientations, len(g))
         k = len(g)
-        self._pose = Pose.of(self.skeleton, root, rot)
+        n_points = self.skeleton.num_points
+        self._root = root.reshape(1, 3).copy()
+        self._rot = rot.reshape(1, n_joints, 4).copy()
+        self._pos = np.empty((1, n_points, 3))
+        self._world = np.empty((1, n_points, 4))
+        self._forward_kinematics()
         self._offsets = np.zeros_like(g)
         self._turns = np.tile([1.0, 0.0, 0.0, 0.0], (k, 1))
         self._input = (g, o)
-        self._goal_history = [g, g]
+        self._goal_history = (g, g)
         self._held = np.zeros(k, bool)
         self._held_at = np.full_like(g, np.nan)
         self._rest_goal = g.copy()  # each point's goal when it was last held
@@ -328,7 +356,7 @@ class OnlineRetargeter:
         self._tracking = self._tracked(goal, turn)
         source = self._source = (root, rot)
         for _ in range(settle):
-            self._update(goal, goal, turn, turn, source, source, count=False)
+            self._update(goal, goal, turn, turn, source, source, moving=False)
         self._last = (goal, turn)
         self._record(goal)
         return self.pose
@@ -336,9 +364,9 @@ class OnlineRetargeter:
     @property
     def pose(self) -> tuple[Array, Array]:
         """The current output: root position (3,), rotations (J, 4)."""
-        if self._pose is None:
+        if self._root is None:
             raise RuntimeError("call reset() with the first frame before step()")
-        return self._pose.root_position.copy(), self._pose.rotations.copy()
+        return self._root[0].copy(), self._rot[0].copy()
 
     @property
     def goals(self) -> Array:
@@ -357,22 +385,28 @@ class OnlineRetargeter:
 
         Parameters as :meth:`reset`; NaN goal rows are not tracked this frame.
         """
-        if self._pose is None:
+        if self._root is None:
             raise RuntimeError("call reset() with the first frame before step()")
         t0 = time.perf_counter()
-        src = (np.asarray(source_root, np.float64), np.asarray(source_rotations, np.float64))
+        src = (
+            np.ascontiguousarray(source_root, np.float64),
+            np.ascontiguousarray(source_rotations, np.float64),
+        )
         g = np.asarray(goals, dtype=np.float64)
         o = self._orientations(orientations, len(g))
         self._fade_offsets(g)
         self._switch_base(g)  # holds and releases, judged on this frame's goals
-        self._settle_new_rows(g, o)
-        goal, turn = self._effective(g, o)
+        goal, turn = self._settle_new_rows(g, o)
         last_goal, last_turn = self._last
-        self._update(last_goal, goal, last_turn, turn, self._source, src)
+        gain, clamped = self._update(last_goal, goal, last_turn, turn, self._source, src)
+        if gain < 1.0:
+            self._lowered.append(self._frames + 1)
+        if clamped:
+            self._clamped.append(self._frames + 1)
         for _ in range(1, self.iterations):  # §3.1 steps 1-3: step again from the prediction
-            self._update(goal, goal, turn, turn, src, src, count=False, correction=True)
+            self._update(goal, goal, turn, turn, src, src, moving=False, correction=True)
         self._frames += 1
-        self._goal_history = [self._goal_history[1], g]
+        self._goal_history = (self._goal_history[1], g)
         self._input = (g, o)
         self._source = src
         self._last = (goal, turn)
@@ -383,10 +417,10 @@ class OnlineRetargeter:
     # -- goals ---------------------------------------------------------------------------------
     def _orientations(self, orientations: ArrayLike | None, k: int) -> Array:
         if orientations is None:
-            if self._orientation_rows:
+            if len(self._ori_effectors):
                 raise ValueError("some effectors track an orientation: give `orientations`")
             return np.full((k, 4), np.nan)
-        return np.asarray(orientations, dtype=np.float64)
+        return np.ascontiguousarray(orientations, dtype=np.float64)
 
     def _effective(self, goals: Array, orientations: Array) -> tuple[Array, Array]:
         """The goals tracked this frame: inputs plus offsets (turns), held points where
@@ -398,9 +432,10 @@ class OnlineRetargeter:
         o = quat.multiply(self._turns, orientations)
         o[self._hold_only] = np.nan
         if self.base is not None:
+            held = self._held.tolist()
             for foot in self.base.feet:
-                toe_held = bool(self._held[foot.toe])
-                heel_held = foot.heel >= 0 and bool(self._held[foot.heel])
+                toe_held = held[foot.toe]
+                heel_held = foot.heel >= 0 and held[foot.heel]
                 if heel_held and not toe_held:  # the sole comes down on the heel
                     g[foot.toe] = np.nan
                 if foot.orientation >= 0 and toe_held and heel_held:
@@ -414,35 +449,26 @@ class OnlineRetargeter:
         pos = np.isfinite(goals).all(axis=1) & ~self._held
         return np.asarray(pos), np.asarray(np.isfinite(orientations).all(axis=1))
 
-    def _settle_new_rows(self, goals: Array, orientations: Array) -> None:
-        """A row that starts tracking its input keeps its offset from it (no jump)."""
-        assert self._pose is not None
+    def _settle_new_rows(self, goals: Array, orientations: Array) -> tuple[Array, Array]:
+        """A row that starts tracking its input keeps its offset from it (no jump).
+
+        Returns the goals tracked this frame (:meth:`_effective`), with those offsets.
+        """
         goal, turn = self._effective(goals, orientations)
         pos, ori = self._tracked(goal, turn)
         was_pos, was_ori = self._tracking
-        last_goals, last_orientations = self._input
-        for k in np.flatnonzero(pos & ~was_pos):
-            here = self._pose.positions[self.effectors[k].point]
-            self._offsets[k] = here - last_goals[k]
-        for k in np.flatnonzero(ori & ~was_ori):
-            here = self._pose.world_rotations[self.effectors[k].point]
-            self._turns[k] = quat.multiply(here, quat.conjugate(last_orientations[k]))
         self._tracking = (pos, ori)
-
-    def _tasks(
-        self, goals: Array, orientations: Array
-    ) -> tuple[list[PositionTask | OrientationTask], NDArray[np.bool_]]:
-        tasks: list[PositionTask | OrientationTask] = []
-        rows = []
-        for k, point, axes in self._position_rows:
-            goal = np.full(3, np.nan)
-            goal[axes] = goals[k, axes]
-            tasks.append(PositionTask(point, goal))
-            rows.append(np.isfinite(goal))
-        for k, point in self._orientation_rows:
-            tasks.append(OrientationTask(point, orientations[k]))
-            rows.append(np.full(3, np.isfinite(orientations[k]).all()))
-        return tasks, np.concatenate(rows)
+        new_pos, new_ori = pos & ~was_pos, ori & ~was_ori
+        if not (new_pos.any() or new_ori.any()):
+            return goal, turn
+        last_goals, last_orientations = self._input
+        for k in np.flatnonzero(new_pos):
+            here = self._pos[0, self.effectors[k].point]
+            self._offsets[k] = here - last_goals[k]
+        for k in np.flatnonzero(new_ori):
+            here = self._world[0, self.effectors[k].point]
+            self._turns[k] = quat.multiply(here, quat.conjugate(last_orientations[k]))
+        return self._effective(goals, orientations)
 
     # -- the update ----------------------------------------------------------------------------
     def _update(
@@ -454,93 +480,72 @@ class OnlineRetargeter:
         last_source: tuple[Array, Array],
         source: tuple[Array, Array],
         *,
-        count: bool = True,
+        moving: bool = True,
         correction: bool = False,
-    ) -> None:
+    ) -> tuple[float, bool]:
         """One step of eq. (21) from the current pose toward this frame's goals
-        (``correction``: the primary task's Newton correction alone, no secondary).
-
-        With ``r = f1(θ) − x1_n`` the residual now and ``Δx1`` the goals' motion
-        since the last frame (zero for a row that was not tracked then), the
-        paper's error estimate is ``ẽ1 = x1_{n−1} − f1(θ) = −r − Δx1``.
-        """
-        assert self._pose is not None
-        pose = self._pose
-        h = self.height
-        tasks, rows = self._tasks(goals, orientations)
-        residual, jac, _, _ = stack(tasks, pose)
-        n_pos = 3 * len(self._position_rows)
-        scale = np.ones(len(rows))
-        scale[:n_pos] = 1.0 / h  # lengths in heights
-        scale[n_pos:] = self._lever
-        change = np.zeros(len(rows))
-        if goals is not last_goals:  # Δx1: the goals' own motion since the last frame
-            for i, (k, _, axes) in enumerate(self._position_rows):
-                change[3 * i + axes] = goals[k, axes] - last_goals[k, axes]
-            if self._orientation_rows:
-                ks = [k for k, _ in self._orientation_rows]
-                turn = quat.multiply(orientations[ks], quat.conjugate(last_orientations[ks]))
-                change[n_pos:] = quat.log(turn).ravel()
-            change = np.where(np.isfinite(change), change * scale, 0.0)
-        error = -residual * scale - change
-        jac = jac[:, self._columns] * scale[:, None]
-        jac[:, :3] *= h  # root translation in heights
-        # secondary task: the source's pose (root in heights)
-        sec_error = ominus(last_source[0], last_source[1], pose.root_position, pose.rotations)
-        sec_change = np.zeros_like(sec_error)
-        if source is not last_source:
-            sec_change = ominus(source[0], source[1], last_source[0], last_source[1])
-        sec_error[:3] /= h
-        sec_change[:3] /= h
-        if correction:
-            sec_error[:] = 0.0
-            sec_change[:] = 0.0
-        basis = None
+        (:func:`retarget.online._kernel._update`): ``moving``, the goals and the
+        source moved since the last frame; ``correction``, the primary task's Newton
+        correction alone, no secondary. Returns the gain factor and whether the
+        input was clamped."""
+        basis: Array = self._no_basis
+        basis_inverse: Array = self._no_basis
         if self._partial:  # joints move along their channels: columns v = C δθ
-            basis = channel_axes(self.skeleton, pose.rotations)[self._active]  # (A, 3, 3)
-            a = len(basis)
-            blocks = jac[:, 3:].reshape(len(rows), a, 3)
-            jac[:, 3:] = np.einsum("mai,aik->mak", blocks, basis).reshape(len(rows), 3 * a)
-            pinv = np.linalg.pinv(basis)
-            for vec in (sec_error, sec_change):
-                v = vec[3:].reshape(-1, 3)[self._active]
-                vec_channels = np.einsum("aki,ai->ak", pinv, v)
-                vec[3:] = 0.0
-                vec[3 + 3 * np.flatnonzero(self._active)[:, None] + np.arange(3)] = vec_channels
-        out = rate_step(
-            jac[rows],
-            change[rows],
-            error[rows],
-            sec_change[self._columns],
-            sec_error[self._columns],
-            damping=self.damping,
-            gains=self.gains,
-            min_dexterity=self.min_dexterity,
-            max_input=self.max_input,
-            rigidity=self._rigidity,
-            priority=self._priority[rows],
+            basis = channel_axes(self.skeleton, self._rot[0])[self._joints]  # (A, 3, 3)
+            basis_inverse = np.asarray(np.linalg.pinv(basis), dtype=np.float64)
+        gain, clamped = _update(
+            self._root,
+            self._rot,
+            self._pos,
+            self._world,
+            self._parents,
+            self._offsets_of_points,
+            self.skeleton.num_joints,
+            goals,
+            last_goals,
+            orientations,
+            last_orientations,
+            source[0],
+            source[1],
+            last_source[0],
+            last_source[1],
+            self._pos_points,
+            self._pos_effectors,
+            self._pos_axes,
+            self._ori_points,
+            self._ori_effectors,
+            self._ori_scale,
+            self._priority,
+            self._joints,
+            self._root_w,
+            basis,
+            basis_inverse,
+            self.height,
+            self.damping,
+            self.gains[0],
+            self.gains[1],
+            self.min_dexterity,
+            self.max_input,
+            moving,
+            correction,
+            self._partial,
+            not self._partial,
         )
-        delta = out.delta
-        x = np.zeros(3 + 3 * self.skeleton.num_joints)
-        if basis is not None:
-            channels = delta[3:].reshape(-1, 3)
-            delta = delta.copy()
-            delta[3:] = np.einsum("aik,ak->ai", basis, channels).ravel()
-        x[self._columns] = delta
-        x[:3] *= h
-        root = pose.root_position + x[:3]
-        rot = quat.multiply(pose.rotations, quat.exp(x[3:].reshape(-1, 3)))
-        inactive = ~self._active
-        if inactive.any():
-            rot[inactive] = source[1][inactive]
-        if self._partial:
-            rot = project_to_dofs(self.skeleton, rot)
-        self._pose = Pose.of(self.skeleton, root, rot)
-        if count:
-            if out.gain < 1.0:
-                self._lowered.append(self._frames + 1)
-            if out.clamped:
-                self._clamped.append(self._frames + 1)
+        if self._partial:  # back onto the channels exactly, then the FK
+            self._rot[0] = project_to_dofs(self.skeleton, self._rot[0])
+            self._forward_kinematics()
+        return gain, clamped
+
+    def _forward_kinematics(self) -> None:
+        _fk_kernel(
+            self._root,
+            self._rot,
+            self._parents,
+            self._offsets_of_points,
+            self.skeleton.num_joints,
+            self._pos,
+            self._world,
+        )
 
     # -- base switching ------------------------------------------------------------------------
     def _fade_offsets(self, goals: Array) -> None:
@@ -549,33 +554,41 @@ class OnlineRetargeter:
             return
         step = goals - self._goal_history[1]
         step = np.where(np.isfinite(step), step, 0.0)
-        moved = np.linalg.norm(step, axis=1)
+        moved = np.sqrt(np.add.reduce(step * step, axis=1))
         fade = np.exp(-moved / (self.base.settle_distance * self.height))
         self._offsets *= fade[:, None]
-        for foot in self.base.feet:  # a foot's turn fades with its toe's offset
-            if foot.orientation >= 0:
-                turn = quat.log(self._turns[foot.orientation]) * fade[foot.toe]
-                self._turns[foot.orientation] = quat.exp(turn)
+        if len(self._turning):  # a foot's turn fades with its toe's offset
+            turn = quat.log(self._turns[self._turning]) * fade[self._turning_toe, None]
+            self._turns[self._turning] = quat.exp(turn)
 
     def _switch_base(self, goals: Array) -> None:
         """Hold the points whose goals came to rest, release those whose goals move
         (at the start of a frame: ``goals`` are this frame's, the pose the last one's)."""
         if self.base is None:
             return
-        assert self._pose is not None
         b = self.base
         g0, g1 = self._goal_history
-        speed = np.linalg.norm(goals - g1, axis=1) * self.fps / self.height
-        accel = np.linalg.norm(goals - 2.0 * g1 + g0, axis=1) * self.fps**2 / self.height
-        resting = (speed < b.rest_speed) & (accel < b.rest_acceleration)
-        here = self._pose.positions[[e.point for e in self.effectors]]
+        pts = self._foot_points
+        g = goals[pts]
+        d1, d2, rest = g - g1[pts], g - 2.0 * g1[pts] + g0[pts], g - self._rest_goal[pts]
+        here = self._pos[0, self._foot_skeleton_points]
+        lever = here - self._pos[0, self._anchors]
+        speed_v = np.sqrt(np.add.reduce(d1 * d1, axis=1)) * self.fps / self.height
+        accel_v = np.sqrt(np.add.reduce(d2 * d2, axis=1)) * self.fps**2 / self.height
+        stretch_v = np.sqrt(np.add.reduce(lever * lever, axis=1)) / self._reach
+        drift_v = np.sqrt(np.add.reduce(rest * rest, axis=1)) / self.height
+        resting = ((speed_v < b.rest_speed) & (accel_v < b.rest_acceleration)).tolist()
+        speed, drift = speed_v.tolist(), drift_v.tolist()
+        stretch = np.where(self._anchored, stretch_v, 0.0).tolist()
+        index, held = self._foot_index, self._held
         for f, foot in enumerate(b.feet):
-            self._swung[foot.toe] |= bool(speed[foot.toe] > b.release_speed)
+            toe = index[foot.toe]
+            self._swung[foot.toe] |= speed[toe] > b.release_speed
             if b.single and f != self._base_foot:
-                if self._swung[foot.toe] and resting[foot.toe]:  # the new base
+                if self._swung[foot.toe] and resting[toe]:  # the new base
                     for other in b.feet:
                         for p in (other.toe, other.heel):
-                            if other is not foot and p >= 0 and self._held[p]:
+                            if other is not foot and p >= 0 and held[p]:
                                 self._release(p)
                     self._base_foot = f
                     self._swung[foot.toe] = False
@@ -584,17 +597,12 @@ class OnlineRetargeter:
             for p in (foot.toe, foot.heel):
                 if p < 0:
                     continue
-                e = self.effectors[p]
-                stretch = 0.0
-                if e.anchor >= 0:
-                    stretch = float(np.linalg.norm(here[p] - self._pose.positions[e.anchor]))
-                    stretch /= e.reach
-                drift = np.linalg.norm(goals[p] - self._rest_goal[p]) / self.height
-                moving = speed[p] > b.release_speed or drift > b.release_distance
-                if self._held[p] and (moving or stretch > 1.0):
+                i = index[p]
+                moving = speed[i] > b.release_speed or drift[i] > b.release_distance
+                if held[p] and (moving or stretch[i] > 1.0):
                     self._release(p)
-                elif not self._held[p] and resting[p] and stretch < 0.98:
-                    self._hold(p, here[p])
+                elif not held[p] and resting[i] and stretch[i] < 0.98:
+                    self._hold(p, here[i])
                     self._rest_goal[p] = goals[p]
 
     def _hold(self, k: int, here: Array) -> None:
@@ -608,11 +616,10 @@ class OnlineRetargeter:
 
     # -- report --------------------------------------------------------------------------------
     def _record(self, goals: Array) -> None:
-        assert self._pose is not None
         err = np.full(len(self.effectors), np.nan)
-        for k, point, axes in self._position_rows:
-            d = self._pose.positions[point, axes] - goals[k, axes]
-            err[k] = np.sqrt(np.sum(d * d))
+        d = self._pos[0, self._pos_points] - goals[self._pos_effectors]
+        d = np.where(self._pos_axes, d, 0.0)  # NaN goals stay NaN
+        err[self._pos_effectors] = np.sqrt(np.add.reduce(d * d, axis=1))
         self._errors.append(err)
 
     def report(self) -> dict[str, Any]:

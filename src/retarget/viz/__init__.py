@@ -1,5 +1,5 @@
 """Figures of motions and of what methods did to them."""
 
-from .plots import plot_feet
+from .plots import plot_feet, plot_joint_angles
 
-__all__ = ["plot_feet"]
+__all__ = ["plot_feet", "plot_joint_angles"]

@@ -16,10 +16,11 @@ import numpy as np
 from ..contacts import UP, Contacts, detect_contacts
 from ..io._files import atomic_write
 from ..kinematics import positions
+from ..metrics import joint_angles
 from ..motion import Motion
 from ..roles import find_roles, height
 
-__all__ = ["plot_feet"]
+__all__ = ["plot_feet", "plot_joint_angles"]
 
 
 def plot_feet(
@@ -94,6 +95,67 @@ def plot_feet(
         axes[2, col].set_ylabel("% of height per second")
         axes[2, col].set_xlabel("seconds")
         axes[0, col].legend(loc="best", fontsize=8)
+    buffer = io.BytesIO()
+    fmt = Path(path).suffix.lower().lstrip(".") or "png"
+    fig.savefig(buffer, format=fmt, dpi=110)
+    plt.close(fig)
+    return atomic_write(path, buffer.getvalue())
+
+
+def plot_joint_angles(
+    source: Motion,
+    results: Sequence[tuple[str, Motion]],
+    path: str | os.PathLike,
+    *,
+    side: str = "left",
+    start: float = 0.0,
+    seconds: float = 8.0,
+) -> Path:
+    """One leg's joint angles about their main axes, source against results
+    (Choi & Ko 2000, Figure 10: the hip swings wider on shorter legs, the other
+    patterns keep their shape).
+
+    One panel per joint of the leg (hip, knee, ankle, toe when it moves): the
+    angle of each motion about the source's axis of that joint
+    (:func:`retarget.metrics.joint_angles`), over ``seconds`` from ``start``, with the
+    amplitude (5th to 95th percentile over the whole clip) in the legend.
+
+    Parameters
+    ----------
+    source : Motion
+    results : sequence of (label, Motion)
+        Motions with the source's joints (by name).
+    path : path
+        ``.png`` or ``.svg``; written atomically.
+    side : {"left", "right"}
+    start, seconds : float
+        The time window plotted (the amplitudes are over the whole clip).
+    """
+    roles = find_roles(source.skeleton)
+    sk = source.skeleton
+    leg = [roles[f"{side}_{r}"] for r in ("hip", "knee", "ankle", "toe") if f"{side}_{r}" in roles]
+    leg = [j for j in leg if j < sk.num_joints]
+    src, _ = joint_angles(source.rotations)
+    motions = [("source", source, np.degrees(src))]
+    for label, m in results:
+        cols = m.skeleton.indices(sk.names)
+        angles, _ = joint_angles(m.rotations[:, cols], reference=source.rotations)
+        motions.append((label, m, np.degrees(angles)))
+    leg = [j for j in leg if np.ptp(motions[0][2][:, j]) > 0.5]  # joints that move (degrees)
+    first = min(max(0, int(start * source.fps)), source.num_frames - 2)
+    window = slice(first, min(source.num_frames, first + max(2, int(seconds * source.fps))))
+    t = np.arange(window.start, window.stop) / source.fps
+    colours = ["black", "tab:orange", "tab:blue", "tab:green", "tab:red"]
+    fig, axes = plt.subplots(len(leg), 1, figsize=(10, 2.6 * len(leg)), constrained_layout=True)
+    for ax, j in zip(np.atleast_1d(axes), leg, strict=True):
+        for (label, _, angles), colour in zip(motions, colours, strict=False):
+            a = angles[:, j]
+            amplitude = np.percentile(a, 95) - np.percentile(a, 5)
+            ax.plot(t, a[window], color=colour, lw=1, label=f"{label} (amplitude {amplitude:.1f}°)")
+        ax.set_title(f"{sk.names[j]}: angle about its main axis")
+        ax.set_ylabel("degrees")
+        ax.legend(loc="best", fontsize=8)
+    np.atleast_1d(axes)[-1].set_xlabel("seconds")
     buffer = io.BytesIO()
     fmt = Path(path).suffix.lower().lstrip(".") or "png"
     fig.savefig(buffer, format=fmt, dpi=110)

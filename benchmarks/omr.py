@@ -1,0 +1,779 @@
+"""Online retargeting (Choi & Ko 2000) of a long walk: frames per second, one core.
+
+What is measured, on ``lafan_walk.bvh`` (22 joints + 5 end sites, 7184 frames
+at 30 fps, cm; from ``$RETARGET_DATA``, default ``../shared/data`` beside the
+project), each contender retargeting the whole clip frame by frame:
+
+1. **omr lower** -- :func:`retarget.methods.omr.omr_retarget` ``(walk, blubby)``
+   with its defaults: the paper's walking set-up (30 DOF: the root's
+   translation and rotation, hips, knees, ankles, toes; end-effectors the toe
+   tips and the pelvis x, z), with our foot holds (the stance foot as the
+   base), heel and foot-orientation rows at a second priority level, and two
+   rate-control steps per frame (§3.1's correction). ``blubby`` is
+   :func:`retarget.characters.make_character` ``(walk.skeleton, preset="blubby")``.
+2. **omr full** -- the same call onto ``sally`` with ``setup="full"``: every
+   joint moves (69 DOF) and the hand tips are end-effectors too.
+3. **omr lower, iterations=1** -- contender 1 with ``iterations=1``: the
+   paper's plain update (the error estimated from the last frame), no §3.1
+   correction.
+4. **pinocchio loop** (the peer) -- the same closed-loop inverse rate control
+   written in Python over the C++ kinematics of pinocchio, on the same
+   lower-body problem: the model of ``blubby`` is ``pinocchio_model`` from
+   ``benchmarks/io_kinematics.py`` (free-flyer root, spherical joints, end
+   sites as frames) and the source pose ``q_src`` is
+   ``q_pinocchio_from_motion`` of the pose contender 1 imitates (the source's
+   rotations, its root where the source's is, the root's height above the
+   floor scaled by the ratio of leg lengths). Per frame: one
+   ``pin.computeJointJacobians`` (forward kinematics and joint Jacobians),
+   ``pin.updateFramePlacement`` and ``pin.getFrameJacobian`` (LOCAL_WORLD_ALIGNED)
+   of the two toe-tip frames, ``pin.getJointJacobian`` of the root for the
+   pelvis x, z rows (8 rows), then eq. 21 with ``K1 = K2 = I`` as one step,
+   ``dq = J⁺(x_goal − f(q)) + (I − J⁺J)(q_src ⊖ q)``, with ``q_src ⊖ q`` from
+   ``pin.difference`` and the step applied by ``pin.integrate``, over the same
+   30 columns of the tangent space (free flyer + hips, knees, ankles, toes; the
+   other joints copy the source). ``J⁺`` is the damped least-squares inverse,
+   ``Jᵀ(JJᵀ + λ²I)⁻¹``, with lengths and the root translation measured in the
+   character's height and ``λ = 0.01`` height, as ours. The goals are the
+   source's toe tips and pelvis x, z, unscaled, as in the paper. The first
+   frame takes 20 steps toward its goals from the source pose, as our filter's
+   ``reset`` does. It does **not** hold a stance foot, track heels or foot
+   orientations, use priorities, weigh the root's rigidity, clamp the input
+   or lower the gains near singularities, and takes one step per frame: it is
+   the bare algorithm on a C++ kinematics library, the floor of what a Python
+   loop over pinocchio costs, not a replacement for ours. Its inputs (model,
+   ``q_src``, goals) are built outside the timed region; ours build theirs
+   inside (roles, forward kinematics of the source, goals): the table also
+   gives the frames/s of ours' per-frame loop alone (``report["frames_per_second"]``).
+   Before timing, the script checks that pinocchio's forward kinematics of
+   ``q_src`` on ``blubby`` equals ours, and the loop's output is checked for
+   NaN.
+
+For context only (not measured here) the table shows the paper's rates on its
+machine: 300.7 Hz for the 30-DOF walking set-up with 8 constraint DOF, and
+138.2 Hz for the 42-DOF bat swing. The goals (from the issue): contender 1 at
+least 3000 frames/s and contender 2 at least 1500 frames/s.
+
+Quality, beside the speed (from the warm-up run; every timed repeat's motion
+is compared with it): the toe tips' tracking error from
+``result.report["tracking_error"]`` (cm; the distance from the goals the filter
+tracked, which are held points while a foot is the base), the toe tips'
+distance from the source's toe tips (cm; for every contender, the peer
+included), and :func:`retarget.metrics.evaluate` ``(walk, result.motion,
+goals=result.goals)``: skate of the result against the source's, and
+smoothness. The amplitudes (5th to 95th percentile over the clip) of the left
+and right hip, knee and ankle angles about their main axes
+(:func:`retarget.metrics.joint_angles`, on the source's axes), source against
+result, and, when saving, the Figure-10 plot of the lower-body result
+(:func:`retarget.viz.plot_joint_angles`) to
+``benchmarks/results/YYYY-MM-DD-omr-joint-angles.png``.
+
+Single core: the script sets ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``,
+``MKL_NUM_THREADS`` and ``NUMBA_NUM_THREADS`` to 1 before numpy is imported
+(the paper's figures are one CPU's; a small-matrix loop gains nothing from
+threads).
+
+Protocol: each contender runs once to warm up (numba JIT, imports, caches),
+then N times (``--repeats``, default 5) in round-robin order, the starting
+contender rotating every round, so that the noise of a shared machine falls on
+all alike; garbage is collected before every timed call and inputs are built
+outside the timed region. The table gives median and p10/p90 in seconds,
+frames/s = 7184 / median, and time ratios of medians against contender 1 and
+against the pinocchio loop (with p10-p90 of the per-round ratios, which pair
+calls made seconds apart). It is printed as Markdown and appended to
+``benchmarks/results/YYYY-MM-DD-omr.md`` (one file a day holds that day's runs:
+quote the medians of several).
+
+Run: ``make bench`` or ``.venv/bin/python benchmarks/omr.py --repeats 5``.
+"""
+
+# ruff: noqa: E402  (the thread variables must be set before numpy is imported)
+
+from __future__ import annotations
+
+import os
+
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NUMBA_NUM_THREADS",
+)
+for _variable in THREAD_VARIABLES:
+    os.environ[_variable] = "1"
+
+import argparse
+import contextlib
+import datetime as dt
+import gc
+import hashlib
+import importlib.metadata
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from io_kinematics import check_pinocchio, pinocchio_model, q_pinocchio_from_motion
+
+from retarget.characters import make_character
+from retarget.contacts import UP
+from retarget.io import read_bvh
+from retarget.kinematics import positions
+from retarget.methods.copy import leg_length
+from retarget.methods.omr import omr_retarget
+from retarget.metrics import evaluate, joint_angles
+from retarget.motion import Motion
+from retarget.roles import find_roles
+from retarget.roles import height as character_height
+from retarget.skeleton import Skeleton
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+FILE_NAME = "lafan_walk.bvh"
+RESULTS_DIR = PROJECT_ROOT / "benchmarks" / "results"
+GOAL_LOWER_FPS = 3000.0  # contender 1, omr lower onto blubby
+GOAL_FULL_FPS = 1500.0  # contender 2, omr full onto sally
+PAPER_LOWER_HZ = 300.7  # Choi & Ko 2000: 30 DOF, 8 constraint DOF, their machine
+PAPER_BAT_HZ = 138.2  # Choi & Ko 2000: 42-DOF bat swing, their machine
+LOWER, FULL, ONE, PIN = "omr lower", "omr full", "omr lower, iterations=1", "pinocchio loop"
+PIN_DAMPING = 0.01  # heights, as omr_retarget's default
+PIN_SETTLE = 20  # steps on the first frame, as OnlineRetargeter.reset
+TOL_PINOCCHIO = 1e-9
+TOES = ("left_toe_tip", "right_toe_tip")
+AMPLITUDE_ROLES = ("hip", "knee", "ankle")
+
+
+def _max_diff(a: Motion, b: Motion) -> float:
+    return float(
+        max(
+            np.abs(a.root_position - b.root_position).max(),
+            np.abs(a.rotations - b.rotations).max(),
+        )
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    where = ""
+    if last:
+        file = Path(last[0].filename)
+        with contextlib.suppress(ValueError):
+            file = file.resolve().relative_to(PROJECT_ROOT)
+        where = f" (at {file}:{last[0].lineno})"
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:200]}{where}"
+
+
+# -- the pinocchio peer -----------------------------------------------------------------------
+
+
+@dataclass
+class PinocchioProblem:
+    """The lower-body problem of contender 1, in pinocchio's terms."""
+
+    model: Any
+    data: Any
+    q_src: np.ndarray  # (F, nq): the pose to imitate
+    goals: np.ndarray  # (F, 8): left toe tip, right toe tip, pelvis x, z
+    toe_frames: tuple[int, int]  # frame ids of the toe-tip end sites
+    root_joint: int  # pinocchio joint id of the root (the pelvis)
+    columns: np.ndarray  # (30,) tangent (v) indices that move
+    copied: np.ndarray  # q indices of the joints that copy the source
+    height: float  # the character's height, file unit
+    damping: float
+
+
+def source_pose(source: Motion, target: Skeleton) -> Motion:
+    """The pose contender 1 imitates (``θ_src`` of :func:`omr_retarget`, unscaled): the
+    source's rotations by name, its root where the source's is, the root's height above
+    the floor scaled by the ratio of leg lengths."""
+    roles_s, roles_t = find_roles(source.skeleton), find_roles(target)
+    feet = [roles_s[f"{s}_{r}"] for s in ("left", "right") for r in ("ankle", "toe", "toe_tip")]
+    floor = float(positions(source)[0, feet, UP].min())
+    rotations = np.tile([1.0, 0.0, 0.0, 0.0], (source.num_frames, target.num_joints, 1))
+    rotations[:, target.indices(source.skeleton.names)] = source.rotations
+    root = source.root_position.copy()
+    ratio = leg_length(target, roles_t) / leg_length(source.skeleton, roles_s)
+    root[:, UP] = floor + ratio * (source.root_position[:, UP] - floor)
+    return Motion(target, root, rotations, source.fps)
+
+
+def pinocchio_problem(source: Motion, target: Skeleton) -> tuple[PinocchioProblem, str]:
+    """The peer's inputs, and how pinocchio's FK of ``q_src`` compares with ours."""
+    model, ids = pinocchio_model(target)
+    roles_s, roles_t = find_roles(source.skeleton), find_roles(target)
+    pose = source_pose(source, target)
+    q_src = q_pinocchio_from_motion(pose)
+    frames = np.unique(np.linspace(0, source.num_frames - 1, 6).astype(int))
+    d_pos, d_rot = check_pinocchio(model, ids, q_src, pose, frames)
+    agree = d_pos <= TOL_PINOCCHIO and d_rot <= TOL_PINOCCHIO
+    check = (
+        f"pinocchio's forward kinematics of q_src on the target "
+        f"{'equals' if agree else 'DIFFERS FROM'} ours on frames "
+        f"{', '.join(map(str, frames))}: max abs difference {d_pos:.1e} {target.unit} "
+        f"(joint and site positions), {d_rot:.1e} (rotation matrices)"
+    )
+    if not agree:
+        raise RuntimeError(check)
+    pos_s = positions(source)
+    goals = np.concatenate(
+        [pos_s[:, roles_s[t]] for t in TOES] + [source.root_position[:, [0, 2]]], axis=1
+    )
+    moving = [
+        roles_t[f"{s}_{r}"]
+        for s in ("left", "right")
+        for r in ("hip", "knee", "ankle", "toe")
+        if f"{s}_{r}" in roles_t.points and roles_t[f"{s}_{r}"] < target.num_joints
+    ]
+    columns = list(range(6))  # the free flyer
+    copied = []
+    for j in range(1, target.num_joints):
+        joint = model.joints[ids[j]]
+        if j in moving:
+            columns += range(joint.idx_v, joint.idx_v + joint.nv)
+        else:
+            copied += range(joint.idx_q, joint.idx_q + joint.nq)
+    toe_frames = tuple(model.getFrameId(target.point_names[roles_t[t]]) for t in TOES)
+    problem = PinocchioProblem(
+        model=model,
+        data=model.createData(),
+        q_src=q_src,
+        goals=goals,
+        toe_frames=(toe_frames[0], toe_frames[1]),
+        root_joint=ids[0],
+        columns=np.asarray(columns, dtype=np.intp),
+        copied=np.asarray(copied, dtype=np.intp),
+        height=character_height(target, roles_t),
+        damping=PIN_DAMPING,
+    )
+    return problem, check
+
+
+def pinocchio_rate_control(p: PinocchioProblem) -> np.ndarray:
+    """Closed-loop inverse rate control over pinocchio, frame by frame: configurations (F, nq).
+
+    Per step, with ``J`` (8 x 30) the toe tips' and the pelvis x, z rows of the
+    moving columns, and ``s = q_src ⊖ q``: ``dq = s + J⁺(x_goal − f(q) − J s)``,
+    which is ``J⁺ e + (I − J⁺J) s`` (eq. 21, ``K1 = K2 = I``), ``J⁺`` the damped
+    least-squares inverse; lengths and the root translation in heights.
+    """
+    import pinocchio as pin
+
+    model, data, h = p.model, p.data, p.height
+    lwa = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+    jacobians, frame_jacobian = pin.computeJointJacobians, pin.getFrameJacobian
+    joint_jacobian, placement = pin.getJointJacobian, pin.updateFramePlacement
+    difference, integrate = pin.difference, pin.integrate
+    left, right = p.toe_frames
+    root = p.root_joint
+    cols, copied = p.columns, p.copied
+    # columns: root translation in heights (x h), rows: lengths in heights (/ h)
+    col_scale = np.ones(len(cols))
+    col_scale[:3] = h
+    col_scale /= h
+    lam2 = np.eye(8) * p.damping**2
+    v = np.zeros(model.nv)
+    x = np.empty(8)
+    jac = np.empty((8, model.nv))
+
+    def step(q: np.ndarray, q_src: np.ndarray, goal: np.ndarray) -> np.ndarray:
+        jacobians(model, data, q)
+        x[0:3] = placement(model, data, left).translation
+        x[3:6] = placement(model, data, right).translation
+        x[6:8] = data.oMi[root].translation[[0, 2]]
+        jac[0:3] = frame_jacobian(model, data, left, lwa)[:3]
+        jac[3:6] = frame_jacobian(model, data, right, lwa)[:3]
+        jac[6:8] = joint_jacobian(model, data, root, lwa)[[0, 2]]
+        j = jac[:, cols] * col_scale
+        e = (goal - x) / h
+        s = difference(model, q, q_src)[cols]
+        s[:3] /= h
+        d = s + j.T @ np.linalg.solve(j @ j.T + lam2, e - j @ s)
+        d[:3] *= h
+        v[cols] = d
+        q = integrate(model, q, v)
+        q[copied] = q_src[copied]
+        return q
+
+    out = np.empty_like(p.q_src)
+    q = p.q_src[0].copy()
+    for _ in range(PIN_SETTLE):
+        q = step(q, p.q_src[0], p.goals[0])
+    out[0] = q
+    for f in range(1, len(out)):
+        q = step(q, p.q_src[f], p.goals[f])
+        out[f] = q
+    return out
+
+
+def motion_from_q(q: np.ndarray, target: Skeleton, fps: float) -> Motion:
+    """The inverse of ``q_pinocchio_from_motion``: quaternions back to (w, x, y, z)."""
+    rot = q[:, 3:].reshape(len(q), target.num_joints, 4)[..., [3, 0, 1, 2]]
+    return Motion(target, q[:, :3].copy(), rot, fps)
+
+
+# -- contenders -------------------------------------------------------------------------------
+
+
+@dataclass
+class Contender:
+    """One timed call: ``run()`` retargets the whole clip once and returns its motion."""
+
+    name: str
+    what: str
+    character: str
+    run: Callable[[], tuple[Motion, dict]] | None = None
+    ours: bool = True
+    failure: str | None = None
+    check: str = ""
+    samples: list[float] = field(default_factory=list)  # seconds, whole call
+    loop_fps: list[float] = field(default_factory=list)  # ours: report["frames_per_second"]
+    reference: Motion | None = None  # the warm-up's motion
+    goals: dict[str, np.ndarray] = field(default_factory=dict)
+    report: dict = field(default_factory=dict)
+    measures: dict[str, float] = field(default_factory=dict)
+    toe_tracking: tuple[float, float] | None = None  # report: mean, max cm
+    toe_source: tuple[float, float] | None = None  # from the source's toe tips: mean, max cm
+    max_drift: float = 0.0  # largest difference of a timed run's motion from the warm-up's
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and self.run is not None
+
+    def percentiles(self) -> tuple[float, float, float]:
+        p10, p50, p90 = np.percentile(self.samples, [10, 50, 90])
+        return float(p10), float(p50), float(p90)
+
+
+def _ours(source: Motion, target: Skeleton, **kwargs) -> Callable[[], tuple[Motion, dict]]:
+    def run() -> tuple[Motion, dict]:
+        result = omr_retarget(source, target, **kwargs)
+        return result.motion, {"report": dict(result.report), "goals": dict(result.goals)}
+
+    return run
+
+
+def contenders(source: Motion) -> list[Contender]:
+    blubby = make_character(source.skeleton, preset="blubby")
+    sally = make_character(source.skeleton, preset="sally")
+    out = [
+        Contender(
+            LOWER,
+            "retarget.methods.omr.omr_retarget(walk, blubby) (defaults: setup='lower', "
+            "iterations=2)",
+            "blubby",
+            run=_ours(source, blubby),
+        ),
+        Contender(
+            FULL,
+            "retarget.methods.omr.omr_retarget(walk, sally, setup='full')",
+            "sally",
+            run=_ours(source, sally, setup="full"),
+        ),
+        Contender(
+            ONE,
+            "retarget.methods.omr.omr_retarget(walk, blubby, iterations=1)",
+            "blubby",
+            run=_ours(source, blubby, iterations=1),
+        ),
+    ]
+    peer = Contender(
+        PIN,
+        "pinocchio_rate_control(problem): per frame pin.computeJointJacobians, "
+        "pin.getFrameJacobian (2 toe tips, LOCAL_WORLD_ALIGNED), pin.getJointJacobian "
+        "(pelvis x, z), DLS step with the null-space projection of pin.difference(q, q_src), "
+        "pin.integrate; 30 DOF, 8 rows, 1 step per frame",
+        "blubby",
+        ours=False,
+    )
+    try:
+        problem, peer.check = pinocchio_problem(source, blubby)
+    except Exception as exc:
+        peer.failure = _reason(exc)
+    else:
+
+        def run_peer() -> tuple[Motion, dict]:
+            q = pinocchio_rate_control(problem)
+            return motion_from_q(q, blubby, source.fps), {"q": q}
+
+        peer.run = run_peer
+    out.append(peer)
+    return out
+
+
+def _timed(fn: Callable[[], tuple[Motion, dict]]) -> tuple[float, tuple[Motion, dict]]:
+    gc.collect()
+    t0 = time.perf_counter()
+    out = fn()
+    t1 = time.perf_counter()
+    return t1 - t0, out
+
+
+def _toe_distance(source: Motion, motion: Motion) -> tuple[float, float]:
+    """Mean and max distance (file unit) of the result's toe tips from the source's."""
+    roles_s, roles_r = find_roles(source.skeleton), find_roles(motion.skeleton)
+    p_s = positions(source)[:, [roles_s[t] for t in TOES]]
+    p_r = positions(motion)[:, [roles_r[t] for t in TOES]]
+    d = np.linalg.norm(p_r - p_s, axis=-1)
+    return float(d.mean()), float(d.max())
+
+
+def warm_up(cs: list[Contender], source: Motion) -> None:
+    """Run each once (JIT, caches); keep its motion, report and measures."""
+    roles_s = find_roles(source.skeleton)
+    for c in cs:
+        if not c.ok:
+            continue
+        try:
+            _, (motion, extra) = _timed(c.run)  # type: ignore[arg-type]
+        except Exception as exc:
+            c.failure = _reason(exc)
+            continue
+        if not (np.isfinite(motion.root_position).all() and np.isfinite(motion.rotations).all()):
+            c.failure = "the motion has NaN or infinite values"
+            continue
+        c.reference = motion
+        c.report = extra.get("report", {})
+        if c.ours:
+            c.goals = extra["goals"]
+            per = c.report["tracking_error"]
+            c.toe_tracking = (
+                float(np.mean([per[t]["mean"] for t in TOES])),
+                float(max(per[t]["max"] for t in TOES)),
+            )
+        else:
+            names = [source.skeleton.point_names[roles_s[t]] for t in TOES]
+            pos_s = positions(source)
+            c.goals = {n: pos_s[:, roles_s[t]] for n, t in zip(names, TOES, strict=True)}
+            c.check += f"; ran all {len(extra['q'])} frames without NaN"
+        c.toe_source = _toe_distance(source, motion)
+        if not c.ours:
+            c.toe_tracking = c.toe_source  # its goals are the source's toe tips
+        c.measures = evaluate(source, motion, goals=c.goals or None)
+        print(f"  warm-up {c.name} done", file=sys.stderr)
+
+
+def measure(cs: list[Contender], repeats: int) -> None:
+    live = [c for c in cs if c.ok]
+    if not live:
+        return
+    for r in range(repeats):
+        k = r % len(live)
+        for c in live[k:] + live[:k]:
+            if not c.ok:
+                continue
+            try:
+                seconds, (motion, extra) = _timed(c.run)  # type: ignore[arg-type]
+            except Exception as exc:
+                c.failure = _reason(exc)
+                continue
+            c.samples.append(seconds)
+            fps = extra.get("report", {}).get("frames_per_second")
+            if fps:
+                c.loop_fps.append(float(fps))
+            if c.reference is not None:
+                c.max_drift = max(c.max_drift, _max_diff(motion, c.reference))
+        print(f"  round {r + 1}/{repeats} done", file=sys.stderr)
+
+
+def amplitudes(source: Motion, results: list[tuple[str, Motion]]) -> list[str]:
+    """Markdown rows: 5th-95th percentile of the hip, knee and ankle angles, degrees."""
+    sk = source.skeleton
+    roles = find_roles(sk)
+    src = np.degrees(joint_angles(source.rotations)[0])
+    angles = []
+    for _, m in results:
+        cols = m.skeleton.indices(sk.names)
+        angles.append(np.degrees(joint_angles(m.rotations[:, cols], reference=source.rotations)[0]))
+
+    def amp(a: np.ndarray) -> float:
+        return float(np.percentile(a, 95) - np.percentile(a, 5))
+
+    lines = [
+        "| joint | source ° | " + " | ".join(f"{label} °" for label, _ in results) + " |",
+        "|---|---:|" + "---:|" * len(results),
+    ]
+    for side in ("left", "right"):
+        for role in AMPLITUDE_ROLES:
+            j = roles[f"{side}_{role}"]
+            cells = [f"{amp(a[:, j]):.1f}" for a in angles]
+            lines.append(
+                f"| {side} {role} (`{sk.names[j]}`) | {amp(src[:, j]):.1f} | "
+                + " | ".join(cells)
+                + " |"
+            )
+    return lines
+
+
+# -- the report -------------------------------------------------------------------------------
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for dist in ["retarget", "numpy", "numba", "pin", "matplotlib"]:
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def machine_info() -> list[str]:
+    """Called at the start of the run, with the code that is imported and timed."""
+    cpu = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    versions = ", ".join(f"{k} {v}" for k, v in _versions().items())
+    commit = "unknown"
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        git = ["git", "-C", str(PROJECT_ROOT)]
+        head = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        )
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--", "src"], capture_output=True, text=True
+        )
+        if head.returncode == 0:
+            changed = dirty.stdout.splitlines()
+            commit = head.stdout.strip()
+            if changed:
+                # a fingerprint of the uncommitted files, to tell runs of a working tree apart
+                digest = hashlib.sha1()
+                for entry in sorted(changed):
+                    name = entry[3:].split(" -> ")[-1].strip('"')
+                    digest.update(name.encode())
+                    with contextlib.suppress(OSError):
+                        digest.update((PROJECT_ROOT / name).read_bytes())
+                commit += (
+                    f" with {len(changed)} uncommitted change(s) under src/ "
+                    f"(their contents' sha1 {digest.hexdigest()[:10]})"
+                )
+    threads = ", ".join(f"{v}={os.environ.get(v, '?')}" for v in THREAD_VARIABLES)
+    return [
+        f"- CPU: {cpu}; {os.cpu_count()} logical cores ({usable} usable); "
+        f"load average at start {load}",
+        f"- {platform.platform()}; Python {platform.python_version()}",
+        f"- single core: {threads}, set by this script before numpy is imported",
+        f"- versions: {versions}; commit {commit} (at the start of the run)",
+    ]
+
+
+def _ratio_text(c: Contender, ref: Contender) -> str:
+    ratio = c.percentiles()[1] / ref.percentiles()[1]
+    n = min(len(c.samples), len(ref.samples))
+    paired = np.array(c.samples[:n]) / np.array(ref.samples[:n])
+    lo, hi = np.percentile(paired, [10, 90])
+    digits = 2 if ratio >= 0.1 else 4
+    return f"{ratio:.{digits}f}x (per-round {lo:.{digits}f}-{hi:.{digits}f}x)"
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "—"
+    return f"{x:.3g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.1e}"
+
+
+def _goal_line(label: str, c: Contender | None, goal: float, n: int) -> str:
+    text = f"{label} ≥ {goal:,.0f} frames/s"
+    if c is None or not c.ok or not c.samples:
+        return f"- {text}: **UNKNOWN** — could not run"
+    p10, p50, p90 = c.percentiles()
+    fps = n / p50
+    verdict = "MET" if fps >= goal else "NOT MET"
+    loop = f"; its per-frame loop alone {np.median(c.loop_fps):,.0f}" if c.loop_fps else ""
+    return (
+        f"- {text}: **{verdict}** — {fps:,.0f} frames/s (per-run {n / p90:,.0f}-"
+        f"{n / p10:,.0f}, p90-p10 of the times; {fps / goal:.2f}x the goal){loop}"
+    )
+
+
+def report(
+    cs: list[Contender],
+    source: Motion,
+    path: Path,
+    repeats: int,
+    figure: Path | None,
+    machine: list[str],
+) -> list[str]:
+    n = source.num_frames
+    by_name = {c.name: c for c in cs}
+    ref, peer = by_name[LOWER], by_name[PIN]
+    lines = [
+        f"# Online retargeting (Choi & Ko 2000): `{path.name}` ({n} frames)",
+        "",
+        f"{dt.datetime.now().isoformat(timespec='seconds')}; `benchmarks/omr.py "
+        f"--repeats {repeats}`: one warm-up, then {repeats} round-robin repeats per contender.",
+        "",
+        *machine,
+        "",
+        "## Speed (whole clip, one core)",
+        "",
+        "| contender | character | median s | p10 s | p90 s | frames/s | "
+        "loop-only frames/s | time / omr lower | time / pinocchio loop |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in cs:
+        if not c.ok or not c.samples:
+            lines.append(f"| {c.name} | {c.character} | failed | | | | | | |")
+            continue
+        p10, p50, p90 = c.percentiles()
+        loop = f"{np.median(c.loop_fps):,.0f}" if c.loop_fps else "—"
+        vs_ref = "—" if c is ref or not (ref.ok and ref.samples) else _ratio_text(c, ref)
+        vs_peer = "—" if c is peer or not (peer.ok and peer.samples) else _ratio_text(c, peer)
+        lines.append(
+            f"| {c.name} | {c.character} | {p50:.3f} | {p10:.3f} | {p90:.3f} | "
+            f"{n / p50:,.0f} | {loop} | {vs_ref} | {vs_peer} |"
+        )
+    lines += [
+        f"| (paper) Choi & Ko 2000, walking: 30 DOF, 8 constraint DOF, their machine "
+        f"(not measured here) | | | | | {PAPER_LOWER_HZ} | | | |",
+        f"| (paper) Choi & Ko 2000, bat swing: 42 DOF, their machine (not measured here) "
+        f"| | | | | {PAPER_BAT_HZ} | | | |",
+        "",
+        "loop-only frames/s: ours' `report['frames_per_second']`, the per-frame filter "
+        "steps without the set-up (roles, the source's forward kinematics, goals) that the "
+        "whole call includes; the pinocchio loop's inputs are built outside its timed call, "
+        "so its frames/s compares with this column. Ratios are of medians (a ratio above 1: "
+        "slower than the reference).",
+        "",
+    ]
+    for c in cs:
+        status = "" if c.ok else f"; FAILED: {c.failure}"
+        check = f"; {c.check}" if c.check else ""
+        lines.append(f"- {c.name}: `{c.what}`{check}{status}")
+    lines.append("")
+
+    # quality
+    lines += [
+        "## Quality of the result (warm-up run)",
+        "",
+        "| contender | toe tracking mean cm | toe tracking max cm | toe tips from source's "
+        "mean cm | toe tips from source's max cm | skate % h/s | skate source % h/s | "
+        "skate ratio | smoothness | same motion every repeat |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in cs:
+        if c.reference is None:
+            lines.append(f"| {c.name} | failed | | | | | | | | |")
+            continue
+        m = c.measures
+        tt = c.toe_tracking or (None, None)
+        ts = c.toe_source or (None, None)
+        same = (
+            "—"
+            if not c.samples
+            else "yes"
+            if c.max_drift == 0.0
+            else f"NO (max abs difference {c.max_drift:.1e})"
+        )
+        lines.append(
+            f"| {c.name} | {_fmt(tt[0])} | {_fmt(tt[1])} | {_fmt(ts[0])} | {_fmt(ts[1])} | "
+            f"{_fmt(m.get('skate_result'))} | {_fmt(m.get('skate_source'))} | "
+            f"{_fmt(m.get('skate_ratio'))} | {_fmt(m.get('smoothness'))} | {same} |"
+        )
+    lines += [
+        "",
+        "toe tracking: ours from `result.report['tracking_error']` (left and right toe tips: "
+        "the mean of their means, the larger max), the distance from the goals the filter "
+        "tracked — the source's toe tips while a foot swings, the point where it is held "
+        "while it is the base; the pinocchio loop's goals are always the source's toe tips, "
+        "so its two pairs of columns are the same. toe tips from source's: every "
+        "contender's distance from the source's (unscaled) toe tips, all frames. skate: "
+        "mean horizontal speed of foot points over the source's contact frames, % of the "
+        "character's height per second (`retarget.metrics.evaluate`; ratio to the "
+        "source's); smoothness: mean squared jerk of joint positions, result over source "
+        "(1 = no new high frequencies).",
+        "",
+    ]
+    # Figure 10
+    results = [
+        (f"{c.character} ({c.name})", c.reference) for c in (ref, peer) if c.reference is not None
+    ]
+    if results:
+        lines += [
+            "## Joint-angle amplitudes (Figure 10)",
+            "",
+            "5th to 95th percentile over the clip of each joint's angle about its main axis "
+            "(`retarget.metrics.joint_angles`, on the source's axes).",
+            "",
+            *amplitudes(source, results),
+            "",
+        ]
+        if figure is not None:
+            lines += [f"Figure: [`{figure.name}`]({figure.name}) (left leg, first 8 s).", ""]
+
+    # goals
+    lines += [
+        "## Goals (medians)",
+        "",
+        _goal_line(f"omr lower, `{path.name}` → `blubby`", ref, GOAL_LOWER_FPS, n),
+        _goal_line(f"omr full, `{path.name}` → `sally`", by_name[FULL], GOAL_FULL_FPS, n),
+    ]
+    failed = [c for c in cs if not c.ok]
+    if failed:
+        lines += ["", "## Could not run", ""]
+        lines += [f"- {c.name}: {c.failure}" for c in failed]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs per contender")
+    parser.add_argument("--no-save", action="store_true", help="print only")
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be >= 1")
+    data_dir = Path(os.environ.get("RETARGET_DATA", PROJECT_ROOT.parent / "shared" / "data"))
+    path = data_dir / FILE_NAME
+    if not path.is_file():
+        print(
+            f"{path} not found (set RETARGET_DATA to the folder holding {FILE_NAME})",
+            file=sys.stderr,
+        )
+        return 2
+
+    machine = machine_info()
+    source = read_bvh(path)
+    print(f"{path}: {source!r}", file=sys.stderr)
+    cs = contenders(source)
+    print(f"warming up {len(cs)} contenders ...", file=sys.stderr)
+    warm_up(cs, source)
+    live = sum(c.ok for c in cs)
+    print(f"timing {live} contenders x {args.repeats} ...", file=sys.stderr)
+    measure(cs, args.repeats)
+
+    figure = None
+    lower = next(c for c in cs if c.name == LOWER)
+    if not args.no_save and lower.reference is not None:
+        from retarget.viz import plot_joint_angles
+
+        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        figure = RESULTS_DIR / f"{dt.date.today().isoformat()}-omr-joint-angles.png"
+        plot_joint_angles(source, [("blubby (omr)", lower.reference)], figure, start=4.0)
+        print(f"wrote {figure.relative_to(PROJECT_ROOT)}", file=sys.stderr)
+
+    lines = report(cs, source, path, args.repeats, figure, machine)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if not args.no_save:
+        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        out = RESULTS_DIR / f"{dt.date.today().isoformat()}-omr.md"
+        # Runs of one day are appended: quote the medians of several.
+        earlier = out.exists() and out.stat().st_size > 0
+        with out.open("a", encoding="utf-8") as fh:
+            fh.write(("\n---\n\n" if earlier else "") + text)
+        print(f"appended to {out.relative_to(PROJECT_ROOT)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
