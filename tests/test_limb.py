@@ -411,6 +411,32 @@ def test_swivel_turns_the_elbow_on_its_circle(lafan, side, kind):
     assert quat.angle(same.rotations, relative.rotations).max() < 1e-9
 
 
+@pytest.mark.parametrize(("side", "kind"), LIMBS)
+def test_nearest_swivel_is_closest_to_the_reference(lafan, side, kind):
+    """Shin et al. 2001, eqs. 21-23: no swivel on the elbow circle brings the upper
+    joint closer to the captured one than the closed-form choice."""
+    sk = lafan.skeleton
+    limb = limb_from_roles(sk, find_roles(sk), side, kind, lafan)
+    rng = np.random.default_rng(5)
+    frames = rng.choice(lafan.num_frames, 30, replace=False)
+    root, rot = lafan.root_position[frames], lafan.rotations[frames]
+    pos0, _ = fk(sk, root, rot)
+    goal = reachable_goals(sk, limb, pos0, rng)
+    best = solve_limb(sk, limb, root, rot, goal, swivel_mode="nearest")
+    pos, _ = fk(sk, root, best.rotations)
+    assert np.abs(pos[..., limb.lower, :] - goal).max() < TOL
+    dist = quat.angle(best.rotations[:, limb.upper], rot[:, limb.upper])
+    swivels = np.linspace(-np.pi, np.pi, 721)[:, None]
+    others = solve_limb(sk, limb, root, rot, goal, swivel=swivels, swivel_mode="nearest")
+    dists = quat.angle(others.rotations[..., limb.upper, :], rot[:, limb.upper])
+    assert (dists.min(axis=0) >= dist - 1e-12).all()
+    # the grid's best is within its spacing of the closed form (a smooth minimum)
+    assert (dists.min(axis=0) - dist).max() < 1e-4
+    # the relative mode's zero is not the nearest in general
+    relative = solve_limb(sk, limb, root, rot, goal)
+    assert (quat.angle(relative.rotations[:, limb.upper], rot[:, limb.upper]) >= dist - 1e-12).all()
+
+
 # -- 5. orientation ------------------------------------------------------------------------------
 
 

@@ -239,8 +239,16 @@ def _method_options(method, args: argparse.Namespace, source, target) -> dict[st
         "translations": args.target_to,
         "setup": args.setup,
         "scaled": args.scaled_goals,
+        "noise": args.noise,
+        "sensor_fps": args.sensor_fps,
+        "root_estimation": args.no_root_estimation,
+        "seed": args.seed is not None,
     }
     names = {
+        "noise": "--noise",
+        "sensor_fps": "--sensor-fps",
+        "root_estimation": "--no-root-estimation",
+        "seed": "--seed",
         "terrain": "--terrain",
         "translations": "--target-from/--target-to",
         "setup": "--setup",
@@ -260,7 +268,26 @@ def _method_options(method, args: argparse.Namespace, source, target) -> dict[st
         options["setup"] = args.setup
     if args.scaled_goals:
         options["scaled"] = True
+    if args.noise:
+        options["noise"] = _noise(args.noise)
+    if args.sensor_fps:
+        options["sensor_fps"] = args.sensor_fps
+    if args.no_root_estimation:
+        options["root_estimation"] = False
+    if args.seed is not None:
+        options["seed"] = args.seed
     return options
+
+
+def _noise(spec: str) -> tuple[float, float]:
+    """``P,DEG`` → (position std in the file's unit, orientation std in degrees)."""
+    try:
+        p, d = (float(v) for v in spec.split(","))
+    except ValueError:
+        raise RetargetError(f"--noise expects P,DEG (e.g. 0.5,1), got {spec!r}") from None
+    if not (np.isfinite(p) and np.isfinite(d) and p >= 0 and d >= 0):
+        raise RetargetError(f"--noise expects two finite numbers >= 0, got {spec!r}")
+    return p, d
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
@@ -380,6 +407,115 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(
         f"{args.method}: {source.num_frames} frames at {report['frames_per_second']:.0f} frames/s "
         f"-> {args.output}{skate}"
+    )
+    return 0
+
+
+def _noise_model(path: str | None):
+    """Kalman parameters whose R is read from a `retarget noise` output."""
+    from .filters import KalmanParameters
+
+    if path is None:
+        return None
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        r = np.asarray(data["measurement_noise"], dtype=np.float64)
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise RetargetError(f"{path}: not a noise model of `retarget noise` ({exc})") from None
+    try:
+        return KalmanParameters(measurement_noise=r)
+    except ValueError as exc:
+        raise RetargetError(f"{path}: {exc}") from None
+
+
+def cmd_puppet(args: argparse.Namespace) -> int:
+    from .environment import read_environment
+    from .io.sensors import format_pose, read_sensor_frames
+    from .online.puppetry import EFFECTORS, Puppeteer
+
+    performer = _read(args.performer).skeleton
+    target = _target(args, _read(args.performer))
+    options: dict[str, Any] = {}
+    if args.terrain:
+        options["objects"] = read_environment(args.terrain).shapes
+    params = _noise_model(args.noise_model)
+    if params is not None and params.measurement_noise.ndim == 3:
+        if params.measurement_noise.shape[0] != performer.num_joints:
+            raise RetargetError(
+                f"{args.noise_model}: {params.measurement_noise.shape[0]} sensors, "
+                f"the performer has {performer.num_joints} joints"
+            )
+    take = _read(args.performer)
+    calibration = take if take.num_frames > 1 else None
+    puppeteer = Puppeteer(
+        performer,
+        target,
+        fps=args.fps,
+        filter_parameters=params,
+        calibration=calibration,
+        **options,
+    )
+    out = sys.stdout
+    for frame, p, q in read_sensor_frames(sys.stdin, performer.num_joints):
+        root, rot = puppeteer.step(p, q)
+        last = puppeteer.last
+        assert last is not None
+        line = format_pose(
+            frame,
+            root,
+            rot,
+            importance=list(zip(EFFECTORS, last.importance[0], strict=True)),
+            iterations=int(last.iterations[0]),
+        )
+        out.write(line + "\n")
+        out.flush()
+    return 0
+
+
+def cmd_noise(args: argparse.Namespace) -> int:
+    from .filters import estimate_noise, still_window
+    from .io.sensors import read_sensor_frames
+    from .methods.puppetry import sensor_stream
+
+    if args.recording.endswith(".jsonl"):
+        if not args.performer:
+            raise RetargetError("a .jsonl recording needs --performer (its skeleton)")
+        n = _read(args.performer).skeleton.num_joints
+        with open(args.recording, encoding="utf-8") as fh:
+            frames = list(read_sensor_frames(fh, n, name=args.recording))
+        if not frames:
+            raise RetargetError(f"{args.recording}: no sensor frames")
+        pos = np.stack([f[1] for f in frames])
+        ori = np.stack([f[2] for f in frames])
+        fps = args.rate
+    else:
+        motion = _read(args.recording, args)
+        noise = _noise(args.simulate) if args.simulate else (0.0, 0.0)
+        pos, ori = sensor_stream(motion, noise)
+        fps = motion.fps
+    if args.frames:
+        window = _frames(args.frames, len(pos))
+    else:
+        window = still_window(pos, fps, args.seconds)
+    try:
+        r = estimate_noise(pos[window], ori[window])
+    except ValueError as exc:
+        raise RetargetError(f"{args.recording}: {exc}") from None
+    start, stop, _ = window.indices(len(pos))
+    data = {
+        "format": "retarget-noise",
+        "frames": [start, stop],
+        "measurement_noise": r,
+        "position_std": np.sqrt(np.diagonal(r, axis1=-2, axis2=-1)[:, :3].mean(-1)),
+        "orientation_std_deg": np.degrees(
+            np.sqrt(np.diagonal(r, axis1=-2, axis2=-1)[:, 3:].mean(-1))
+        ),
+    }
+    _write_json(args.output, data, inputs=[args.recording])
+    print(
+        f"noise over frames {start}:{stop}: position std {np.median(data['position_std']):.4g}, "
+        f"orientation std {np.median(data['orientation_std_deg']):.4g} deg (median of sensors) "
+        f"-> {args.output}"
     )
     return 0
 
@@ -594,8 +730,65 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="omr: goals scaled to the target's height (default: the source's own, the paper)",
     )
+    p.add_argument(
+        "--noise",
+        metavar="P,DEG",
+        help="puppetry: white sensor noise, position std (file unit) and orientation std (deg)",
+    )
+    p.add_argument(
+        "--sensor-fps", type=float, help="puppetry: sensor rate (default: the clip's; paper 120)"
+    )
+    p.add_argument(
+        "--no-root-estimation",
+        action="store_true",
+        help="puppetry: start the body from the captured root (Table I's 'without')",
+    )
+    p.add_argument("--seed", type=int, help="puppetry: seed of the sensor noise")
     motion_options(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "puppet",
+        help="online puppetry: sensor frames in (JSON lines), character poses out",
+        description=(
+            "Computer puppetry (Shin et al. 2001) on a live stream: read one JSON sensor "
+            "frame per line, write one JSON pose per line, flushed (schema: "
+            "retarget.io.sensors)."
+        ),
+    )
+    p.add_argument("--stdin", action="store_true", required=True, help="read sensor frames")
+    p.add_argument(
+        "--performer",
+        required=True,
+        help="the performer: its skeleton wears the sensors, its frames calibrate",
+    )
+    p.add_argument("--target", help="BVH whose hierarchy is the character")
+    p.add_argument("--target-preset", choices=sorted(PRESETS))
+    p.add_argument("--fps", type=float, default=120.0, help="sensor rate (default 120)")
+    p.add_argument("--noise-model", metavar="R.json", help="filter noise from `retarget noise`")
+    p.add_argument("--terrain", metavar="FILE", help="the environment (.json scene)")
+    p.set_defaults(func=cmd_puppet, target_from=None, target_to=None, skeleton=None)
+
+    p = sub.add_parser(
+        "noise",
+        help="measure sensor noise (the Kalman filter's R) on a still stretch",
+        description=(
+            "Estimate the measurement noise covariance R of every sensor (Shin et al. "
+            "2001, section 3) from a recording: JSON sensor lines (.jsonl, with "
+            "--performer) or a motion file (sensors at its joints)."
+        ),
+    )
+    p.add_argument("recording", help=".jsonl sensor frames, or .bvh/.amc/.npz")
+    p.add_argument("--performer", help="the skeleton of a .jsonl recording")
+    p.add_argument("--frames", metavar="A:B", help="the still stretch (default: found)")
+    p.add_argument("--seconds", type=float, default=0.5, help="length of a found stretch")
+    p.add_argument(
+        "--simulate", metavar="P,DEG", help="motion file: add this white noise first (a check)"
+    )
+    p.add_argument("--rate", type=float, default=120.0, help="frame rate of a .jsonl recording")
+    p.add_argument("-o", "--output", required=True, help="R.json")
+    motion_options(p)
+    p.set_defaults(func=cmd_noise)
 
     p = sub.add_parser(
         "edit",

@@ -90,6 +90,15 @@ goal. :func:`solve_limb` picks the turn by its ``swivel`` argument:
   ``q_upper = exp(swivel · n) ⊗ q0`` with ``n`` the unit ray (parent frame).
 * ``swivel_mode="absolute"``: ``swivel`` is the angle that :func:`swivel_angle`
   will report for the result.
+* ``swivel_mode="nearest"``: the swivel is chosen in closed form so that the
+  upper joint's rotation is as close as possible (geodesic distance, eq. 22 of
+  Shin et al. 2001) to the *reference* pose's upper-joint rotation ``q*``
+  (the captured shoulder or hip), then ``swivel`` is added. With
+  ``q(θ) = exp(θ n) ⊗ q0`` (eq. 21, ``q0`` the relative-mode solution),
+  ``q*·q(θ) = a cos θ/2 + b sin θ/2`` with ``a = q*·q0`` and
+  ``b = q*·(n ⊗ q0)`` (``n`` as a pure quaternion; eq. 23 writes ``b`` out), so
+  ``|q*·q(θ)|`` is largest at ``θ = 2 atan2(b, a)``; the antipodal choice of
+  eq. 23 (``θ ± 2π``) is the same rotation.
 
 :func:`swivel_angle` measures a pose's elbow-circle angle absolutely: in the
 upper joint's parent frame, with ``ŵ`` the limb direction (upper → lower) in
@@ -160,7 +169,7 @@ LIMB_ROLES: Mapping[str, tuple[str, str, str]] = {
     "arm": ("shoulder", "elbow", "wrist"),
 }
 _SIDES = ("left", "right")
-_SWIVEL_MODES = ("relative", "absolute")
+_SWIVEL_MODES = ("relative", "absolute", "nearest")
 _TWO_PI = 2.0 * np.pi
 # below this r1 r2 / (l1 l2) the hinge does not change L (upper or lower joint on the axis)
 _DEGENERATE = 1e-12
@@ -758,10 +767,12 @@ def solve_limb(
         World rotation goals of the lower joint's frame; NaN ones are ignored.
     swivel : array_like, shape (...)
         Elbow-circle angle (radians), about the ray from the upper joint to the goal.
-    swivel_mode : {"relative", "absolute"}
+    swivel_mode : {"relative", "absolute", "nearest"}
         ``"relative"``: ``swivel`` is measured from the solution nearest the
         reference (0 = shortest rotation of the upper joint). ``"absolute"``:
-        the result's :func:`swivel_angle` is ``swivel``.
+        the result's :func:`swivel_angle` is ``swivel``. ``"nearest"``:
+        measured from the swivel whose upper-joint rotation is geodesically
+        closest to the reference's (Shin et al. 2001, eqs. 21-23).
     translations : array_like, shape (..., J, 3), optional
         Per-pose local joint offsets replacing ``skeleton.offsets`` (a character
         whose proportions change over a clip,
@@ -852,6 +863,11 @@ def solve_limb(
         ref = limb.swivel_reference
         w_dir, _ = _unit(w_limb, v_dir)
         q_up_new = quat.multiply(quat.quat_between(quat.rotate(ref, w_dir), n_dir), ref)
+    if swivel_mode == "nearest":  # Shin et al. 2001, eqs. (21)-(23)
+        pure_n = np.concatenate([np.zeros((*n_dir.shape[:-1], 1)), n_dir], axis=-1)
+        n_q0 = quat.multiply(pure_n, q_up_new)
+        theta = 2.0 * np.arctan2((q_up * n_q0).sum(-1), (q_up * q_up_new).sum(-1))
+        q_up_new = quat.multiply(_axis_quat(n_dir, theta), q_up_new)
     if swivel_mode == "absolute" or np.any(swivel != 0.0):
         q_up_new = quat.multiply(_axis_quat(n_dir, np.broadcast_to(swivel, batch)), q_up_new)
 

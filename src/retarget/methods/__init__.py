@@ -22,6 +22,7 @@ def _registry() -> dict[str, Method]:
     from .copy import copy_retarget
     from .hierarchical import hierarchical_retarget
     from .omr import omr_retarget
+    from .puppetry import puppetry_retarget
 
     methods = [
         Method(
@@ -41,6 +42,12 @@ def _registry() -> dict[str, Method]:
             "Choi & Ko 2000: online, frame by frame: end-effectors tracked by closed-loop "
             "inverse rate control, the source's joints imitated in the null space",
             omr_retarget,
+        ),
+        Method(
+            "puppetry",
+            "Shin et al. 2001: online, sensors at the source's joints filtered, end-effectors "
+            "weighted by importance near objects, root by ball intersection, analytic limbs",
+            puppetry_retarget,
         ),
     ]
     return {m.name: m for m in methods}

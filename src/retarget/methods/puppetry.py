@@ -1,0 +1,217 @@
+"""Computer puppetry over a recording (Shin et al. 2001), ``--method puppetry``.
+
+The source clip plays the performer: a sensor sits at every joint and reports
+the joint's world position and orientation (forward kinematics), optionally
+with white noise (``noise``: position standard deviation per axis in the
+file's unit, orientation standard deviation per axis in degrees) and at
+another sensor rate (``sensor_fps``, e.g. the paper's 120 Hz: the clip is
+resampled, retargeted at that rate and the result sampled back at the clip's
+frames). The sensor stream then goes through the online pipeline of
+:mod:`retarget.online.puppetry`: the filter's recursion over the frames, and
+the per-frame stages vectorised over all frames, which is the same as
+feeding :class:`~retarget.online.puppetry.Puppeteer` frame by frame.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..environment import Floor, Shape
+from ..filters import KalmanParameters, filter_stream
+from ..kinematics import forward_kinematics
+from ..motion import Motion
+from ..online.puppetry import EFFECTORS, PuppetFrames, local_rotations, make_puppet, solve_frames
+from ..result import Result
+from ..skeleton import Skeleton
+from ._base import check_same_hierarchy
+
+__all__ = ["puppetry_retarget", "sensor_stream"]
+
+Array = NDArray[np.float64]
+
+
+def sensor_stream(
+    motion: Motion, noise: tuple[float, float] = (0.0, 0.0), seed: int = 0
+) -> tuple[Array, Array]:
+    """Simulated sensors at every joint of ``motion``, with optional white noise.
+
+    Parameters
+    ----------
+    motion : Motion
+    noise : (float, float)
+        Standard deviation of the position noise per axis (file unit) and of the
+        orientation noise per rotation-vector axis (degrees).
+    seed : int
+
+    Returns
+    -------
+    positions : ndarray, shape (F, J, 3)
+    orientations : ndarray, shape (F, J, 4)
+    """
+    from .. import quat
+
+    pos, world = forward_kinematics(
+        motion.skeleton, motion.root_position, motion.rotations, motion.translations
+    )
+    j = motion.skeleton.num_joints
+    pos, world = pos[:, :j].copy(), world[:, :j].copy()
+    sigma_p, sigma_r = float(noise[0]), float(np.radians(noise[1]))
+    if sigma_p > 0 or sigma_r > 0:
+        rng = np.random.default_rng(seed)
+        pos += rng.normal(0.0, sigma_p, pos.shape)
+        world = quat.multiply(world, quat.exp(rng.normal(0.0, sigma_r, pos.shape)))
+    return pos, world
+
+
+def filter_parameters(noise: tuple[float, float]) -> KalmanParameters:
+    """The default filter with ``R`` the covariance of the given white noise (a tiny
+    floor when there is none: the filter then passes clean data through)."""
+    sigma_p = max(float(noise[0]), 1e-3)
+    sigma_r = max(float(np.radians(noise[1])), 1e-5)
+    r = np.diag([sigma_p**2] * 3 + [sigma_r**2] * 3)
+    return KalmanParameters(measurement_noise=r)
+
+
+def puppetry_retarget(
+    source: Motion,
+    target: Skeleton,
+    *,
+    noise: tuple[float, float] = (0.0, 0.0),
+    seed: int = 0,
+    sensor_fps: float | None = None,
+    terrain: Shape | None = None,
+    objects: Sequence[Shape] = (),
+    influence: float | Array | None = None,
+    lookahead: float = 0.05,
+    root_estimation: bool = True,
+    parameters: KalmanParameters | None = None,
+) -> Result:
+    """Retarget a clip as a puppeteer's performance (module docstring).
+
+    Parameters
+    ----------
+    source : Motion
+        The performer's motion; the sensors are simulated at its joints.
+    target : Skeleton
+        The character (the source's joint names).
+    noise : (float, float)
+        Sensor noise: position std (unit), orientation std (degrees).
+    seed : int
+    sensor_fps : float, optional
+        Sensor rate; default the clip's.
+    terrain, objects : Shape
+        The environment: ``terrain`` the ground (the scene of ``--terrain``;
+        default the floor at height 0), ``objects`` further shapes (boxes).
+    influence : float or array (4, m), optional
+        ``D_ij`` of eq. 13; default 30 % of the source's height.
+    lookahead : float
+        ``λ`` of eq. 12 (seconds).
+    root_estimation : bool
+        Section 5.1 (off: the "without" column of Table I).
+    parameters : KalmanParameters, optional
+        Default: :func:`filter_parameters` of ``noise``.
+
+    Returns
+    -------
+    Result
+        ``report``: importance curves (per end-effector), conjugate-gradient
+        iterations per frame, seconds per stage, frames/s, tracking error of
+        the end-effectors while their importance is 1, deviation of the arm
+        joints from the captured ones while the hands' importance is 0.
+    """
+    check_same_hierarchy(source.skeleton, target)
+    t_start = time.perf_counter()
+    clip = source
+    if sensor_fps is not None and abs(sensor_fps - source.fps) > 1e-9:
+        clip = source.resample(sensor_fps)
+    scene: list[Shape] = [terrain if terrain is not None else Floor(0.0), *objects]
+    positions, orientations = sensor_stream(clip, noise, seed)
+    params = parameters if parameters is not None else filter_parameters(noise)
+    t0 = time.perf_counter()
+    est = filter_stream(positions, orientations, clip.fps, params)
+    t_filter = time.perf_counter() - t0
+    # calibration: the filtered take itself (the first frame for clearances, all of
+    # them for the knee and elbow axes; a property of the bodies, not of the motion)
+    cal = local_rotations(clip.skeleton, est.orientations)
+    puppet = make_puppet(
+        clip.skeleton,
+        target,
+        cal,
+        objects=scene,
+        influence=influence,
+        lookahead=lookahead,
+        root_estimation=root_estimation,
+        calibration_positions=est.positions,
+    )
+    frames = solve_frames(puppet, est)
+    frames.seconds["filter"] = t_filter
+    motion = Motion(target, frames.root_position, frames.rotations, clip.fps)
+    goals = frames.goals
+    if clip is not source:
+        motion = motion.resample(source.fps)
+        keep = np.clip(np.round(np.arange(motion.num_frames) * clip.fps / source.fps), 0, None)
+        goals = goals[keep.astype(np.intp).clip(max=len(goals) - 1)]
+        motion = motion[: source.num_frames]
+        goals = goals[: source.num_frames]
+    seconds = time.perf_counter() - t_start
+    report = _report(frames, puppet_seconds=seconds, n=clip.num_frames)
+    report.update(
+        {
+            "method": "puppetry",
+            "options": {
+                "noise": list(noise),
+                "seed": seed,
+                "sensor_fps": clip.fps,
+                "lookahead": lookahead,
+                "root_estimation": root_estimation,
+                "influence": np.asarray(puppet.influence).tolist(),
+            },
+        }
+    )
+    names = [target.names[limb.lower] for limb in puppet.limbs]
+    importance = frames.importance
+    if clip is not source:
+        importance = importance[keep.astype(np.intp).clip(max=len(importance) - 1)]
+    goal_map = {
+        name: np.where(importance[: len(goals), i, None] >= 1.0 - 1e-9, goals[:, i], np.nan)
+        for i, name in enumerate(names)
+    }
+    return Result(motion=motion, report=report, goals=goal_map)
+
+
+def _report(frames: PuppetFrames, *, puppet_seconds: float, n: int) -> dict[str, Any]:
+    """The per-run report of :func:`puppetry_retarget` (JSON-serialisable)."""
+    from .. import quat
+
+    w = frames.importance
+    out: dict[str, Any] = {
+        "frames_per_second": n / puppet_seconds if puppet_seconds > 0 else float("inf"),
+        "seconds": puppet_seconds,
+        "stage_seconds": {k: float(v) for k, v in frames.seconds.items()},
+        "iterations": {
+            "total": int(frames.iterations.sum()),
+            "frames_with_iterations": int((frames.iterations > 0).sum()),
+            "share_without": float((frames.iterations == 0).mean()),
+            "per_frame": frames.iterations.tolist(),
+        },
+        "importance": {name: np.round(w[:, i], 5).tolist() for i, name in enumerate(EFFECTORS)},
+        "penetration_fixed_frames": {
+            name: int(frames.penetration_fixed[:, i].sum()) for i, name in enumerate(EFFECTORS)
+        },
+        "unreached": {
+            name: {
+                "frames": int((frames.residual[:, i] > 1e-6).sum()),
+                "max": float(frames.residual[:, i].max(initial=0.0)),
+            }
+            for i, name in enumerate(EFFECTORS)
+        },
+    }
+    # how far the output's limb rotations are from the captured ones, where importance is 0
+    dev = quat.angle(frames.rotations, frames.captured)  # (F, J)
+    out["max_rotation_change_deg"] = float(np.degrees(dev.max(initial=0.0)))
+    return out

@@ -1,0 +1,262 @@
+"""Computer puppetry (Shin et al. 2001) on lafan_walk.bvh: Table I, feet, arms, a box at hand,
+causality and the command line (``run --method puppetry``, ``puppet --stdin``, ``noise``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from retarget import evaluate, find_roles, height, make_character, quat
+from retarget.cli import main
+from retarget.environment import Box
+from retarget.kinematics import forward_kinematics, positions
+from retarget.methods.puppetry import puppetry_retarget, sensor_stream
+from retarget.online.puppetry import Puppeteer
+
+
+@pytest.fixture(scope="module")
+def characters(lafan):
+    return {n: make_character(lafan.skeleton, preset=n) for n in ("blubby", "sally")}
+
+
+@pytest.fixture(scope="module")
+def runs(lafan, characters):
+    return {n: puppetry_retarget(lafan, c) for n, c in characters.items()}
+
+
+@pytest.mark.parametrize("name", ["blubby", "sally"])
+def test_table_1_with_root_estimation(runs, name):
+    """Goal: with the estimation at least 99.5 % of the frames need no CG iteration."""
+    it = runs[name].report["iterations"]
+    print(f"{name}: CG iterations {it['total']} on {it['frames_with_iterations']} frames")
+    assert it["share_without"] >= 0.995
+    assert len(it["per_frame"]) == 7184
+
+
+def test_table_1_without_root_estimation(lafan, characters):
+    """Without the estimation, Blubby's short legs need the body posture solver on most
+    frames (the paper: 47 iterations on a 39-frame walk); Sally's long legs do not."""
+    clip = lafan[1000:1120]
+    blubby = puppetry_retarget(clip, characters["blubby"], root_estimation=False)
+    sally = puppetry_retarget(clip, characters["sally"], root_estimation=False)
+    b, s = blubby.report["iterations"], sally.report["iterations"]
+    print(f"without: blubby {b['total']} iterations, sally {s['total']}")
+    assert b["frames_with_iterations"] > 0.5 * clip.num_frames
+    assert s["total"] < b["total"] / 10
+
+
+@pytest.mark.parametrize("name", ["sally"])
+def test_feet_skate_no_more_than_the_source(lafan, runs, name):
+    m = evaluate(lafan, runs[name].motion, goals=runs[name].goals)
+    print(f"{name}: skate {m['skate_result']:.3f} vs {m['skate_source']:.3f} %H/s")
+    assert m["skate_result"] <= m["skate_source"]
+    assert m["smoothness"] < 1.2
+
+
+def test_feet_skate_blubby_is_measured(lafan, runs):
+    """Blubby's feet (legs 0.65x) skate more than the source's: the acceptance figure is
+    not met (closing note); this keeps the measured level from getting worse."""
+    m = evaluate(lafan, runs["blubby"].motion, goals=runs["blubby"].goals)
+    print(f"blubby: skate {m['skate_result']:.3f} vs {m['skate_source']:.3f} %H/s")
+    assert m["skate_result"] <= 1.3 * m["skate_source"]
+
+
+@pytest.mark.parametrize("name", ["blubby", "sally"])
+def test_arms_far_from_objects_keep_the_captured_angles(lafan, characters, runs, name):
+    roles = find_roles(characters[name])
+    arms = [roles[f"{s}_{j}"] for s in ("left", "right") for j in ("shoulder", "elbow", "wrist")]
+    rep = runs[name].report["importance"]
+    far = (np.array(rep["left_hand"]) == 0) & (np.array(rep["right_hand"]) == 0)
+    assert far.mean() > 0.99
+    dev = np.degrees(quat.angle(runs[name].motion.rotations[:, arms], lafan.rotations[:, arms]))
+    assert dev[far].max() < 1.0
+
+
+def _box_under_the_hand(lafan, frames=slice(0, 200)):
+    """A box whose top is where the right wrist is lowest while it is slowest."""
+    roles = find_roles(lafan.skeleton)
+    wrist = positions(lafan)[frames, roles["right_wrist"]]
+    speed = np.linalg.norm(np.diff(wrist, axis=0), axis=1)
+    k = int(np.argmin(np.convolve(speed, np.ones(10), "valid")))
+    rest = wrist[k : k + 10]
+    top = rest[:, 1].min()
+    centre = rest.mean(axis=0)
+    return Box([centre[0], top - 10.0, centre[2]], [15.0, 10.0, 15.0])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 5 acceptance not met yet: hand 14.8 cm (sally) / 16.5 cm (blubby) off the "
+    "captured wrist at importance 1 and joint jumps up to 10x the source's (closing note)",
+)
+@pytest.mark.parametrize("name", ["blubby", "sally"])
+def test_box_at_hand(lafan, characters, name):
+    """A box under the resting hand: hand within 0.5 % of height while importance is 1,
+    no joint jump above 1.5x the source's largest, no penetration (issue 5)."""
+    clip = lafan[0:200]
+    box = _box_under_the_hand(clip)
+    h = height(clip.skeleton)
+    res = puppetry_retarget(clip, characters[name], objects=[box])
+    w = np.array(res.report["importance"]["right_hand"])
+    touching = w >= 1.0 - 1e-12
+    assert touching.sum() >= 3
+    roles = find_roles(characters[name])
+    hand = positions(res.motion)[:, roles["right_wrist"]]
+    captured = positions(clip)[:, find_roles(clip.skeleton)["right_wrist"]]
+    err = np.linalg.norm(hand - captured, axis=-1)[touching]
+    print(f"{name}: {touching.sum()} frames at importance 1, hand error max {err.max():.4f} cm")
+    assert err.max() <= 0.005 * h
+    # in and out of contact: no joint jumps more than 1.5x the source's largest jump
+    jump = quat.angle(res.motion.rotations[1:], res.motion.rotations[:-1]).max()
+    source_jump = quat.angle(clip.rotations[1:], clip.rotations[:-1]).max()
+    print(
+        f"{name}: largest joint jump {np.degrees(jump):.2f} vs source {np.degrees(source_jump):.2f}"
+    )
+    assert jump <= 1.5 * source_jump
+    # the hand does not go into the box
+    assert box.distance(hand).min() > -1e-6
+
+
+def test_online_steps_equal_the_whole_file_and_are_causal(lafan, characters):
+    clip = lafan[300:360]
+    target = characters["blubby"]
+    pos, ori = sensor_stream(clip, (0.3, 0.5), seed=3)
+    pup = Puppeteer(clip.skeleton, target, fps=clip.fps, calibration=clip)
+    out = [pup.step(p, q) for p, q in zip(pos, ori, strict=True)]
+    root = np.array([o[0] for o in out])
+    rot = np.array([o[1] for o in out])
+    assert np.isfinite(root).all() and np.isfinite(rot).all()
+    # the same first 40 frames when the stream stops at 40: nothing reads ahead
+    pup.reset()
+    first = [pup.step(p, q) for p, q in zip(pos[:40], ori[:40], strict=True)]
+    assert np.array_equal(np.array([o[1] for o in first]), rot[:40])
+    assert pup.last is not None and set(pup.last.seconds) >= {"filter", "limbs", "root"}
+    # a lost sensor (NaN) is predicted, the output stays finite
+    p, q = pos[0].copy(), ori[0].copy()
+    p[5], q[5] = np.nan, np.nan
+    r, o = pup.step(p, q)
+    assert np.isfinite(r).all() and np.isfinite(o).all()
+
+
+def test_cli_run_puppetry_with_noise(capsys, data_dir, tmp_path):
+    out, report = tmp_path / "p.bvh", tmp_path / "p.json"
+    code = main(
+        [
+            "run",
+            str(data_dir / "lafan_walk.bvh"),
+            "--target-preset",
+            "sally",
+            "--method",
+            "puppetry",
+            "--frames",
+            "0:240",
+            "--noise",
+            "0.5,1",
+            "--sensor-fps",
+            "120",
+            "-o",
+            str(out),
+            "--report",
+            str(report),
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    rep = json.loads(report.read_text())
+    assert rep["frames"] == 240 and rep["options"]["sensor_fps"] == 120
+    assert set(rep["stage_seconds"]) >= {"filter", "importance", "root", "posture", "limbs"}
+    assert len(rep["importance"]["left_foot"]) >= 950  # 240 frames at 30 Hz resampled to 120
+    code = main(
+        [
+            "run",
+            str(data_dir / "lafan_walk.bvh"),
+            "--target-preset",
+            "sally",
+            "--method",
+            "copy",
+            "--noise",
+            "1,1",
+            "-o",
+            str(tmp_path / "c.bvh"),
+        ]
+    )
+    assert code == 2 and "does not take --noise" in capsys.readouterr().err
+
+
+def test_cli_puppet_stdin_and_noise(data_dir, tmp_path, lafan):
+    clip = lafan[0:30]
+    pos, ori = sensor_stream(clip, (0.5, 1.0), seed=1)
+    lines = [
+        json.dumps({"frame": i, "positions": p.tolist(), "orientations": q.tolist()})
+        for i, (p, q) in enumerate(zip(pos, ori, strict=True))
+    ]
+    frame3 = json.loads(lines[3])
+    frame3["positions"][5] = None  # a sensor that reported nothing
+    lines[3] = json.dumps(frame3)
+    cmd = [
+        sys.executable,
+        "-m",
+        "retarget.cli",
+        "puppet",
+        "--stdin",
+        "--performer",
+        str(data_dir / "lafan_walk.bvh"),
+        "--target-preset",
+        "blubby",
+        "--fps",
+        "30",
+    ]
+    proc = subprocess.run(cmd, input="\n".join(lines) + "\n", capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    poses = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [p["frame"] for p in poses] == list(range(30))
+    assert np.array(poses[-1]["rotations"]).shape == (clip.skeleton.num_joints, 4)
+    assert set(poses[0]["importance"]) == {"left_foot", "right_foot", "left_hand", "right_hand"}
+    # a malformed line: one-line error with the line number, exit 2
+    bad = subprocess.run(
+        cmd, input=lines[0] + '\n{"positions": 3}\n', capture_output=True, text=True
+    )
+    assert bad.returncode == 2
+    assert bad.stderr.strip().startswith("retarget: error: <stdin>:2:")
+    assert "Traceback" not in bad.stderr
+
+    # noise: R measured on a still stretch recovers the simulated noise
+    still = lafan[0:1].resample(30.0)
+    frames = np.repeat(still.rotations, 240, axis=0)
+    from retarget import Motion
+
+    held = Motion(still.skeleton, np.repeat(still.root_position, 240, axis=0), frames, 120.0)
+    src = tmp_path / "still.npz"
+    from retarget import write_motion
+
+    write_motion(src, held)
+    out = tmp_path / "r.json"
+    code = main(["noise", str(src), "--simulate", "0.5,1", "-o", str(out)])
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert np.median(data["position_std"]) == pytest.approx(0.5, rel=0.15)
+    assert np.median(data["orientation_std_deg"]) == pytest.approx(1.0, rel=0.15)
+    assert np.array(data["measurement_noise"]).shape == (clip.skeleton.num_joints, 6, 6)
+    # and the puppet reads it back
+    proc = subprocess.run(
+        [*cmd, "--noise-model", str(out)],
+        input="\n".join(lines[:5]) + "\n",
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.splitlines()) == 5
+
+
+def test_sensor_frames_round_trip_world_pose(lafan):
+    """The captured posture rebuilt from the sensors is the clip's own."""
+    from retarget.online.puppetry import local_rotations
+
+    pos, ori = sensor_stream(lafan[:50])
+    local = local_rotations(lafan.skeleton, ori)
+    assert quat.angle(local, lafan.rotations[:50]).max() < 1e-7
+    p, _ = forward_kinematics(lafan.skeleton, pos[:, 0], local)
+    assert np.abs(p[:, : lafan.skeleton.num_joints] - pos).max() < 1e-9
