@@ -262,10 +262,12 @@ def test_circle():
     np.testing.assert_allclose(est.position, [0.75, 0.0, rc], atol=1e-15)
 
 
-def test_circle_that_does_not_face_the_point_does_not_bound_the_answer():
+@pytest.mark.parametrize("order", [[0, 1, 2, 3], [0, 1, 3, 2], [3, 2, 1, 0]])
+def test_circle_that_does_not_face_the_point_does_not_bound_the_answer(order):
     """The closest point to p on the circle of balls 2 and 3 (eq. 31) lies in all four balls,
     but the projection of p on ball 2 lies inside ball 3, so the closest point of balls 2 ∩ 3
-    is not on their circle: the answer is a vertex of balls 0, 1, 2, nearer to p."""
+    is not on their circle: the answer is a vertex of balls 0, 1, 2, nearer to p (whatever
+    the order of the balls)."""
     p = np.array([0.5, 0.0, 4.0])
     c = np.array([[0.0, 0.0, -0.5], [-1.0, -1.0, 1.0], [1.0, 0.0, -0.5], [1.0, 0.0, 0.0]])
     r = np.array([1.25, 1.75, 1.25, 1.0])
@@ -275,7 +277,7 @@ def test_circle_that_does_not_face_the_point_does_not_bound_the_answer():
     assert (np.linalg.norm(on_circle - c, axis=-1) <= r).all()
     projection_on_2 = c[2] + r[2] * (p - c[2]) / np.linalg.norm(p - c[2])
     assert np.linalg.norm(projection_on_2 - c[3]) < r[3]
-    est = closest_in_balls(p, c, r, np.ones(4))
+    est = closest_in_balls(p, c[order], r[order], np.ones(4))
     assert est.case == VERTEX
     np.testing.assert_allclose(np.linalg.norm(est.position - c[:3], axis=-1), r[:3], atol=1e-14)
     assert est.moved < np.linalg.norm(on_circle - p) - 0.3

@@ -304,6 +304,8 @@ def _project(p, c, r, kept, scale, proj, out):  # pragma: no cover - jitted
             if not (kept[j] and r[j] < np.inf):
                 continue
             # faces p: neither ball's projection of p lies (clearly) inside the other ball
+            if _norm(_sub(_row(proj, i), _row(c, j))) < r[j] - _INSIDE_RTOL * (r[j] + scale):
+                continue
             pass
             coincident = _COINCIDENT_RTOL * (scale + r[i] + r[j])
             exists, c_c, n, r_c = _meet(_row(c, i), _row(c, j), r[i], r[j], scale, coincident)
