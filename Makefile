@@ -40,7 +40,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/io_kinematics.py
 	$(BIN)/python benchmarks/hierarchical.py
 	$(BIN)/python benchmarks/omr.py
-	$(PY) benchmarks/puppetry.py
+	$(BIN)/python benchmarks/puppetry.py
 
 # Blender's BVH importer as a reference (bpy needs numpy<2: its own venv).
 BLENDER_VENV := .venv-blender
