@@ -262,14 +262,7 @@ def test_circle():
     np.testing.assert_allclose(est.position, [0.75, 0.0, rc], atol=1e-15)
 
 
-@pytest.mark.parametrize(
-    "order",
-    [
-        [0, 1, 2, 3],
-        pytest.param([0, 1, 3, 2], marks=pytest.mark.xfail(strict=True, reason="issue 5: open")),
-        pytest.param([3, 2, 1, 0], marks=pytest.mark.xfail(strict=True, reason="issue 5: open")),
-    ],
-)
+@pytest.mark.parametrize("order", [[0, 1, 2, 3], [0, 1, 3, 2], [3, 2, 1, 0]])
 def test_circle_that_does_not_face_the_point_does_not_bound_the_answer(order):
     """The closest point to p on the circle of balls 2 and 3 (eq. 31) lies in all four balls,
     but the projection of p on ball 2 lies inside ball 3, so the closest point of balls 2 ∩ 3

@@ -39,13 +39,15 @@ without saying from which side. We keep only the candidates of an element
 that *faces* ``p``, those at which ``p − x`` is in the normal cone of the
 element's balls (the Karush-Kuhn-Tucker condition). A sphere candidate counts
 only when ``p`` is outside its ball; a circle candidate of balls ``i, j`` only
-when the projection of ``p`` on ball ``i`` is not inside ball ``j`` and vice
-versa (otherwise that projection, not a circle point, is the closest point of
-the two balls). With this rule a kept candidate is the projection of ``p`` on
-its own balls, hence on their intersection, so stopping at the first level
-that keeps one is exact. Without it the level order can return a point that
-is not the closest: a sphere candidate from a ball that contains ``p`` may
-lie in the intersection while the answer is on a circle (see the tests).
+when the projection of ``p`` on ball ``i`` is not inside ball ``j`` (by more
+than ``τ_j``, below) and vice versa (otherwise that projection, not a circle
+point, is the closest point of the two balls). With this rule a kept
+candidate is the projection of ``p`` on its own balls, hence on their
+intersection, so stopping at the first level that keeps one is exact (the
+vertices come last and need no rule). Without it the level order can return
+a point that is not the closest: a sphere candidate from a ball that contains
+``p`` may lie in the intersection while the answer is on a circle, and a
+circle candidate while the answer is a vertex (both in the tests).
 
 Tolerances
 ----------
@@ -85,10 +87,11 @@ Which level answers, and how many balls are dropped, differ from frame to
 frame: a numpy version would evaluate every candidate of every level for every
 frame and mask, and repeat that for every dropping round. The per-frame search
 is instead a compiled scalar kernel (``_closest_frame``, on 3-tuples, no
-allocation) and ``_closest_kernel`` loops over the frames inside numba (one
-thread): 0.3-0.6 µs per frame of four balls (1.7-3 million frames/s; more
-where balls are dropped), and about 8 µs per call for checks, broadcasting and
-copies, so a single frame costs about 8 µs. The inputs are always copied into
+allocation per frame) and ``_closest_kernel`` loops over the frames inside
+numba (one thread): 0.3-0.6 µs per frame of four balls (1.7-3 million
+frames/s, the lower figure when half the frames must drop balls), and about
+8 µs per call for checks, broadcasting and copies, so a single frame costs
+about 8 µs. The inputs are always copied into
 fresh C arrays so that numba compiles the kernel once (read-only or broadcast
 views would each be another compiled version).
 
@@ -306,7 +309,8 @@ def _project(p, c, r, kept, scale, proj, out):  # pragma: no cover - jitted
             # faces p: neither ball's projection of p lies (clearly) inside the other ball
             if _norm(_sub(_row(proj, i), _row(c, j))) < r[j] - _INSIDE_RTOL * (r[j] + scale):
                 continue
-            pass
+            if _norm(_sub(_row(proj, j), _row(c, i))) < r[i] - _INSIDE_RTOL * (r[i] + scale):
+                continue
             coincident = _COINCIDENT_RTOL * (scale + r[i] + r[j])
             exists, c_c, n, r_c = _meet(_row(c, i), _row(c, j), r[i], r[j], scale, coincident)
             if not exists:
