@@ -25,6 +25,7 @@ from retarget.filters import (
     process_noise,
     still_window,
 )
+from retarget.filters.kalman import _filter_frames
 from retarget.kinematics import forward_kinematics
 
 DEG = np.pi / 180.0
@@ -222,7 +223,9 @@ def test_acceptance_on_a_real_walk(lafan):
 
     A constant-velocity filter cannot halve this error on a walk: over ``q4``
     and ``q8`` the best ratios are 0.61 (positions) and 0.65 (orientations),
-    and the defaults sit there; the bound asserted is 0.7.
+    and the defaults sit there. The issue's acceptance (filtered error at most
+    half the raw) is therefore NOT met (closing note of issue 5); the 0.7 bound
+    here only keeps the measured 0.61 / 0.65 from getting worse.
     """
     rng = np.random.default_rng(2001)
     motion = lafan.resample(FPS)
@@ -323,10 +326,13 @@ def test_filter_stream_is_update_frame_by_frame_bitwise():
     truth_q = quat.exp(smooth_trajectory(rng, frames, sensors, 0.7))
     positions, orientations = noisy(rng, truth_p, truth_q)
     positions[rng.random((frames, sensors)) < 0.05] = np.nan
-    noise = np.stack([random_spd(rng, [0.5, 0.5, 0.5, DEG, DEG, DEG]) for _ in range(sensors)])
-    parameters = KalmanParameters(
-        q=(0.0, 0.0, 0.0, 30.0, 0.0, 0.0, 0.0, 0.2), measurement_noise=noise
+    scales = [0.5, 0.5, 0.5, DEG, DEG, DEG]
+    noise = np.stack(  # sensor 0 reaches the covariance shortcut, the others do not
+        [np.diag(np.square(scales))] + [random_spd(rng, scales) for _ in range(sensors - 1)]
     )
+    q = (0.0, 0.0, 0.0, 30.0, 0.0, 0.0, 0.0, 0.2)
+    parameters = KalmanParameters(q=q, measurement_noise=noise)
+    positions.setflags(write=False)  # read-only input is copied: one compiled kernel
     whole = filter_stream(positions, orientations, FPS, parameters)
     online = SensorFilter(sensors, parameters, FPS)
     for _ in range(2):  # reset() starts afresh
@@ -335,6 +341,33 @@ def test_filter_stream_is_update_frame_by_frame_bitwise():
             stacked = np.stack([getattr(f, field) for f in frames_out])
             np.testing.assert_array_equal(stacked, getattr(whole, field), err_msg=field)
         online.reset()
+    assert len(_filter_frames.signatures) == 1
+
+
+def test_covariance_shortcut_is_exact():
+    """Skipping eqs. (4), (7), (9) at P's fixed point gives the bits of the full update."""
+    rng = np.random.default_rng(9)
+    frames, sensors = 400, 3
+    scales = [0.5, 0.5, 0.5, DEG, DEG, DEG]
+    noise = np.stack([np.diag(np.square(scales)), random_spd(rng, scales), np.diag(scales)])
+    positions, orientations = noisy(
+        rng,
+        smooth_trajectory(rng, frames, sensors, 10.0),
+        quat.exp(smooth_trajectory(rng, frames, sensors, 0.5)),
+    )
+    positions[250:260, 2] = np.nan
+    parameters = KalmanParameters(measurement_noise=noise)
+    shortcut, full = SensorFilter(sensors, parameters, FPS), SensorFilter(sensors, parameters, FPS)
+    reached = np.zeros(sensors, bool)
+    for t in range(frames):
+        a = shortcut.update(positions[t], orientations[t])
+        full._steady[:] = False  # never at the fixed point: every frame runs eqs. (4), (7), (9)
+        b = full.update(positions[t], orientations[t])
+        reached |= shortcut._steady
+        np.testing.assert_array_equal(a.positions, b.positions)
+        np.testing.assert_array_equal(a.orientations, b.orientations)
+        np.testing.assert_array_equal(shortcut.covariance, full.covariance)
+    assert reached[0] and reached[2]
 
 
 def test_predict_is_update_with_every_row_dropped():

@@ -244,12 +244,13 @@ class SensorEstimate:
 @numba.njit(cache=True, nogil=True)
 def _start(p, o, P0, x, P, q_e):  # pragma: no cover - jitted
     """The state of a sensor's first measured frame: ``p`` measured, ``r`` and rates zero."""
-    x[:] = 0.0
-    x[0:3] = p
+    for i in range(12):
+        x[i] = p[i] if i < 3 else 0.0
+        for j in range(12):
+            P[i, j] = P0[i, j]
     norm = np.sqrt(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3])
     for c in range(4):
         q_e[c] = o[c] / norm
-    P[:, :] = P0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -269,42 +270,51 @@ def _predict_covariance(P, Q, dt):  # pragma: no cover - jitted
 
 
 @numba.njit(cache=True, nogil=True)
-def _gain_and_correct_covariance(P, R, K, S, S_inv, HP):  # pragma: no cover - jitted
-    """Eqs. (7) and (9), in place: ``K = P⁻Hᵀ(HP⁻Hᵀ + R)⁻¹``, ``P ← (I − KH)P⁻``."""
+def _gain_and_correct_covariance(P, R, K, T, Y, HP):  # pragma: no cover - jitted
+    """Eqs. (7) and (9), in place: ``K = P⁻Hᵀ(HP⁻Hᵀ + R)⁻¹``, ``P ← (I − KH)P⁻``.
+
+    ``K`` solves ``K S = P⁻Hᵀ``, i.e. ``Sᵀ Kᵀ = (P⁻Hᵀ)ᵀ``, by Gaussian elimination
+    with partial pivoting on ``T = Sᵀ`` and the right-hand sides ``Y`` (half the
+    work of forming ``S⁻¹``). ``T`` (6, 6), ``Y`` (6, 12) and ``HP`` (6, 12) are
+    scratch. Small arrays are filled element by element (numba's slice
+    assignment costs ~100 ns) and the innermost loops run along rows.
+    """
     for k in range(6):
         a = k + 3 * (k // 3)
         for j in range(12):
-            HP[k, j] = P[a, j]
-    for k in range(6):  # S = H P⁻ Hᵀ + R
+            HP[k, j] = P[a, j]  # H P⁻
+            Y[k, j] = P[j, a]  # (P⁻ Hᵀ)ᵀ
+    for k in range(6):
+        a = k + 3 * (k // 3)
         for m in range(6):
-            S[k, m] = HP[k, m + 3 * (m // 3)] + R[k, m]
-            S_inv[k, m] = 1.0 if k == m else 0.0
-    for c in range(6):  # S⁻¹ by Gauss-Jordan elimination with partial pivoting
+            T[k, m] = HP[m, a] + R[m, k]  # Sᵀ = (H P⁻ Hᵀ + R)ᵀ
+    for c in range(6):
         pivot = c
         for r in range(c + 1, 6):
-            if abs(S[r, c]) > abs(S[pivot, c]):
+            if abs(T[r, c]) > abs(T[pivot, c]):
                 pivot = r
         if pivot != c:
             for j in range(6):
-                S[c, j], S[pivot, j] = S[pivot, j], S[c, j]
-                S_inv[c, j], S_inv[pivot, j] = S_inv[pivot, j], S_inv[c, j]
-        d = 1.0 / S[c, c]
-        for j in range(6):
-            S[c, j] *= d
-            S_inv[c, j] *= d
-        for r in range(6):
-            f = S[r, c]
-            if r != c and f != 0.0:
-                for j in range(6):
-                    S[r, j] -= f * S[c, j]
-                    S_inv[r, j] -= f * S_inv[c, j]
-    # the innermost loops run along rows, so that they vectorise
-    for i in range(12):  # K = P⁻ Hᵀ S⁻¹
-        K[i, :] = 0.0
+                T[c, j], T[pivot, j] = T[pivot, j], T[c, j]
+            for j in range(12):
+                Y[c, j], Y[pivot, j] = Y[pivot, j], Y[c, j]
+        for r in range(c + 1, 6):
+            f = T[r, c] / T[c, c]
+            for j in range(c + 1, 6):
+                T[r, j] -= f * T[c, j]
+            for j in range(12):
+                Y[r, j] -= f * Y[c, j]
+    for c in range(5, -1, -1):
+        for m in range(c + 1, 6):
+            t = T[c, m]
+            for j in range(12):
+                Y[c, j] -= t * Y[m, j]
+        d = 1.0 / T[c, c]
+        for j in range(12):
+            Y[c, j] *= d
+    for i in range(12):
         for k in range(6):
-            pik = P[i, k + 3 * (k // 3)]
-            for m in range(6):
-                K[i, m] += pik * S_inv[k, m]
+            K[i, k] = Y[k, i]
     for i in range(12):  # P = P⁻ − K (H P⁻)
         for k in range(6):
             kik = K[i, k]
@@ -351,8 +361,8 @@ def _filter_frames(
             o = orientations[f, s]
             if o[0] == 0.0 and o[1] == 0.0 and o[2] == 0.0 and o[3] == 0.0:
                 return f * orientations.shape[1] + s
-    S = np.empty((6, 6))
-    S_inv = np.empty((6, 6))
+    T = np.empty((6, 6))
+    Y = np.empty((6, 12))
     HP = np.empty((6, 12))
     previous = np.empty((12, 12))
     dz = np.empty(6)
@@ -372,7 +382,8 @@ def _filter_frames(
                     started[s] = True
                     steady[s] = False
                 else:
-                    out[f, s, :] = np.nan
+                    for c in range(13):
+                        out[f, s, c] = np.nan
                     continue
             else:
                 # eq. (3): x⁻ = A x̂ (r̂ is 0 since the last frame, so r⁻ = Δt ṙ)
@@ -380,15 +391,17 @@ def _filter_frames(
                     a = k + 3 * (k // 3)
                     xs[a] += dt * xs[a + 3]
                 if not (measured and steady[s]):
-                    previous[:, :] = Ps
+                    for i in range(12):
+                        for j in range(12):
+                            previous[i, j] = Ps[i, j]
                     _predict_covariance(Ps, Q, dt)  # eq. (4)
                     if measured:
-                        _gain_and_correct_covariance(Ps, R[s], Ks, S, S_inv, HP)
-                        same = True
+                        _gain_and_correct_covariance(Ps, R[s], Ks, T, Y, HP)
+                        changed = 0
                         for i in range(12):
                             for j in range(12):
-                                same = same and Ps[i, j] == previous[i, j]
-                        steady[s] = same
+                                changed += Ps[i, j] != previous[i, j]
+                        steady[s] = changed == 0
                     else:
                         steady[s] = False
                 if measured:
@@ -437,6 +450,9 @@ def _as_frames(positions: ArrayLike, orientations: ArrayLike, lead: str) -> tupl
     ndim = lead.count(",") + 2
     p = np.ascontiguousarray(positions, dtype=np.float64)
     o = np.ascontiguousarray(orientations, dtype=np.float64)
+    # writeable as well, so that the kernel has one compiled specialisation
+    p = p if p.flags.writeable else p.copy()
+    o = o if o.flags.writeable else o.copy()
     if p.ndim != ndim or p.shape[-1] != 3:
         raise ValueError(f"Expected `positions` of shape ({lead}, 3), got {p.shape}")
     if o.shape != (*p.shape[:-1], 4):
@@ -494,7 +510,7 @@ class SensorFilter:
                 f"Expected `measurement_noise` of shape (6, 6) or ({n}, 6, 6) for {n} sensors, "
                 f"got {r.shape}"
             )
-        self._R = np.ascontiguousarray(np.broadcast_to(r, (n, 6, 6)))
+        self._R = np.broadcast_to(r, (n, 6, 6)).copy()  # C and writeable, as the kernel is compiled
         self._Q = process_noise(parameters.q)
         vp, vr = parameters.initial_velocity_variance
         measured = np.array([0, 1, 2, 6, 7, 8])
