@@ -6,6 +6,8 @@ import importlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from retarget import Skeleton, find_roles, quat
 from retarget.dofs import channel_angles, limit_violation, rotations_from_channel_angles
@@ -15,6 +17,7 @@ from retarget.ik import (
     estimate_hinge_axis,
     hinge_angle,
     limb_from_roles,
+    soft_reach,
     solve_limb,
     swivel_angle,
 )
@@ -58,6 +61,22 @@ def fk(sk, root, rot):
     return forward_kinematics(sk, root, rot)
 
 
+def lafan_limb_frames(lafan, side, kind, seed, n):
+    """The (side, kind) limb of the lafan walk at n distinct random frames.
+
+    Returns ``(sk, limb, rng, root (n, 3), rot (n, J, 4), pos0 (n, P, 3))``: ``rng``
+    (seeded with ``seed``) drew the frames and goes on for the test's own draws,
+    ``pos0`` the frames' FK positions (cm).
+    """
+    sk = lafan.skeleton
+    limb = limb_from_roles(sk, find_roles(sk), side, kind, lafan)
+    rng = np.random.default_rng(seed)
+    frames = rng.choice(lafan.num_frames, n, replace=False)
+    root, rot = lafan.root_position[frames], lafan.rotations[frames]
+    pos0, _ = fk(sk, root, rot)
+    return sk, limb, rng, root, rot, pos0
+
+
 def hinge_sweep_lengths(sk, limb, root, rot, thetas):
     """|lower − upper| by FK when the middle joint of pose ``rot`` turns by each of ``thetas``."""
     rots = np.repeat(rot[None], len(thetas), axis=0)
@@ -80,12 +99,7 @@ def test_public_names():
 
 @pytest.mark.parametrize(("side", "kind"), LIMBS)
 def test_reachable_goals_lafan(lafan, side, kind):
-    sk = lafan.skeleton
-    limb = limb_from_roles(sk, find_roles(sk), side, kind, lafan)
-    rng = np.random.default_rng(11)
-    frames = rng.choice(lafan.num_frames, 300, replace=False)
-    root, rot = lafan.root_position[frames], lafan.rotations[frames]
-    pos0, _ = fk(sk, root, rot)
+    sk, limb, rng, root, rot, pos0 = lafan_limb_frames(lafan, side, kind, 11, 300)
     l1, l2 = limb_lengths(sk, limb)
     goal = pos0[:, limb.upper] + rng.uniform(0.3, 0.95, (300, 1)) * (l1 + l2) * random_directions(
         rng, 300
@@ -278,12 +292,7 @@ def test_degenerate_limb_upper_or_lower_on_the_axis(which):
 
 @pytest.mark.parametrize(("side", "kind"), LIMBS)
 def test_out_of_reach_lafan(lafan, side, kind):
-    sk = lafan.skeleton
-    limb = limb_from_roles(sk, find_roles(sk), side, kind, lafan)
-    rng = np.random.default_rng(21)
-    frames = rng.choice(lafan.num_frames, 4, replace=False)
-    root, rot = lafan.root_position[frames], lafan.rotations[frames]
-    pos0, _ = fk(sk, root, rot)
+    sk, limb, rng, root, rot, pos0 = lafan_limb_frames(lafan, side, kind, 21, 4)
     l1, l2 = limb_lengths(sk, limb)
     dirs = random_directions(rng, 4)
     for factor in (1.6, 1e-3, 0.0):
@@ -362,12 +371,7 @@ def test_vicon_hinge_limits(vicon, side, kind):
 
 @pytest.mark.parametrize(("side", "kind"), LIMBS)
 def test_swivel_turns_the_elbow_on_its_circle(lafan, side, kind):
-    sk = lafan.skeleton
-    limb = limb_from_roles(sk, find_roles(sk), side, kind, lafan)
-    rng = np.random.default_rng(4)
-    frames = rng.choice(lafan.num_frames, 20, replace=False)
-    root, rot = lafan.root_position[frames], lafan.rotations[frames]
-    pos0, _ = fk(sk, root, rot)
+    sk, limb, rng, root, rot, pos0 = lafan_limb_frames(lafan, side, kind, 4, 20)
     goal = reachable_goals(sk, limb, pos0, rng)
     swivels = np.linspace(-np.pi, np.pi, 13)[:, None]  # (13, 1) against (20,) frames
     sol = solve_limb(sk, limb, root, rot, goal, swivel=swivels)
@@ -415,12 +419,7 @@ def test_swivel_turns_the_elbow_on_its_circle(lafan, side, kind):
 def test_nearest_swivel_is_closest_to_the_reference(lafan, side, kind):
     """Shin et al. 2001, eqs. 21-23: no swivel on the elbow circle brings the upper
     joint closer to the captured one than the closed-form choice."""
-    sk = lafan.skeleton
-    limb = limb_from_roles(sk, find_roles(sk), side, kind, lafan)
-    rng = np.random.default_rng(5)
-    frames = rng.choice(lafan.num_frames, 30, replace=False)
-    root, rot = lafan.root_position[frames], lafan.rotations[frames]
-    pos0, _ = fk(sk, root, rot)
+    sk, limb, rng, root, rot, pos0 = lafan_limb_frames(lafan, side, kind, 5, 30)
     goal = reachable_goals(sk, limb, pos0, rng)
     best = solve_limb(sk, limb, root, rot, goal, swivel_mode="nearest")
     pos, _ = fk(sk, root, best.rotations)
@@ -442,12 +441,7 @@ def test_nearest_swivel_is_closest_to_the_reference(lafan, side, kind):
 
 @pytest.mark.parametrize(("side", "kind"), LIMBS)
 def test_orientation_goal_three_dof(lafan, side, kind):
-    sk = lafan.skeleton
-    limb = limb_from_roles(sk, find_roles(sk), side, kind, lafan)
-    rng = np.random.default_rng(6)
-    frames = rng.choice(lafan.num_frames, 100, replace=False)
-    root, rot = lafan.root_position[frames], lafan.rotations[frames]
-    pos0, _ = fk(sk, root, rot)
+    sk, limb, rng, root, rot, pos0 = lafan_limb_frames(lafan, side, kind, 6, 100)
     goal = reachable_goals(sk, limb, pos0, rng, scatter=20.0)
     orientation = quat.normalize(rng.normal(size=(100, 4)))
     sol = solve_limb(sk, limb, root, rot, goal, orientation=orientation, swivel=0.2)
@@ -643,3 +637,63 @@ def test_swivel_angle_is_continuous_over_the_clip(lafan, side):
     from_rest = Limb(*limb.joints, limb.hinge_axis, limb.hinge_limits)
     psi_rest = swivel_angle(sk, from_rest, lafan.root_position, lafan.rotations)
     assert np.abs(wrap(np.diff(psi_rest))).max() > 2.0
+
+
+# -- soft reach ---------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.floats(0.0, 3.0),
+    st.floats(0.0, 3.0),
+    st.floats(0.5, 100.0),
+    st.floats(0.001, 0.5),
+)
+def test_soft_reach_eases_monotonically_below_the_reach(a, b, reach, softness):
+    """Identity below (1 - s) reach, increasing, C1 at the knee, always below the reach."""
+    lo, hi = sorted((a * reach, b * reach))
+    eased = soft_reach(np.array([lo, hi]), reach, softness)
+    assert eased[0] <= eased[1] + 1e-12
+    assert (eased <= reach).all()
+    knee = (1.0 - softness) * reach
+    if hi <= knee:
+        assert np.array_equal(eased, [lo, hi])
+    # the slope at the knee is 1 from both sides (finite differences)
+    h = 1e-6 * softness * reach
+    left = (soft_reach(knee, reach, softness) - soft_reach(knee - h, reach, softness)) / h
+    right = (soft_reach(knee + h, reach, softness) - soft_reach(knee, reach, softness)) / h
+    assert left == pytest.approx(1.0, abs=1e-4) and right == pytest.approx(1.0, abs=1e-4)
+    # the shortfall at the reach is s * reach / e
+    assert reach - soft_reach(reach, reach, softness) == pytest.approx(
+        softness * reach / np.e, rel=1e-9
+    )
+    with pytest.raises(ValueError, match="softness"):
+        soft_reach(lo, reach, 1.0)
+
+
+def test_soft_limb_does_not_snap_straight(lafan):
+    """A goal swept straight away from the hip through the leg's reach: the hard limb's
+    knee snaps straight (its hinge angle changes without bound per unit of distance
+    near full extension), the soft one eases, and reports its shortfall as residual."""
+    sk = lafan.skeleton
+    leg = limb_from_roles(sk, find_roles(sk), "left", "leg")
+    rot = lafan.rotations[100]
+    root = lafan.root_position[100]
+    pos, _ = fk(sk, root, rot)
+    reach = sum(limb_lengths(sk, leg))
+    direction = (pos[leg.lower] - pos[leg.upper]) / np.linalg.norm(pos[leg.lower] - pos[leg.upper])
+    dist = np.linspace(0.85, 1.1, 2001) * reach
+    goals = pos[leg.upper] + dist[:, None] * direction
+    hard = solve_limb(sk, leg, root, rot, goals)
+    soft = solve_limb(sk, leg, root, rot, goals, softness=0.05)
+    step = dist[1] - dist[0]
+    rate_hard = np.abs(np.diff(hinge_angle(leg, hard.rotations))).max() / step
+    rate_soft = np.abs(np.diff(hinge_angle(leg, soft.rotations))).max() / step
+    assert rate_soft < rate_hard / 5
+    assert (np.abs(hinge_angle(leg, soft.rotations)) > 0.05).all()  # never fully straight
+    below = dist <= 0.95 * reach * (1 - 1e-9)
+    assert soft.residual[below].max() < TOL
+    reached = np.linalg.norm(soft.reached - pos[leg.upper], axis=-1)
+    assert np.allclose(soft.residual, np.abs(dist - reached), atol=TOL)
+    with pytest.raises(ValueError, match="softness"):
+        solve_limb(sk, leg, root, rot, goals[0], softness=-0.1)

@@ -20,6 +20,7 @@ from .limb import (
     estimate_hinge_axis,
     hinge_angle,
     limb_from_roles,
+    soft_reach,
     solve_limb,
     swivel_angle,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "hinge_angle",
     "levenberg_marquardt",
     "limb_from_roles",
+    "soft_reach",
     "solve_ik",
     "solve_limb",
     "swivel_angle",

@@ -157,6 +157,7 @@ __all__ = [
     "estimate_hinge_axis",
     "hinge_angle",
     "limb_from_roles",
+    "soft_reach",
     "solve_limb",
     "swivel_angle",
 ]
@@ -663,6 +664,28 @@ def _clamp_to_arc(x: ArrayLike, lo: Array | float, width: float) -> Array:
     return np.asarray(np.where(over <= 0.0, y, np.where(nearer_hi, lo + width, lo)))
 
 
+def soft_reach(distance: ArrayLike, reach: ArrayLike, softness: float) -> Array:
+    """The distance a soft limb stretches to for a goal at ``distance`` (length unit).
+
+    Near full extension the hinge angle of a two-bone limb changes without
+    bound per unit of goal distance (``dφ/dL = 1 / (l sin(φ/2))`` for equal
+    bones), so a goal crossing the limb's reach makes the knee or elbow snap.
+    Within ``s · reach`` of the reach the distance is eased instead,
+    ``L' = k + s·reach·(1 − exp(−(L − k) / (s·reach)))`` with
+    ``k = (1 − s)·reach``: continuous with its first derivative at ``k``,
+    increasing, and never reaching ``reach`` (the limb stays bent by at least
+    a little; the shortfall at ``L = reach`` is ``s·reach/e``). Below ``k``
+    ``L' = L``. Shapes broadcast; ``softness`` in [0, 1).
+    """
+    if not 0.0 <= softness < 1.0:
+        raise ValueError(f"Expected softness in [0, 1), got {softness}")
+    dist = np.asarray(distance, dtype=np.float64)
+    zone = softness * np.asarray(reach, dtype=np.float64)
+    knee = np.asarray(reach, dtype=np.float64) - zone
+    over = np.maximum(dist - knee, 0.0) / np.where(zone > 0.0, zone, 1.0)
+    return np.asarray(np.where(dist > knee, knee + zone * -np.expm1(-over), dist))
+
+
 def _solve_hinge(
     g: _Geometry,
     limits: Array,
@@ -671,11 +694,14 @@ def _solve_hinge(
     beta_ref: Array,
     theta_ref: Array,
     length_goal: Array,
+    softness: float = 0.0,
 ) -> tuple[Array, Array, NDArray[np.bool_], Array]:
     """Step 1: the hinge turn Δ, the reached distance L, the ``clamped`` flag and ``L_max``.
 
     Lee & Shin 1999, eq. (7) in the signed form of the module docstring:
-    ``cos β = (L² − K) / (2 r1 r2)``, ``K = l1² + l2² + 2 h1 h2``.
+    ``cos β = (L² − K) / (2 r1 r2)``, ``K = l1² + l2² + 2 h1 h2``. With
+    ``softness`` s > 0 the goal distance is first passed through
+    :func:`soft_reach`.
     """
     rr = g.r1 * r2
     k = g.l1 * g.l1 + g.l2 * g.l2 + 2.0 * g.h1 * h2  # not l**2: a scalar rounds otherwise
@@ -707,6 +733,8 @@ def _solve_hinge(
 
     length_min = np.sqrt(np.maximum(k + 2.0 * rr * c_min, 0.0))
     length_max = np.sqrt(np.maximum(k + 2.0 * rr * c_max, 0.0))
+    if softness > 0.0:
+        length_goal = soft_reach(length_goal, length_max, softness)
     clamped = (length_goal < length_min) | (length_goal > length_max)
     length = np.clip(length_goal, length_min, length_max)
 
@@ -737,6 +765,7 @@ def solve_limb(
     swivel: ArrayLike = 0.0,
     swivel_mode: str = "relative",
     translations: ArrayLike | None = None,
+    softness: float = 0.0,
 ) -> LimbSolution:
     """Place the lower joint of a limb at ``goal`` (Lee & Shin 1999, section 5.3).
 
@@ -778,6 +807,11 @@ def solve_limb(
         whose proportions change over a clip,
         :attr:`retarget.motion.Motion.translations`): each element is solved
         with its own bone lengths (``l1, l2, r1, h1`` of eq. 7 per element).
+    softness : float
+        Fraction of the reach over which a goal near full extension is eased
+        (:func:`soft_reach`; 0, the default, reaches exactly). The lower joint
+        then stops short of goals in that band and ``residual`` says by how
+        much.
 
     Returns
     -------
@@ -798,6 +832,8 @@ def solve_limb(
     """
     if swivel_mode not in _SWIVEL_MODES:
         raise ValueError(f"Expected swivel_mode in {_SWIVEL_MODES}, got {swivel_mode!r}")
+    if not 0.0 <= softness < 1.0:
+        raise ValueError(f"Expected softness in [0, 1), got {softness}")
     _check_limb(skeleton, limb)
     n_joints = skeleton.num_joints
     rotations = _as_batch(rotations, (n_joints, 4), "rotations")
@@ -846,7 +882,7 @@ def solve_limb(
     beta_ref = np.arctan2(_dot(d2, g.t), _dot(d2, g.s))  # signed angle from the stretched direction
     theta_ref = _twist(q_mid, a)  # hinge angle
     delta, length, clamped, length_max = _solve_hinge(
-        g, limb.hinge_limits, h2, r2, beta_ref, theta_ref, length_goal
+        g, limb.hinge_limits, h2, r2, beta_ref, theta_ref, length_goal, softness
     )
     q_mid_new = quat.multiply(_axis_quat(a, delta), q_mid)
     # the lower bone turned by Δ about a (Rodrigues), and the limb upper -> lower

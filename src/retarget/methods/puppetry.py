@@ -89,6 +89,7 @@ def puppetry_retarget(
     influence: float | Array | None = None,
     lookahead: float = 0.05,
     root_estimation: bool = True,
+    softness: float = 0.05,
     parameters: KalmanParameters | None = None,
 ) -> Result:
     """Retarget a clip as a puppeteer's performance (module docstring).
@@ -113,6 +114,8 @@ def puppetry_retarget(
         ``λ`` of eq. 12 (seconds).
     root_estimation : bool
         Section 5.1 (off: the "without" column of Table I).
+    softness : float
+        Soft reach of the limb IK (:class:`retarget.online.puppetry.Puppet`).
     parameters : KalmanParameters, optional
         Default: :func:`filter_parameters` of ``noise``.
 
@@ -146,6 +149,7 @@ def puppetry_retarget(
         influence=influence,
         lookahead=lookahead,
         root_estimation=root_estimation,
+        softness=softness,
         calibration_positions=est.positions,
     )
     frames = solve_frames(puppet, est)
@@ -169,6 +173,7 @@ def puppetry_retarget(
                 "sensor_fps": clip.fps,
                 "lookahead": lookahead,
                 "root_estimation": root_estimation,
+                "softness": softness,
                 "influence": np.asarray(puppet.influence).tolist(),
             },
         }

@@ -26,7 +26,10 @@ only. The stages, in the paper's order:
 7. **limbs** (section 5.3): :func:`retarget.ik.limb.solve_limb` with the
    swivel chosen in closed form closest to the captured shoulder or hip
    (``swivel_mode="nearest"``, eqs. 21-23) and the sensor's orientation as
-   the hand or foot orientation;
+   the hand or foot orientation; the reach is soft (beyond the paper:
+   :func:`retarget.ik.limb.soft_reach` over the last 5 % of each limb's
+   reach), so a knee eases into full extension instead of snapping there
+   when a short leg's goal crosses its reach;
 8. **blend** (eq. 24): ``slerp(q*, q_ik, w_i)`` for the limb's three joints;
 9. **penetration fix** (end of section 5.3): an end-effector inside one of its
    objects moves to where the ray from its upper joint to it meets the
@@ -118,6 +121,11 @@ class Puppet:
         the root starts at the captured root position).
     alpha, beta, gamma : float
         Weights of eqs. 18 and 20.
+    softness : float
+        Soft reach of the limb IK (:func:`retarget.ik.limb.soft_reach`): the
+        share of each limb's reach near full extension over which a goal is
+        eased, so that a knee does not snap straight when a short-legged
+        character's foot goal crosses its reach (module docstring).
     """
 
     performer: Skeleton
@@ -140,6 +148,7 @@ class Puppet:
     alpha: float = 0.01
     beta: float = 1.0
     gamma: float = 1.0
+    softness: float = 0.05
     uppers: NDArray[np.intp] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -254,6 +263,7 @@ def make_puppet(
     alpha: float = 0.01,
     beta: float = 1.0,
     gamma: float = 1.0,
+    softness: float = 0.05,
     calibration_positions: ArrayLike | None = None,
 ) -> Puppet:
     """A :class:`Puppet` for a performer and a character with the same joint names.
@@ -280,7 +290,7 @@ def make_puppet(
     influence : array_like, shape (4, m) or broadcastable, optional
         ``D_ij`` (performer's unit). Default: 30 % of the performer's height
         for every pair.
-    lookahead, root_estimation, alpha, beta, gamma
+    lookahead, root_estimation, alpha, beta, gamma, softness
         See :class:`Puppet`.
     """
     missing = [n for n in character.names if n not in set(performer.names)]
@@ -359,6 +369,7 @@ def make_puppet(
         alpha=float(alpha),
         beta=float(beta),
         gamma=float(gamma),
+        softness=float(softness),
     )
 
 
@@ -497,7 +508,14 @@ def solve_frames(puppet: Puppet, sensors: SensorEstimate) -> PuppetFrames:
     residual = np.zeros((n_frames, 4))
     for i, limb in enumerate(puppet.limbs):
         sol = solve_limb(
-            ch, limb, root, reference, goals[:, i], orientation=world_p[:, i], swivel_mode="nearest"
+            ch,
+            limb,
+            root,
+            reference,
+            goals[:, i],
+            orientation=world_p[:, i],
+            swivel_mode="nearest",
+            softness=puppet.softness,
         )
         residual[:, i] = sol.residual
         joints = list(limb.joints)
@@ -522,7 +540,15 @@ def solve_frames(puppet: Puppet, sensors: SensorEstimate) -> PuppetFrames:
         hit = _surface_hit(
             mine, pos[inside, limb.upper], effector[inside], puppet.character_clearance[i]
         )
-        sol = solve_limb(ch, limb, root[inside], rotations[inside], hit, swivel_mode="nearest")
+        sol = solve_limb(
+            ch,
+            limb,
+            root[inside],
+            rotations[inside],
+            hit,
+            swivel_mode="nearest",
+            softness=puppet.softness,
+        )
         rotations[inside] = sol.rotations
         fixed[inside, i] = True
     seconds["penetration"] += time.perf_counter() - t5
@@ -556,7 +582,7 @@ class Puppeteer:
         after :meth:`reset`.
     **options
         Passed to :func:`make_puppet` (objects, influence, lookahead,
-        root_estimation, alpha, beta, gamma).
+        root_estimation, alpha, beta, gamma, softness).
     """
 
     def __init__(
