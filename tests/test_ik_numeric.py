@@ -134,6 +134,15 @@ def arm_target(lafan, frames, rng, spread=0.4):
     return pose.positions[:, end], pose.world_rotations[:, hand]
 
 
+def hand_reach(lafan, seed):
+    """The left hand reaching at frames 100, 300, …, 1900 of the walk: ``(frames (10,),
+    task)``, a :class:`PositionTask` on LeftHand_end (weight 1e4 / cm²) at the
+    :func:`arm_target` goals drawn with ``default_rng(seed)``."""
+    frames = np.arange(100, 2000, 200)
+    p_goal, _ = arm_target(lafan, frames, np.random.default_rng(seed))
+    return frames, PositionTask(lafan.skeleton.index("LeftHand_end"), p_goal, weight=1e4)
+
+
 # -- IK -----------------------------------------------------------------------------------------
 def test_reaches_position_and_orientation_goals(lafan):
     sk = lafan.skeleton
@@ -158,10 +167,7 @@ def test_reaches_position_and_orientation_goals(lafan):
 
 def test_minimal_displacement_leaves_unrelated_joints_alone(lafan):
     sk = lafan.skeleton
-    rng = np.random.default_rng(1)
-    frames = np.arange(100, 2000, 200)
-    p_goal, _ = arm_target(lafan, frames, rng)
-    task = PositionTask(sk.index("LeftHand_end"), p_goal, weight=1e4)
+    frames, task = hand_reach(lafan, 1)
     result = solve_ik(sk, lafan.root_position[frames], lafan.rotations[frames], [task])
     x = result.x[:, 3:].reshape(len(frames), sk.num_joints, 3)
     chain = {j for j in sk.chain("LeftHand_end").tolist() if j < sk.num_joints}
@@ -177,10 +183,7 @@ def test_minimal_displacement_leaves_unrelated_joints_alone(lafan):
 
 def test_rigidity_shifts_motion_between_joints(lafan):
     sk = lafan.skeleton
-    rng = np.random.default_rng(2)
-    frames = np.arange(100, 2000, 200)
-    p_goal, _ = arm_target(lafan, frames, rng)
-    task = PositionTask(sk.index("LeftHand_end"), p_goal, weight=1e4)
+    frames, task = hand_reach(lafan, 2)
     args = (sk, lafan.root_position[frames], lafan.rotations[frames], [task])
     shoulder, spine = sk.index("LeftArm"), sk.index("Spine1")
 

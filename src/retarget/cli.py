@@ -12,12 +12,15 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import __version__
 from .errors import RetargetError
+
+if TYPE_CHECKING:
+    from .motion import Motion
 
 EXIT_USAGE = 2
 
@@ -75,6 +78,22 @@ def _write_json(path: str, data: Any, inputs: Sequence[str]) -> None:
     from .io._files import atomic_write
 
     atomic_write(path, _dumps(data), inputs=inputs)
+
+
+def _write_result(
+    args: argparse.Namespace, motion: Motion, report: dict[str, Any], inputs: Sequence[str]
+) -> None:
+    """Write ``motion`` to ``--output`` and, with ``--report``, ``report`` as JSON.
+
+    Both files name ``inputs`` (the paths read) and the ``--skeleton`` file as their
+    sources, the report also the output motion.
+    """
+    from .io.formats import write_motion
+
+    sources = [*inputs, *([args.skeleton] if args.skeleton else [])]
+    write_motion(args.output, motion, inputs=tuple(sources))
+    if args.report:
+        _write_json(args.report, report, inputs=[*sources, args.output])
 
 
 def _target(args: argparse.Namespace, source) -> Any:
@@ -293,7 +312,6 @@ def _noise(spec: str) -> tuple[float, float]:
 def cmd_edit(args: argparse.Namespace) -> int:
     from .editing.constraints import parse_constraints
     from .editing.edit import edit_motion
-    from .io.formats import write_motion
 
     motion = _read(args.source, args)
     motion = motion[_frames(args.frames, motion.num_frames)]
@@ -310,10 +328,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
         keep_feet=not args.free_feet,
         exact=not args.approximate,
     )
-    inputs = [args.source, args.constraints] + ([args.skeleton] if args.skeleton else [])
-    write_motion(args.output, result.motion, inputs=tuple(inputs))
-    if args.report:
-        _write_json(args.report, dict(result.report), inputs=[*inputs, args.output])
+    _write_result(args, result.motion, dict(result.report), [args.source, args.constraints])
     last = result.report["levels"][-1]
     print(
         f"edit: {motion.num_frames} frames, constraints met within "
@@ -340,7 +355,6 @@ def _read_positions(path: str, num_frames: int) -> dict[str, np.ndarray]:
 
 
 def cmd_enhance(args: argparse.Namespace) -> int:
-    from .io.formats import write_motion
     from .methods.omr import enhance_motion
 
     motion = _read(args.source, args)
@@ -352,10 +366,7 @@ def cmd_enhance(args: argparse.Namespace) -> int:
             f"{args.positions}: no joint or end site named {', '.join(map(repr, unknown))}"
         )
     result = enhance_motion(motion, measured)
-    inputs = [args.source, args.positions] + ([args.skeleton] if args.skeleton else [])
-    write_motion(args.output, result.motion, inputs=tuple(inputs))
-    if args.report:
-        _write_json(args.report, dict(result.report), inputs=[*inputs, args.output])
+    _write_result(args, result.motion, dict(result.report), [args.source, args.positions])
     before = max(result.report["mean_error_before"].values())
     after = max(result.report["mean_error_after"].values())
     print(
@@ -543,15 +554,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_transition(args: argparse.Namespace) -> int:
     from .editing.transition import transition
-    from .io.formats import write_motion
 
     first, second = _read(args.first, args), _read(args.second, args)
     result = transition(first, second, args.blend, warp=not args.no_warp, fit=not args.no_fit)
-    inputs = [args.first, args.second] + ([args.skeleton] if args.skeleton else [])
-    write_motion(args.output, result.motion, inputs=tuple(inputs))
     report = {**result.report, "first": args.first, "second": args.second, "output": args.output}
-    if args.report:
-        _write_json(args.report, report, inputs=[*inputs, args.output])
+    _write_result(args, result.motion, report, [args.first, args.second])
     skate = report["skate"]
     after = f" -> {skate['window_after']:.3g}" if "window_after" in skate else ""
     print(

@@ -138,6 +138,23 @@ def _active_rows(goal: Array) -> NDArray[np.bool_]:
     return np.asarray(np.isfinite(goal).all(axis=-1))
 
 
+def _unit_goals(goal: ArrayLike) -> Array:
+    """Goal rotations ``(w, x, y, z)``, shape (..., 4), as read-only unit quaternions.
+
+    A row with a NaN or infinite component is inactive and comes back all NaN;
+    an active row of norm below 1e-12 is an error.
+    """
+    goal = np.array(goal, dtype=np.float64)
+    if goal.shape[-1:] != (4,):
+        raise ValueError(f"Expected `goal` to have shape (..., 4), got {goal.shape}")
+    active = _active_rows(goal)
+    goal = np.where(active[..., None], goal, np.nan)
+    norm = np.linalg.norm(goal, axis=-1, keepdims=True)
+    if np.any(norm[active] < 1e-12):
+        raise ValueError("`goal` contains zero or infinite quaternions")
+    return _frozen_array(goal / norm, "goal", (4,))
+
+
 # --------------------------------------------------------------------------------------
 # the contract
 # --------------------------------------------------------------------------------------
@@ -325,15 +342,7 @@ class OrientationTask(Task):
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "point", int(self.point))
-        goal = np.array(self.goal, dtype=np.float64)
-        if goal.shape[-1:] != (4,):
-            raise ValueError(f"Expected `goal` to have shape (..., 4), got {goal.shape}")
-        active = _active_rows(goal)
-        goal = np.where(active[..., None], goal, np.nan)
-        norm = np.linalg.norm(goal, axis=-1, keepdims=True)
-        if np.any(norm[active] < 1e-12) or np.isinf(goal).any():
-            raise ValueError("`goal` contains zero or infinite quaternions")
-        object.__setattr__(self, "goal", _frozen_array(goal / norm, "goal", (4,)))
+        object.__setattr__(self, "goal", _unit_goals(self.goal))
 
     @property
     def size(self) -> int:
@@ -393,15 +402,10 @@ class JointTask(Task):
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "joint", int(self.joint))
-        goal = np.array(self.goal, dtype=np.float64)
-        if goal.shape[-1:] != (4,):
-            raise ValueError(f"Expected `goal` to have shape (..., 4), got {goal.shape}")
-        active = _active_rows(goal)
-        norm = np.linalg.norm(goal, axis=-1, keepdims=True)
-        if np.any(norm[active] < 1e-12) or np.isinf(goal).any():
+        goal = _unit_goals(self.goal)
+        if np.isinf(np.asarray(self.goal, dtype=np.float64)).any():  # an error, not inactive
             raise ValueError("`goal` contains zero or infinite quaternions")
-        goal = np.where(active[..., None], goal / np.where(norm > 0, norm, 1.0), np.nan)
-        object.__setattr__(self, "goal", _frozen_array(goal, "goal", (4,)))
+        object.__setattr__(self, "goal", goal)
 
     @property
     def size(self) -> int:

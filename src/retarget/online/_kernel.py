@@ -40,6 +40,15 @@ from ..quat import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 
 
 @numba.njit(cache=True, nogil=True)
+def _ominus(q, q0):  # pragma: no cover - jitted
+    """``q ⊖ q0 = log(q0⁻¹ ⊗ q)`` of two unit quaternions (4,) ``(w, x, y, z)``: the local
+    rotation vector (3-tuple, radians) that turns ``q0`` into ``q``, one joint's block
+    of :func:`retarget.motion.ominus`."""
+    r = _product(q0[0], -q0[1], -q0[2], -q0[3], q[0], q[1], q[2], q[3])
+    return _rotvec_from_wxyz(r[0], r[1], r[2], r[3])
+
+
+@numba.njit(cache=True, nogil=True)
 def _task_rows(
     pos,
     world,
@@ -292,30 +301,10 @@ def _update(
                 s_change[c] = (source_root[c] - last_source_root[c]) / height
         for t in range(n_joints):
             a = joints[t]
-            q = _product(
-                rot[0, a, 0],
-                -rot[0, a, 1],
-                -rot[0, a, 2],
-                -rot[0, a, 3],
-                last_source_rot[a, 0],
-                last_source_rot[a, 1],
-                last_source_rot[a, 2],
-                last_source_rot[a, 3],
-            )
-            e = _rotvec_from_wxyz(q[0], q[1], q[2], q[3])
+            e = _ominus(last_source_rot[a], rot[0, a])
             d = (0.0, 0.0, 0.0)
             if moving:
-                q = _product(
-                    last_source_rot[a, 0],
-                    -last_source_rot[a, 1],
-                    -last_source_rot[a, 2],
-                    -last_source_rot[a, 3],
-                    source_rot[a, 0],
-                    source_rot[a, 1],
-                    source_rot[a, 2],
-                    source_rot[a, 3],
-                )
-                d = _rotvec_from_wxyz(q[0], q[1], q[2], q[3])
+                d = _ominus(source_rot[a], last_source_rot[a])
             for c in range(3):
                 if partial:  # in channel rates: C⁺ v
                     b = basis_inverse[t, c]
