@@ -45,34 +45,22 @@ Run: ``make bench`` or ``.venv/bin/python benchmarks/hierarchical.py --repeats 5
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import datetime as dt
-import gc
-import importlib.metadata
 import os
-import platform
-import subprocess
 import sys
-import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import _common as common
 import numpy as np
 
 from retarget.characters import make_character
-from retarget.io import read_bvh
 from retarget.methods.copy import copy_retarget
 from retarget.methods.hierarchical import hierarchical_retarget
 from retarget.metrics import evaluate
 from retarget.motion import Motion
 from retarget.result import Result
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-FILE_NAME = "lafan_walk.bvh"
-RESULTS_DIR = PROJECT_ROOT / "benchmarks" / "results"
 CHARACTERS = ("blubby", "sally")
 GOAL_FPS = 2000.0  # hierarchical (LM), lafan_walk -> blubby
 GOAL_CHARACTER = "blubby"
@@ -86,15 +74,7 @@ MEASURES = (
     ("pose_deviation_deg", "pose dev. °"),
     ("penetration_result", "penetration % h"),
 )
-
-
-def _max_diff(a: Motion, b: Motion) -> float:
-    return float(
-        max(
-            np.abs(a.root_position - b.root_position).max(),
-            np.abs(a.rotations - b.rotations).max(),
-        )
-    )
+DISTRIBUTIONS = ("retarget", "numpy", "numba", "scipy")
 
 
 # -- contenders -------------------------------------------------------------------------------
@@ -122,23 +102,7 @@ class Contender:
         return self.failure is None
 
     def percentiles(self) -> tuple[float, float, float]:
-        p10, p50, p90 = np.percentile(self.samples, [10, 50, 90])
-        return float(p10), float(p50), float(p90)
-
-
-def _reason(exc: BaseException) -> str:
-    last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
-    where = f" (at {Path(last[0].filename).name}:{last[0].lineno})" if last else ""
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text[:200]}{where}"
-
-
-def _timed(fn: Callable[[], Result]) -> tuple[float, Result]:
-    gc.collect()
-    t0 = time.perf_counter()
-    out = fn()
-    t1 = time.perf_counter()
-    return t1 - t0, out
+        return common.percentiles(self.samples)
 
 
 def contenders(source: Motion) -> list[Contender]:
@@ -191,12 +155,7 @@ def compare_minimizers(cs: list[Contender]) -> list[str]:
 
 def warm_up(cs: list[Contender], source: Motion) -> None:
     """Run each once (JIT, caches); keep its motion, levels and measures."""
-    for c in cs:
-        try:
-            _, result = _timed(c.run)
-        except Exception as exc:
-            c.failure = _reason(exc)
-            continue
+    for c, _, result in common.attempts(cs):
         c.reference = result.motion
         c.level_info = list(result.report.get("levels", []))
         c.measures = evaluate(source, result.motion, goals=result.goals or None)
@@ -204,88 +163,26 @@ def warm_up(cs: list[Contender], source: Motion) -> None:
 
 
 def measure(cs: list[Contender], repeats: int) -> None:
-    live = [c for c in cs if c.ok]
-    for r in range(repeats):
-        k = r % len(live)
-        for c in live[k:] + live[:k]:
-            if not c.ok:
-                continue
-            try:
-                seconds, result = _timed(c.run)
-            except Exception as exc:
-                c.failure = _reason(exc)
-                continue
-            c.samples.append(seconds)
-            c.levels.append([lv["seconds"] for lv in result.report.get("levels", [])])
-            if c.reference is not None:
-                c.max_drift = max(c.max_drift, _max_diff(result.motion, c.reference))
-        print(f"  round {r + 1}/{repeats} done", file=sys.stderr)
+    for c, result in common.round_robin(cs, repeats):
+        c.levels.append([lv["seconds"] for lv in result.report.get("levels", [])])
+        if c.reference is not None:
+            c.max_drift = max(c.max_drift, common.max_difference(result.motion, c.reference))
 
 
 # -- the report -------------------------------------------------------------------------------
 
 
-def _versions() -> dict[str, str]:
-    out = {}
-    for dist in ["retarget", "numpy", "numba", "scipy"]:
-        try:
-            out[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
-
-
 def machine_info() -> list[str]:
-    cpu = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    versions = ", ".join(f"{k} {v}" for k, v in _versions().items())
-    commit = "unknown"
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        git = ["git", "-C", str(PROJECT_ROOT)]
-        head = subprocess.run(
-            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        )
-        dirty = subprocess.run(
-            [*git, "status", "--porcelain", "--", "src"], capture_output=True, text=True
-        )
-        if head.returncode == 0:
-            changed = len(dirty.stdout.splitlines())
-            commit = head.stdout.strip() + (
-                f" with {changed} uncommitted change(s) under src/" if changed else ""
-            )
     threads = [
         f"{v}={os.environ[v]}"
         for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
         if v in os.environ
     ]
     return [
-        f"- CPU: {cpu}; {os.cpu_count()} logical cores ({usable} usable); "
-        f"load average at start {load}",
-        f"- {platform.platform()}; Python {platform.python_version()}"
-        + (f"; {', '.join(threads)}" if threads else ""),
-        f"- versions: {versions}; commit {commit}",
+        common.cpu_line(),
+        common.platform_line() + (f"; {', '.join(threads)}" if threads else ""),
+        f"- versions: {common.versions(DISTRIBUTIONS)}; commit {common.commit()}",
     ]
-
-
-def _ratio_text(c: Contender, ref: Contender) -> str:
-    ratio = c.percentiles()[1] / ref.percentiles()[1]
-    n = min(len(c.samples), len(ref.samples))
-    paired = np.array(c.samples[:n]) / np.array(ref.samples[:n])
-    lo, hi = np.percentile(paired, [10, 90])
-    digits = 1 if ratio >= 0.1 else 4
-    return f"{ratio:.{digits}f}x (per-round {lo:.{digits}f}-{hi:.{digits}f}x)"
-
-
-def _fmt(x: float | None) -> str:
-    if x is None:
-        return "—"
-    return f"{x:.3g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.1e}"
 
 
 def report(
@@ -296,8 +193,7 @@ def report(
         f"# Hierarchical retargeting: `{path.name}` ({n} frames) onto "
         + ", ".join(f"`{p}`" for p in CHARACTERS),
         "",
-        f"{dt.datetime.now().isoformat(timespec='seconds')}; `benchmarks/hierarchical.py "
-        f"--repeats {repeats}`: one warm-up, then {repeats} round-robin repeats per contender.",
+        common.protocol_line("hierarchical.py", repeats),
         "",
         *machine_info(),
         "",
@@ -310,16 +206,13 @@ def report(
     for preset in CHARACTERS:
         rows = [c for c in cs if c.character == preset]
         ref = next(c for c in rows if c.ours)
+        ref_timed = ref.ok and bool(ref.samples)
         for c in rows:
             if not c.ok or not c.samples:
                 lines.append(f"| {preset} | {c.name} | failed | | | | |")
                 continue
-            p10, p50, p90 = c.percentiles()
-            ratio = "—" if c.ours or not (ref.ok and ref.samples) else _ratio_text(c, ref)
-            lines.append(
-                f"| {preset} | {c.name} | {p50:.3f} | {p10:.3f} | {p90:.3f} | "
-                f"{n / p50:,.0f} | {ratio} |"
-            )
+            ratio = "—" if c.ours or not ref_timed else common.ratio_text(c.samples, ref.samples, 1)
+            lines.append(common.row([preset, c.name, *common.timing_cells(c.samples, n), ratio]))
     lines += [
         f"| (paper) | Lee & Shin 1999, {PAPER_FRAMES}-frame rough-terrain walk, their "
         f"machine (not measured here) | ≈{PAPER_SECONDS} | | | "
@@ -358,8 +251,8 @@ def report(
         lines.append("")
         for c in level_cs:
             solved = ", ".join(str(lv["frames_solved"]) for lv in c.level_info)
-            err = ", ".join(_fmt(lv["max_error"]) for lv in c.level_info)
-            pen = ", ".join(_fmt(lv["max_penetration"]) for lv in c.level_info)
+            err = ", ".join(common.fmt(lv["max_error"]) for lv in c.level_info)
+            pen = ", ".join(common.fmt(lv["max_penetration"]) for lv in c.level_info)
             lines.append(
                 f"- {c.character} / {c.name}: frames solved per level {solved}; max footplant "
                 f"error after each level {err} % h; deepest ground penetration {pen} % h"
@@ -380,13 +273,13 @@ def report(
         if rows:
             m = rows[0].measures
             lines.append(
-                f"| {preset} | source | {_fmt(m['skate_source'])} | 1 | — | 1 | 0 | "
-                f"{_fmt(m['penetration_source'])} | |"
+                f"| {preset} | source | {common.fmt(m['skate_source'])} | 1 | — | 1 | 0 | "
+                f"{common.fmt(m['penetration_source'])} | |"
             )
         for c in rows:
-            cells = [_fmt(c.measures.get(key)) for key, _ in MEASURES]
+            cells = [common.fmt(c.measures.get(key)) for key, _ in MEASURES]
             same = "yes" if c.max_drift == 0.0 else f"NO (max abs difference {c.max_drift:.1e})"
-            lines.append(f"| {preset} | {c.name} | " + " | ".join(cells) + f" | {same} |")
+            lines.append(common.row([preset, c.name, *cells, same]))
     lines += [
         "",
         "% h = % of the character's height. skate: mean horizontal speed of foot points over "
@@ -414,50 +307,20 @@ def report(
             f"{fps / (PAPER_FRAMES / PAPER_SECONDS):,.0f}x the paper's "
             f"{PAPER_FRAMES / PAPER_SECONDS:.0f} frames/s (other machine, other clip)"
         )
-    failed = [c for c in cs if not c.ok]
-    if failed:
-        lines += ["", "## Could not run", ""]
-        lines += [f"- {c.character} / {c.name}: {c.failure}" for c in failed]
+    lines += common.could_not_run(cs, lambda c: f"{c.character} / {c.name}")
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs per contender")
-    parser.add_argument("--no-save", action="store_true", help="print only")
-    args = parser.parse_args(argv)
-    if args.repeats < 1:
-        parser.error("--repeats must be >= 1")
-    data_dir = Path(os.environ.get("RETARGET_DATA", PROJECT_ROOT.parent / "shared" / "data"))
-    path = data_dir / FILE_NAME
-    if not path.is_file():
-        print(
-            f"{path} not found (set RETARGET_DATA to the folder holding {FILE_NAME})",
-            file=sys.stderr,
-        )
-        return 2
-
-    source = read_bvh(path)
-    print(f"{path}: {source!r}", file=sys.stderr)
+    args = common.parse_args(__doc__, 5, argv)
+    path, source = common.read_clip()
     cs = contenders(source)
     print(f"warming up {len(cs)} contenders ...", file=sys.stderr)
     warm_up(cs, source)
     notes = compare_minimizers(cs)
-    live = sum(c.ok for c in cs)
-    print(f"timing {live} contenders x {args.repeats} ...", file=sys.stderr)
     measure(cs, args.repeats)
 
-    lines = report(cs, source, path, args.repeats, notes)
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if not args.no_save:
-        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-        out = RESULTS_DIR / f"{dt.date.today().isoformat()}-hierarchical.md"
-        # Runs of one day are appended: quote the medians of several.
-        earlier = out.exists() and out.stat().st_size > 0
-        with out.open("a", encoding="utf-8") as fh:
-            fh.write(("\n---\n\n" if earlier else "") + text)
-        print(f"appended to {out.relative_to(PROJECT_ROOT)}", file=sys.stderr)
+    common.publish(report(cs, source, path, args.repeats, notes), "hierarchical", not args.no_save)
     return 0
 
 

@@ -35,22 +35,16 @@ Run: ``make bench`` or ``.venv/bin/python benchmarks/io_kinematics.py --repeats 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import datetime as dt
-import gc
-import importlib.metadata
+import importlib
 import io
-import os
-import platform
 import sys
-import time
-import traceback
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import _common as common
 import numpy as np
 
 from retarget import quat
@@ -59,13 +53,11 @@ from retarget.kinematics import forward_kinematics, positions
 from retarget.motion import Motion
 from retarget.skeleton import Skeleton
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-FILE_NAME = "lafan_walk.bvh"
-RESULTS_DIR = PROJECT_ROOT / "benchmarks" / "results"
 GOAL_PARSE = 4.0  # ours vs the fastest peer reader
 GOAL_FK_PYBVH = 20.0
 GOAL_FK_PINOCCHIO = 2.0
 TOL_PINOCCHIO = 1e-9
+DISTRIBUTIONS = ("retarget", "numpy", "numba", "pin", "pybvh", "bvhtools", "bvhsdk", "bvhio")
 
 
 @dataclass
@@ -87,15 +79,7 @@ class Contender:
         return self.failure is None and self.run is not None
 
     def percentiles(self) -> tuple[float, float, float]:
-        p10, p50, p90 = np.percentile(self.samples, [10, 50, 90])
-        return float(p10), float(p50), float(p90)
-
-
-def _reason(exc: BaseException) -> str:
-    last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
-    where = f" (at {Path(last[0].filename).name}:{last[0].lineno})" if last else ""
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text[:200]}{where}"
+        return common.percentiles(self.samples)
 
 
 @contextlib.contextmanager
@@ -107,12 +91,9 @@ def _quiet():
 
 
 def _timed(fn: Callable[[], object]) -> tuple[float, object]:
-    gc.collect()
+    """:func:`_common.timed`, the peers silenced (outside the timed region)."""
     with _quiet():
-        t0 = time.perf_counter()
-        out = fn()
-        t1 = time.perf_counter()
-    return t1 - t0, out
+        return common.timed(fn)
 
 
 # -- pinocchio on our skeleton --------------------------------------------------------------
@@ -273,7 +254,7 @@ def parse_contenders(path: Path) -> list[Contender]:
             mod = importlib.import_module(module)
             reader = getattr(mod, func)
         except Exception as exc:
-            c.failure = f"cannot import: {_reason(exc)}"
+            c.failure = f"cannot import: {common.reason(exc)}"
         else:
             c.run = lambda reader=reader: reader(str(path))
             c.root_of = root_of
@@ -358,7 +339,7 @@ def fk_contenders(motion: Motion, pybvh_obj, frames_check: np.ndarray) -> list[C
                 )
             )
         except Exception as exc:
-            c.failure = _reason(exc)
+            c.failure = common.reason(exc)
     out.append(c)
 
     # numpy: the same algorithm array-at-a-time (one level of the tree per step),
@@ -407,7 +388,7 @@ def fk_contenders(motion: Motion, pybvh_obj, frames_check: np.ndarray) -> list[C
 
             c.run = loop
     except Exception as exc:
-        c.failure = _reason(exc)
+        c.failure = common.reason(exc)
     out.append(c)
     return out
 
@@ -417,15 +398,7 @@ def fk_contenders(motion: Motion, pybvh_obj, frames_check: np.ndarray) -> list[C
 
 def warm_up(contenders: list[Contender]) -> dict[str, object]:
     """Run each once; keep the results of the parse group by name."""
-    results: dict[str, object] = {}
-    for c in contenders:
-        if not c.ok:
-            continue
-        try:
-            _, results[f"{c.group}:{c.name}"] = _timed(c.run)  # type: ignore[arg-type]
-        except Exception as exc:
-            c.failure = _reason(exc)
-    return results
+    return {f"{c.group}:{c.name}": out for c, _, out in common.attempts(contenders, _timed)}
 
 
 def check_parse(contenders: list[Contender], results: dict[str, object], motion: Motion) -> None:
@@ -450,63 +423,25 @@ def check_parse(contenders: list[Contender], results: dict[str, object], motion:
                 d = float(np.abs(root - motion.root_position).max())
             c.check = f"{n} frames read; root positions differ from ours by at most {d:.1e}"
         except Exception as exc:
-            c.check = f"could not compare: {_reason(exc)}"
+            c.check = f"could not compare: {common.reason(exc)}"
 
 
 def measure(contenders: list[Contender], repeats: int) -> None:
-    live = [c for c in contenders if c.ok]
-    if not live:
-        return
-    for r in range(repeats):
-        k = r % len(live)
-        for c in live[k:] + live[:k]:
-            if not c.ok:
-                continue
-            try:
-                seconds, _ = _timed(c.run)  # type: ignore[arg-type]
-            except Exception as exc:
-                c.failure = _reason(exc)
-                continue
-            c.samples.append(seconds)
-
-
-def _versions() -> dict[str, str]:
-    out = {}
-    for dist in ["retarget", "numpy", "numba", "pin", "pybvh", "bvhtools", "bvhsdk", "bvhio"]:
-        try:
-            out[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
+    """Time the live contenders ``repeats`` times each; their samples are all that is kept."""
+    for _ in common.round_robin(contenders, repeats, _timed, progress=False):
+        pass
 
 
 def machine_info() -> list[str]:
-    cpu = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    versions = ", ".join(f"{k} {v}" for k, v in _versions().items())
     return [
-        f"- CPU: {cpu}; {os.cpu_count()} logical cores ({usable} usable); "
-        f"load average at start {load}",
-        f"- {platform.platform()}; Python {platform.python_version()}",
-        f"- versions: {versions}",
+        common.cpu_line(),
+        common.platform_line(),
+        f"- versions: {common.versions(DISTRIBUTIONS)}",
     ]
 
 
-def _ms(x: float) -> str:
-    return f"{1e3 * x:.2f}"
-
-
 def _ratio_text(peer: Contender, ours: Contender) -> tuple[float, str]:
-    ratio = peer.percentiles()[1] / ours.percentiles()[1]
-    n = min(len(peer.samples), len(ours.samples))
-    paired = np.array(peer.samples[:n]) / np.array(ours.samples[:n])
-    lo, hi = np.percentile(paired, [10, 90])
+    ratio, lo, hi = common.paired_ratio(peer.samples, ours.samples)
     return ratio, f"{ratio:.1f}x (per-round {lo:.1f}-{hi:.1f}x)"
 
 
@@ -514,8 +449,7 @@ def report(contenders: list[Contender], n_frames: int, path: Path, repeats: int)
     lines = [
         f"# BVH parse and forward kinematics: `{path.name}` ({n_frames} frames)",
         "",
-        f"{dt.datetime.now().isoformat(timespec='seconds')}; `benchmarks/io_kinematics.py "
-        f"--repeats {repeats}`: one warm-up, then {repeats} round-robin repeats per contender.",
+        common.protocol_line("io_kinematics.py", repeats),
         "",
         *machine_info(),
         "",
@@ -535,12 +469,9 @@ def report(contenders: list[Contender], n_frames: int, path: Path, repeats: int)
             if not c.ok or not c.samples:
                 lines.append(f"| {c.name} | failed | | | | |")
                 continue
-            p10, p50, p90 = c.percentiles()
             speed = "—" if c.ours or not ours.ok else _ratio_text(c, ours)[1]
-            lines.append(
-                f"| {c.name} | {_ms(p50)} | {_ms(p10)} | {_ms(p90)} | {n_frames / p50:,.0f} | "
-                f"{speed} |"
-            )
+            ms = common.timing_cells(c.samples, n_frames, scale=1e3, digits=2)
+            lines.append(common.row([c.name, *ms, speed]))
         lines.append("")
         for c in rows:
             status = c.check if c.ok else f"FAILED: {c.failure}"
@@ -589,32 +520,14 @@ def report(contenders: list[Contender], n_frames: int, path: Path, repeats: int)
     for label, met, text in goals:
         verdict = {True: "MET", False: "NOT MET", None: "UNKNOWN"}[met]
         lines.append(f"- {label}: **{verdict}** — {text}")
-    failed = [c for c in contenders if not c.ok]
-    if failed:
-        lines += ["", "## Could not run", ""]
-        lines += [f"- {c.group} / {c.name}: {c.failure}" for c in failed]
+    lines += common.could_not_run(contenders, lambda c: f"{c.group} / {c.name}")
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--repeats", type=int, default=15, help="timed runs per contender")
-    parser.add_argument("--no-save", action="store_true", help="print only")
-    args = parser.parse_args(argv)
-    if args.repeats < 1:
-        parser.error("--repeats must be >= 1")
-    data_dir = Path(os.environ.get("RETARGET_DATA", PROJECT_ROOT.parent / "shared" / "data"))
-    path = data_dir / FILE_NAME
-    if not path.is_file():
-        print(
-            f"{path} not found (set RETARGET_DATA to the folder holding {FILE_NAME})",
-            file=sys.stderr,
-        )
-        return 2
-
-    motion = read_bvh(path)
+    args = common.parse_args(__doc__, 15, argv)
+    path, motion = common.read_clip()
     n = motion.num_frames
-    print(f"{path}: {motion!r}", file=sys.stderr)
     parse = parse_contenders(path)
     results = warm_up(parse)
     check_parse(parse, results, motion)
@@ -623,21 +536,9 @@ def main(argv: list[str] | None = None) -> int:
     results.clear()  # the peers' parsed objects are large
     everything = parse + fk
     warm_up(fk)
-    live = sum(c.ok for c in everything)
-    print(f"timing {live} contenders x {args.repeats} ...", file=sys.stderr)
     measure(everything, args.repeats)
 
-    lines = report(everything, n, path, args.repeats)
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if not args.no_save:
-        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-        out = RESULTS_DIR / f"{dt.date.today().isoformat()}-io_kinematics.md"
-        # Runs of one day are appended: quote the medians of several.
-        earlier = out.exists() and out.stat().st_size > 0
-        with out.open("a", encoding="utf-8") as fh:
-            fh.write(("\n---\n\n" if earlier else "") + text)
-        print(f"appended to {out.relative_to(PROJECT_ROOT)}", file=sys.stderr)
+    common.publish(report(everything, n, path, args.repeats), "io_kinematics", not args.no_save)
     return 0
 
 

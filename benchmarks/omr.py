@@ -101,28 +101,18 @@ THREAD_VARIABLES = (
 for _variable in THREAD_VARIABLES:
     os.environ[_variable] = "1"
 
-import argparse
-import contextlib
-import datetime as dt
-import gc
-import hashlib
-import importlib.metadata
-import platform
-import subprocess
 import sys
-import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import _common as common
 import numpy as np
 from io_kinematics import check_pinocchio, pinocchio_model, q_pinocchio_from_motion
 
 from retarget.characters import make_character
 from retarget.contacts import UP
-from retarget.io import read_bvh
 from retarget.kinematics import positions
 from retarget.methods.copy import leg_length
 from retarget.methods.omr import omr_retarget
@@ -132,9 +122,6 @@ from retarget.roles import find_roles
 from retarget.roles import height as character_height
 from retarget.skeleton import Skeleton
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-FILE_NAME = "lafan_walk.bvh"
-RESULTS_DIR = PROJECT_ROOT / "benchmarks" / "results"
 GOAL_LOWER_FPS = 3000.0  # contender 1, omr lower onto blubby
 GOAL_FULL_FPS = 1500.0  # contender 2, omr full onto sally
 PAPER_LOWER_HZ = 300.7  # Choi & Ko 2000: 30 DOF, 8 constraint DOF, their machine
@@ -145,27 +132,12 @@ PIN_SETTLE = 20  # steps on the first frame, as OnlineRetargeter.reset
 TOL_PINOCCHIO = 1e-9
 TOES = ("left_toe_tip", "right_toe_tip")
 AMPLITUDE_ROLES = ("hip", "knee", "ankle")
-
-
-def _max_diff(a: Motion, b: Motion) -> float:
-    return float(
-        max(
-            np.abs(a.root_position - b.root_position).max(),
-            np.abs(a.rotations - b.rotations).max(),
-        )
-    )
+DISTRIBUTIONS = ("retarget", "numpy", "numba", "pin", "matplotlib")
 
 
 def _reason(exc: BaseException) -> str:
-    last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
-    where = ""
-    if last:
-        file = Path(last[0].filename)
-        with contextlib.suppress(ValueError):
-            file = file.resolve().relative_to(PROJECT_ROOT)
-        where = f" (at {file}:{last[0].lineno})"
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text[:200]}{where}"
+    """:func:`_common.reason`, the file given by its path in the project."""
+    return common.reason(exc, common.PROJECT_ROOT)
 
 
 # -- the pinocchio peer -----------------------------------------------------------------------
@@ -345,8 +317,7 @@ class Contender:
         return self.failure is None and self.run is not None
 
     def percentiles(self) -> tuple[float, float, float]:
-        p10, p50, p90 = np.percentile(self.samples, [10, 50, 90])
-        return float(p10), float(p50), float(p90)
+        return common.percentiles(self.samples)
 
 
 def _ours(source: Motion, target: Skeleton, **kwargs) -> Callable[[], tuple[Motion, dict]]:
@@ -405,14 +376,6 @@ def contenders(source: Motion) -> list[Contender]:
     return out
 
 
-def _timed(fn: Callable[[], tuple[Motion, dict]]) -> tuple[float, tuple[Motion, dict]]:
-    gc.collect()
-    t0 = time.perf_counter()
-    out = fn()
-    t1 = time.perf_counter()
-    return t1 - t0, out
-
-
 def _toe_distance(source: Motion, motion: Motion) -> tuple[float, float]:
     """Mean and max distance (file unit) of the result's toe tips from the source's."""
     roles_s, roles_r = find_roles(source.skeleton), find_roles(motion.skeleton)
@@ -425,14 +388,7 @@ def _toe_distance(source: Motion, motion: Motion) -> tuple[float, float]:
 def warm_up(cs: list[Contender], source: Motion) -> None:
     """Run each once (JIT, caches); keep its motion, report and measures."""
     roles_s = find_roles(source.skeleton)
-    for c in cs:
-        if not c.ok:
-            continue
-        try:
-            _, (motion, extra) = _timed(c.run)  # type: ignore[arg-type]
-        except Exception as exc:
-            c.failure = _reason(exc)
-            continue
+    for c, _, (motion, extra) in common.attempts(cs, why=_reason):
         if not (np.isfinite(motion.root_position).all() and np.isfinite(motion.rotations).all()):
             c.failure = "the motion has NaN or infinite values"
             continue
@@ -458,26 +414,12 @@ def warm_up(cs: list[Contender], source: Motion) -> None:
 
 
 def measure(cs: list[Contender], repeats: int) -> None:
-    live = [c for c in cs if c.ok]
-    if not live:
-        return
-    for r in range(repeats):
-        k = r % len(live)
-        for c in live[k:] + live[:k]:
-            if not c.ok:
-                continue
-            try:
-                seconds, (motion, extra) = _timed(c.run)  # type: ignore[arg-type]
-            except Exception as exc:
-                c.failure = _reason(exc)
-                continue
-            c.samples.append(seconds)
-            fps = extra.get("report", {}).get("frames_per_second")
-            if fps:
-                c.loop_fps.append(float(fps))
-            if c.reference is not None:
-                c.max_drift = max(c.max_drift, _max_diff(motion, c.reference))
-        print(f"  round {r + 1}/{repeats} done", file=sys.stderr)
+    for c, (motion, extra) in common.round_robin(cs, repeats, why=_reason):
+        fps = extra.get("report", {}).get("frames_per_second")
+        if fps:
+            c.loop_fps.append(float(fps))
+        if c.reference is not None:
+            c.max_drift = max(c.max_drift, common.max_difference(motion, c.reference))
 
 
 def amplitudes(source: Motion, results: list[tuple[str, Motion]]) -> list[str]:
@@ -512,74 +454,20 @@ def amplitudes(source: Motion, results: list[tuple[str, Motion]]) -> list[str]:
 # -- the report -------------------------------------------------------------------------------
 
 
-def _versions() -> dict[str, str]:
-    out = {}
-    for dist in ["retarget", "numpy", "numba", "pin", "matplotlib"]:
-        try:
-            out[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
-
-
 def machine_info() -> list[str]:
     """Called at the start of the run, with the code that is imported and timed."""
-    cpu = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    versions = ", ".join(f"{k} {v}" for k, v in _versions().items())
-    commit = "unknown"
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        git = ["git", "-C", str(PROJECT_ROOT)]
-        head = subprocess.run(
-            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        )
-        dirty = subprocess.run(
-            [*git, "status", "--porcelain", "--", "src"], capture_output=True, text=True
-        )
-        if head.returncode == 0:
-            changed = dirty.stdout.splitlines()
-            commit = head.stdout.strip()
-            if changed:
-                # a fingerprint of the uncommitted files, to tell runs of a working tree apart
-                digest = hashlib.sha1()
-                for entry in sorted(changed):
-                    name = entry[3:].split(" -> ")[-1].strip('"')
-                    digest.update(name.encode())
-                    with contextlib.suppress(OSError):
-                        digest.update((PROJECT_ROOT / name).read_bytes())
-                commit += (
-                    f" with {len(changed)} uncommitted change(s) under src/ "
-                    f"(their contents' sha1 {digest.hexdigest()[:10]})"
-                )
     threads = ", ".join(f"{v}={os.environ.get(v, '?')}" for v in THREAD_VARIABLES)
     return [
-        f"- CPU: {cpu}; {os.cpu_count()} logical cores ({usable} usable); "
-        f"load average at start {load}",
-        f"- {platform.platform()}; Python {platform.python_version()}",
+        common.cpu_line(),
+        common.platform_line(),
         f"- single core: {threads}, set by this script before numpy is imported",
-        f"- versions: {versions}; commit {commit} (at the start of the run)",
+        f"- versions: {common.versions(DISTRIBUTIONS)}; commit {common.commit(digest=True)} "
+        "(at the start of the run)",
     ]
 
 
 def _ratio_text(c: Contender, ref: Contender) -> str:
-    ratio = c.percentiles()[1] / ref.percentiles()[1]
-    n = min(len(c.samples), len(ref.samples))
-    paired = np.array(c.samples[:n]) / np.array(ref.samples[:n])
-    lo, hi = np.percentile(paired, [10, 90])
-    digits = 2 if ratio >= 0.1 else 4
-    return f"{ratio:.{digits}f}x (per-round {lo:.{digits}f}-{hi:.{digits}f}x)"
-
-
-def _fmt(x: float | None) -> str:
-    if x is None:
-        return "—"
-    return f"{x:.3g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.1e}"
+    return common.ratio_text(c.samples, ref.samples, 2)
 
 
 def _goal_line(label: str, c: Contender | None, goal: float, n: int) -> str:
@@ -610,8 +498,7 @@ def report(
     lines = [
         f"# Online retargeting (Choi & Ko 2000): `{path.name}` ({n} frames)",
         "",
-        f"{dt.datetime.now().isoformat(timespec='seconds')}; `benchmarks/omr.py "
-        f"--repeats {repeats}`: one warm-up, then {repeats} round-robin repeats per contender.",
+        common.protocol_line("omr.py", repeats),
         "",
         *machine,
         "",
@@ -625,14 +512,11 @@ def report(
         if not c.ok or not c.samples:
             lines.append(f"| {c.name} | {c.character} | failed | | | | | | |")
             continue
-        p10, p50, p90 = c.percentiles()
         loop = f"{np.median(c.loop_fps):,.0f}" if c.loop_fps else "—"
         vs_ref = "—" if c is ref or not (ref.ok and ref.samples) else _ratio_text(c, ref)
         vs_peer = "—" if c is peer or not (peer.ok and peer.samples) else _ratio_text(c, peer)
-        lines.append(
-            f"| {c.name} | {c.character} | {p50:.3f} | {p10:.3f} | {p90:.3f} | "
-            f"{n / p50:,.0f} | {loop} | {vs_ref} | {vs_peer} |"
-        )
+        times = common.timing_cells(c.samples, n)
+        lines.append(common.row([c.name, c.character, *times, loop, vs_ref, vs_peer]))
     lines += [
         f"| (paper) Choi & Ko 2000, walking: 30 DOF, 8 constraint DOF, their machine "
         f"(not measured here) | | | | | {PAPER_LOWER_HZ} | | | |",
@@ -675,11 +559,9 @@ def report(
             if c.max_drift == 0.0
             else f"NO (max abs difference {c.max_drift:.1e})"
         )
-        lines.append(
-            f"| {c.name} | {_fmt(tt[0])} | {_fmt(tt[1])} | {_fmt(ts[0])} | {_fmt(ts[1])} | "
-            f"{_fmt(m.get('skate_result'))} | {_fmt(m.get('skate_source'))} | "
-            f"{_fmt(m.get('skate_ratio'))} | {_fmt(m.get('smoothness'))} | {same} |"
-        )
+        keys = ("skate_result", "skate_source", "skate_ratio", "smoothness")
+        cells = [common.fmt(x) for x in (*tt, *ts, *(m.get(k) for k in keys))]
+        lines.append(common.row([c.name, *cells, same]))
     lines += [
         "",
         "toe tracking: ours from `result.report['tracking_error']` (left and right toe tips: "
@@ -718,37 +600,17 @@ def report(
         _goal_line(f"omr lower, `{path.name}` → `blubby`", ref, GOAL_LOWER_FPS, n),
         _goal_line(f"omr full, `{path.name}` → `sally`", by_name[FULL], GOAL_FULL_FPS, n),
     ]
-    failed = [c for c in cs if not c.ok]
-    if failed:
-        lines += ["", "## Could not run", ""]
-        lines += [f"- {c.name}: {c.failure}" for c in failed]
+    lines += common.could_not_run(cs, lambda c: c.name)
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs per contender")
-    parser.add_argument("--no-save", action="store_true", help="print only")
-    args = parser.parse_args(argv)
-    if args.repeats < 1:
-        parser.error("--repeats must be >= 1")
-    data_dir = Path(os.environ.get("RETARGET_DATA", PROJECT_ROOT.parent / "shared" / "data"))
-    path = data_dir / FILE_NAME
-    if not path.is_file():
-        print(
-            f"{path} not found (set RETARGET_DATA to the folder holding {FILE_NAME})",
-            file=sys.stderr,
-        )
-        return 2
-
+    args = common.parse_args(__doc__, 5, argv)
     machine = machine_info()
-    source = read_bvh(path)
-    print(f"{path}: {source!r}", file=sys.stderr)
+    path, source = common.read_clip()
     cs = contenders(source)
     print(f"warming up {len(cs)} contenders ...", file=sys.stderr)
     warm_up(cs, source)
-    live = sum(c.ok for c in cs)
-    print(f"timing {live} contenders x {args.repeats} ...", file=sys.stderr)
     measure(cs, args.repeats)
 
     figure = None
@@ -756,22 +618,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_save and lower.reference is not None:
         from retarget.viz import plot_joint_angles
 
-        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-        figure = RESULTS_DIR / f"{dt.date.today().isoformat()}-omr-joint-angles.png"
+        figure = common.results_path("omr-joint-angles.png")
         plot_joint_angles(source, [("blubby (omr)", lower.reference)], figure, start=4.0)
-        print(f"wrote {figure.relative_to(PROJECT_ROOT)}", file=sys.stderr)
+        print(f"wrote {figure.relative_to(common.PROJECT_ROOT)}", file=sys.stderr)
 
-    lines = report(cs, source, path, args.repeats, figure, machine)
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if not args.no_save:
-        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-        out = RESULTS_DIR / f"{dt.date.today().isoformat()}-omr.md"
-        # Runs of one day are appended: quote the medians of several.
-        earlier = out.exists() and out.stat().st_size > 0
-        with out.open("a", encoding="utf-8") as fh:
-            fh.write(("\n---\n\n" if earlier else "") + text)
-        print(f"appended to {out.relative_to(PROJECT_ROOT)}", file=sys.stderr)
+    common.publish(report(cs, source, path, args.repeats, figure, machine), "omr", not args.no_save)
     return 0
 
 

@@ -20,11 +20,10 @@ Medians of ``REPEATS`` runs; the table is printed and saved to
 from __future__ import annotations
 
 import datetime
-import os
 import statistics
 import time
-from pathlib import Path
 
+import _common as common
 import numpy as np
 
 from retarget import make_character, quat, read_bvh
@@ -32,8 +31,6 @@ from retarget.filters import KalmanParameters, filter_stream, process_noise
 from retarget.methods.puppetry import puppetry_retarget, sensor_stream
 from retarget.online.puppetry import Puppeteer
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("RETARGET_DATA", ROOT.parent / "shared" / "data"))
 REPEATS = 3
 
 
@@ -75,7 +72,7 @@ def _filterpy_stream(pos: np.ndarray, ori: np.ndarray, fps: float) -> None:
 
 
 def main() -> None:
-    walk = read_bvh(DATA / "lafan_walk.bvh")
+    walk = read_bvh(common.clip_path())
     n = walk.num_frames
     rows = []
     stages_rows = []
@@ -129,7 +126,7 @@ def main() -> None:
     ]
     text = "\n".join(lines) + "\n"
     print(text)
-    out = ROOT / "benchmarks" / "results" / f"{datetime.date.today().isoformat()}-puppetry.md"
+    out = common.results_path("puppetry.md")
     out.write_text(text, encoding="utf-8")
     print(f"-> {out}")
 

@@ -12,27 +12,19 @@ Writes WALK_edited.bvh and WALK_edits.json (the constraints, in the format of
 ``retarget edit --constraints``) into the working directory.
 """
 
-import argparse
 import json
 from pathlib import Path
 
 import numpy as np
+from _setup import read_source, source_parser
 
-from retarget import edit_motion, parse_constraints, positions, read_bvh, write_bvh
+from retarget import edit_motion, parse_constraints, positions, write_bvh
 from retarget.roles import height
-from retarget.samples import sample_path
 
-parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-parser.add_argument("bvh", nargs="?", help="source motion (default: the sample lafan_walk.bvh)")
-parser.add_argument("--frames", metavar="A:B", help="only these source frames, e.g. 0:300")
+parser = source_parser(__doc__)
 parser.add_argument("--knot-spacing", type=float, default=16, help="coarsest knot spacing")
 args = parser.parse_args()
-
-path = Path(args.bvh) if args.bvh else sample_path("lafan_walk.bvh")
-source = read_bvh(path)
-if args.frames:
-    start, stop = (int(x) if x else None for x in args.frames.split(":"))
-    source = source[start:stop]
+path, source = read_source(args)
 n = source.num_frames
 hand_frame, pelvis_frame = n // 3, 2 * n // 3
 edits = [

@@ -9,25 +9,17 @@ to fine, with hybrid IK at the constrained frames, then an exact IK pass.
 Writes WALK_blubby.bvh into the working directory.
 """
 
-import argparse
 from pathlib import Path
 
+from _setup import read_source, source_parser
+
 from retarget.characters import make_character
-from retarget.io import read_bvh, write_bvh
+from retarget.io import write_bvh
 from retarget.methods.hierarchical import hierarchical_retarget
 from retarget.metrics import evaluate
-from retarget.samples import sample_path
 
-parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-parser.add_argument("bvh", nargs="?", help="source motion (default: the sample lafan_walk.bvh)")
-parser.add_argument("--frames", metavar="A:B", help="only these source frames, e.g. 0:300")
-args = parser.parse_args()
-
-path = Path(args.bvh) if args.bvh else sample_path("lafan_walk.bvh")
-source = read_bvh(path)
-if args.frames:
-    start, stop = (int(x) if x else None for x in args.frames.split(":"))
-    source = source[start:stop]
+args = source_parser(__doc__).parse_args()
+path, source = read_source(args)
 
 # The target: the source's skeleton with short legs and a long torso.
 blubby = make_character(source.skeleton, preset="blubby")

@@ -13,25 +13,16 @@ The same from the command line, with two character files:
 Writes WALK_morph.bvh (joints carry per-frame position channels) into the working directory.
 """
 
-import argparse
 from pathlib import Path
 
 import numpy as np
+from _setup import read_source, source_parser
 
-from retarget import evaluate, make_character, positions, read_bvh, write_bvh
+from retarget import evaluate, make_character, positions, write_bvh
 from retarget.methods.hierarchical import hierarchical_retarget, morph_translations
-from retarget.samples import sample_path
 
-parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-parser.add_argument("bvh", nargs="?", help="source motion (default: the sample lafan_walk.bvh)")
-parser.add_argument("--frames", metavar="A:B", help="only these source frames, e.g. 0:300")
-args = parser.parse_args()
-
-path = Path(args.bvh) if args.bvh else sample_path("lafan_walk.bvh")
-source = read_bvh(path)
-if args.frames:
-    start, stop = (int(x) if x else None for x in args.frames.split(":"))
-    source = source[start:stop]
+args = source_parser(__doc__).parse_args()
+path, source = read_source(args)
 
 start_shape, end_shape = source.skeleton, make_character(source.skeleton, preset="blubby")
 offsets = morph_translations(start_shape, end_shape, source.num_frames)

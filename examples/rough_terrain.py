@@ -14,28 +14,19 @@ The same from the command line:
 Writes terrain.npz and WALK_terrain.bvh into the working directory.
 """
 
-import argparse
 from pathlib import Path
 
 import numpy as np
+from _setup import read_source, source_parser
 
-from retarget import get_method, positions, read_bvh, write_bvh
+from retarget import get_method, positions, write_bvh
 from retarget.contacts import detect_contacts
 from retarget.environment import random_height_field, write_environment
 from retarget.ik.limb import hinge_angle, limb_from_roles
 from retarget.roles import find_roles, height
-from retarget.samples import sample_path
 
-parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-parser.add_argument("bvh", nargs="?", help="source motion (default: the sample lafan_walk.bvh)")
-parser.add_argument("--frames", metavar="A:B", help="only these source frames, e.g. 0:300")
-args = parser.parse_args()
-
-path = Path(args.bvh) if args.bvh else sample_path("lafan_walk.bvh")
-source = read_bvh(path)
-if args.frames:
-    start, stop = (int(x) if x else None for x in args.frames.split(":"))
-    source = source[start:stop]
+args = source_parser(__doc__).parse_args()
+path, source = read_source(args)
 sk = source.skeleton
 h = height(sk)
 

@@ -7,6 +7,7 @@ would overwrite an input) is printed on one line and exits with code 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -16,8 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import __version__
+from . import __version__, quat
 from .errors import RetargetError
+from .mapping import (
+    bone_direction_error,
+    map_for_method,
+    map_skeletons,
+    read_overrides,
+    same_hierarchy,
+    turn,
+    up_axis,
+)
 
 if TYPE_CHECKING:
     from .motion import Motion
@@ -376,6 +386,37 @@ def cmd_enhance(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_map(args: argparse.Namespace) -> int:
+    source = _read(args.source, args)
+    target = _read(args.target).skeleton
+    overrides = read_overrides(args.map) if args.map else None
+    jm = map_skeletons(
+        source.skeleton,
+        target,
+        overrides=overrides,
+        source_up=up_axis(source.skeleton, source),
+        target_up=up_axis(target),
+    )
+    s_names, t_names = source.skeleton.point_names, target.point_names
+    print(f"{'role':<20} {'source':<24} target")
+    for role, p in sorted(jm.target_roles.items(), key=lambda kv: kv[1]):
+        src = s_names[jm.source_roles[role]] if role in jm.source_roles else "-"
+        print(f"{role:<20} {src:<24} {t_names[p]}")
+    driven = [
+        f"{target.names[t]} <- {source.skeleton.names[d]}"
+        for t, d in enumerate(jm.driver)
+        if d >= 0 and target.names[t] not in {t_names[p] for p in jm.target_roles.values()}
+    ]
+    if driven:
+        print("spine joints by bone-path share: " + ", ".join(driven))
+    kept = [target.names[t] for t, d in enumerate(jm.driver) if d < 0]
+    used = set(jm.driver.tolist())
+    folded = [n for j, n in enumerate(source.skeleton.names) if j not in used]
+    print("target joints keeping their rest rotation: " + (", ".join(kept) or "none"))
+    print("source joints folded into their parents: " + (", ".join(folded) or "none"))
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .io.formats import write_motion
     from .methods import get_method
@@ -385,10 +426,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     source = _read(args.source, args)
     source = source[_frames(args.frames, source.num_frames)]
     target = _target(args, source)
+    mapping = None
+    if not same_hierarchy(source.skeleton, target) and args.target_preset is None:
+        overrides = read_overrides(args.map) if args.map else None
+        mapped, joint_map, axes = map_for_method(source, target, overrides)
+        mapping = (source, joint_map, axes)
+        source = mapped
     options = _method_options(method, args, source, target)
     t0 = time.perf_counter()
     result = method.run(source, target, **options)
     seconds = time.perf_counter() - t0
+    if mapping is not None:  # back into the target's axes; measured against the mapped source
+        original, joint_map, axes = mapping
+        result = dataclasses.replace(result, motion=turn(result.motion, axes))
     characters = (args.target, args.target_from, args.target_to)
     inputs = [args.source] + [p for p in (*characters, args.skeleton) if p]
     write_motion(args.output, result.motion, inputs=tuple(inputs))
@@ -408,9 +458,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     report.setdefault("seconds", seconds)
     report.setdefault("frames_per_second", source.num_frames / seconds if seconds else float("inf"))
     try:
-        report["measures"] = evaluate(source, result.motion, goals=result.goals or None)
+        ours = result.motion if mapping is None else turn(result.motion, quat.conjugate(axes))
+        report["measures"] = evaluate(source, ours, goals=result.goals or None)
     except (RetargetError, KeyError) as exc:
         report["measures_note"] = f"not measured: {exc}"
+    if mapping is not None:
+        angles, bones = bone_direction_error(original, ours, joint_map)
+        report["mapping"] = {
+            "bone_direction_error_deg": dict(zip(bones, angles.mean(axis=0).tolist(), strict=True)),
+            "bone_direction_error_worst_frame_deg": float(angles.mean(axis=1).max()),
+            "roles": {
+                r: [original.skeleton.point_names[p], target.point_names[joint_map.target_roles[r]]]
+                for r, p in joint_map.source_roles.items()
+                if r in joint_map.target_roles
+            },
+        }
     if args.report:
         _write_json(args.report, report, inputs=[*inputs, args.output])
     m = report.get("measures", {})
@@ -751,8 +813,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="puppetry: start the body from the captured root (Table I's 'without')",
     )
     p.add_argument("--seed", type=int, help="puppetry: seed of the sensor noise")
+    p.add_argument(
+        "--map",
+        metavar="MAP.json",
+        help='roles completing the joint mapping: {"source": {role: joint}, "target": {...}}',
+    )
     motion_options(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "map",
+        help="print the joint mapping between two skeletons of any hierarchy",
+        description="Roles found on both skeletons, the target joints each source joint "
+        "drives, and what stays unmapped (exit 2 when a required role is missing).",
+    )
+    p.add_argument("source")
+    p.add_argument("target")
+    p.add_argument("--map", metavar="MAP.json", help="roles completing or overriding the found")
+    motion_options(p)
+    p.set_defaults(func=cmd_map)
 
     p = sub.add_parser(
         "puppet",

@@ -1,0 +1,683 @@
+"""Joint mapping and rest-pose alignment between skeletons of different hierarchies.
+
+The papers retarget between skeletons that share one hierarchy. Here a source
+of any humanoid hierarchy drives a target of any other, by **world bone
+directions**, not local angles:
+
+1. **Roles** (:func:`retarget.roles.find_roles`) name the humanoid joints of
+   both skeletons; a mapping file completes or overrides them
+   (:func:`read_overrides`). Every target point with a role the source also has
+   gets a *counterpart* in the source: that joint or site. A target spine joint
+   gets the point at the same share of the bone-path length along the source's
+   spine chain (hips → neck), so two spine joints drive four.
+2. **Drivers**: each target joint with a counterpart is driven by a source
+   joint: the joint of the same role, or for a spine joint the source chain
+   joint whose bone holds its counterpart. Target joints without one (twist
+   bones, fingers, a toe the source lacks) keep their rest local rotation;
+   source joints without a target counterpart fold into their parents.
+3. **Rest alignment** (T-pose against A-pose, rest poses lying along an axis):
+   in the source's world at rest, the rotation ``B_t`` that turns the target's
+   rest bone direction from joint ``t`` to its next counterpart-bearing point
+   exactly onto the source's (the point up the spine chain first, else the
+   farthest), twisted about it so that the directions to its other next
+   points (hips to thighs, chest to clavicles) come closest; a joint with one
+   such point takes the smallest turn after its parent's ``B``, so twist
+   carries down a chain. Then, with ``A`` the change of world
+   axes (source up onto target up), ``G`` the rest world rotations and ``W``
+   the world rotations of a frame,
+
+   ``W_t = A ⊗ W_s[driver] ⊗ C_t``,  ``C_t = G_s[driver]⁻¹ ⊗ B_t ⊗ A⁻¹ ⊗ G_t``,
+
+   so every target bone between counterpart-bearing points points where the
+   source's does: ``W_t u_t = A W_s u_s``.
+4. **Units and axes**: the target's unit and up axis are honoured: the root
+   (hips) position is the source's turned by ``A`` and scaled by the ratio of
+   the legs' lengths (thigh + shin, in each skeleton's unit), or with
+   ``scale_root=False`` by the ratio of the units only (:data:`UNITS`).
+
+:func:`rerig` builds the target's hierarchy with the source's proportions: the
+source re-expressed on it (:func:`transfer`) can go through any method of
+:mod:`retarget.methods`, which all assume one hierarchy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import quat
+from .errors import RetargetError
+from .kinematics import forward_kinematics
+from .motion import Motion
+from .roles import Roles, find_roles
+from .skeleton import Skeleton
+
+__all__ = [
+    "REQUIRED_ROLES",
+    "UNITS",
+    "JointMap",
+    "MappingError",
+    "bone_direction_error",
+    "map_for_method",
+    "map_skeletons",
+    "read_overrides",
+    "rerig",
+    "same_hierarchy",
+    "transfer",
+    "turn",
+    "up_axis",
+]
+
+Array = NDArray[np.float64]
+
+#: Centimetres per unit of each skeleton unit spelling.
+UNITS: Mapping[str, float] = {
+    "mm": 0.1,
+    "cm": 1.0,
+    "m": 100.0,
+    "in": 2.54,
+    "inch": 2.54,
+    "inches": 2.54,
+    "ft": 30.48,
+}
+
+_SIDED = ("hip", "knee", "ankle", "shoulder", "elbow", "wrist")
+#: Roles a mapping cannot do without, on both skeletons.
+REQUIRED_ROLES = ("hips", "head", *(f"{s}_{r}" for s in ("left", "right") for r in _SIDED))
+
+#: Bones compared by :func:`bone_direction_error`: (name, from role, to role).
+_BONES = (
+    ("trunk", "hips", "neck"),
+    ("neck", "neck", "head"),
+    ("head", "head", "head_top"),
+    ("pelvis", "left_hip", "right_hip"),
+    ("shoulders", "left_shoulder", "right_shoulder"),
+    *(
+        (f"{s}_{name}", f"{s}_{a}", f"{s}_{b}")
+        for s in ("left", "right")
+        for name, a, b in (
+            ("clavicle", "clavicle", "shoulder"),
+            ("upper_arm", "shoulder", "elbow"),
+            ("forearm", "elbow", "wrist"),
+            ("hand", "wrist", "hand_tip"),
+            ("thigh", "hip", "knee"),
+            ("shin", "knee", "ankle"),
+            ("foot", "ankle", "toe"),
+            ("toes", "toe", "toe_tip"),
+        )
+    ),
+)
+LEG_BONES = tuple(
+    b[0] for b in _BONES if b[0].split("_", 1)[-1] in ("thigh", "shin", "foot", "toes")
+)
+
+
+class MappingError(RetargetError):
+    """Roles a mapping needs but could not find."""
+
+
+@dataclass(frozen=True, eq=False)
+class JointMap:
+    """How a source skeleton drives a target skeleton (module docstring).
+
+    Attributes
+    ----------
+    source, target : Skeleton
+    source_roles, target_roles : dict of str to int
+        Role → point (joint or site index) on each, overrides applied.
+    driver : ndarray of int, shape (J_target,)
+        The source joint whose world rotation drives each target joint; -1: the
+        joint keeps its rest local rotation.
+    offset : ndarray, shape (J_target, 4)
+        ``C_t`` of ``W_t = A ⊗ W_s[driver] ⊗ C_t`` (identity where undriven).
+    axes : ndarray, shape (4,)
+        ``A``: source world → target world.
+    scale : float
+        Target length unit per source length unit for the root position.
+    unit_scale : float
+        The same from the units alone.
+    counterpart : ndarray of int, shape (P_target,)
+        For each target point, -1 or its source point: the point of the same
+        role, or for a spine joint the source chain joint below its counterpart.
+    counterpart_next : ndarray of int, shape (P_target,)
+        The source point after ``counterpart`` on the spine chain (itself for a role).
+    counterpart_share : ndarray, shape (P_target,)
+        The counterpart lies at this share from ``counterpart`` to ``counterpart_next``.
+    counterpart_rest : ndarray, shape (P_target, 3)
+        Rest position of each counterpart in the source (NaN where none).
+    aim : ndarray of int, shape (J_target,)
+        The target point each driven joint aims at (-1: none): in every frame the
+        joint turns by the smallest rotation that points its bone to it along
+        the source's bone to its counterpart (source joints folded into their
+        parents, such as a hand below a wrist, still count).
+    aim_local : ndarray, shape (J_target, 3)
+        That bone's rest direction in the joint's frame (unit).
+    """
+
+    source: Skeleton
+    target: Skeleton
+    source_roles: dict[str, int]
+    target_roles: dict[str, int]
+    driver: NDArray[np.intp]
+    offset: Array
+    axes: Array
+    scale: float
+    unit_scale: float
+    counterpart: NDArray[np.intp]
+    counterpart_next: NDArray[np.intp]
+    counterpart_share: Array
+    counterpart_rest: Array
+    aim: NDArray[np.intp]
+    aim_local: Array
+
+    @property
+    def bones(self) -> tuple[tuple[str, int, int, int, int], ...]:
+        """Bones both skeletons have: (name, source from, source to, target from, target to)."""
+        s, t = self.source_roles, self.target_roles
+        pos_s, _ = _rest(self.source)
+        pos_t, _ = _rest(self.target)
+        return tuple(
+            (name, s[a], s[b], t[a], t[b])
+            for name, a, b in _BONES
+            if a in s and b in s and a in t and b in t
+            if min(
+                np.linalg.norm(pos_s[s[b]] - pos_s[s[a]]), np.linalg.norm(pos_t[t[b]] - pos_t[t[a]])
+            )
+            > 1e-9
+        )
+
+
+# -- roles ----------------------------------------------------------------------------------
+
+
+def _point_names(skeleton: Skeleton) -> tuple[str, ...]:
+    return (*skeleton.names, *skeleton.site_names)
+
+
+def _roles(skeleton: Skeleton, overrides: Mapping[str, str], which: str) -> dict[str, int]:
+    """Role → point of one skeleton, with overrides applied."""
+    try:
+        found: Roles | None = find_roles(skeleton)
+    except RetargetError:
+        found = None
+    points = dict(found.points) if found is not None else {}
+    names = _point_names(skeleton)
+    for role, name in overrides.items():
+        if name not in names:
+            raise MappingError(f"the {which} mapping names {name!r} for {role!r}: no such joint")
+        points[role] = names.index(name)
+    return points
+
+
+def read_overrides(path: str | Path) -> dict[str, dict[str, str]]:
+    """A mapping file: ``{"source": {role: joint}, "target": {role: joint}}`` (JSON).
+
+    Either part may be missing; roles are those of :mod:`retarget.roles`
+    (``hips``, ``neck``, ``head``, ``left_knee``, ``right_wrist``, ...).
+    """
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise MappingError(f"{path}: cannot read the mapping file: {exc}") from None
+    ok = isinstance(data, dict) and set(data) <= {"source", "target"}
+    ok = ok and all(
+        isinstance(v, dict) and all(isinstance(n, str) for n in v.values()) for v in data.values()
+    )
+    if not ok:
+        raise MappingError(
+            f'{path}: expected {{"source": {{role: joint name}}, "target": {{role: joint name}}}}'
+        )
+    return {k: dict(v) for k, v in data.items()}
+
+
+def _missing_message(missing: dict[str, list[str]], skeletons: dict[str, Skeleton]) -> str:
+    example = {
+        which: {role: f"<a joint of the {which}, e.g. {skeletons[which].names[-1]}>"}
+        for which, roles in missing.items()
+        for role in roles[:1]
+    }
+    listed = "; ".join(f"{which}: {', '.join(roles)}" for which, roles in missing.items())
+    return (
+        f"cannot map the skeletons, roles not found ({listed}); complete them with "
+        f"--map map.json, e.g. {json.dumps(example)}"
+    )
+
+
+# -- geometry -------------------------------------------------------------------------------
+
+
+def up_axis(
+    skeleton: Skeleton, motion: Motion | None = None, roles: Mapping[str, int] | None = None
+) -> Array:
+    """The world up axis of a skeleton, a unit vector along ±x, ±y or ±z.
+
+    From the head's mean position above the hips over ``motion``'s frames when
+    given, else in the rest pose (a rest pose lying along an axis, as
+    lafan_walk.bvh's, needs the motion). ``roles``: default :func:`find_roles`'s.
+    """
+    roles = roles if roles is not None else find_roles(skeleton)
+    if motion is not None:
+        pos, _ = forward_kinematics(skeleton, motion.root_position, motion.rotations)
+        v = (pos[:, roles["head"]] - pos[:, roles["hips"]]).mean(axis=0)
+    else:
+        pos, _ = forward_kinematics(skeleton, np.zeros(3), quat.identity(skeleton.num_joints))
+        v = pos[roles["head"]] - pos[roles["hips"]]
+    k = int(np.argmax(np.abs(v)))
+    out = np.zeros(3)
+    out[k] = np.sign(v[k])
+    return out
+
+
+def _rest(skeleton: Skeleton) -> tuple[Array, Array]:
+    """Rest positions (P, 3) and world rotations (P, 4) (local rotations identity)."""
+    return forward_kinematics(skeleton, np.zeros(3), quat.identity(skeleton.num_joints))
+
+
+def _chain_points(chain: list[int], pos: Array) -> Array:
+    """Cumulative bone-path share (0 … 1) of each joint of a chain, shape (len(chain),)."""
+    seg = np.linalg.norm(np.diff(pos[chain], axis=0), axis=1)
+    cum = np.concatenate([[0.0], np.cumsum(seg)])
+    return cum / max(cum[-1], 1e-12)
+
+
+def _path(skeleton: Skeleton, top: int, bottom: int) -> list[int]:
+    """The joints from ``top`` down to its descendant ``bottom``, both included."""
+    path = [bottom]
+    while path[-1] != top:
+        if path[-1] < 0:
+            raise MappingError(f"{skeleton.names[bottom]} is not below {skeleton.names[top]}")
+        path.append(int(skeleton.parents[path[-1]]))
+    return path[::-1]
+
+
+def _spine_shares(
+    s_chain: list[int],
+    t_chain: list[int],
+    s_roles: Mapping[str, int],
+    t_roles: Mapping[str, int],
+    pos_s: Array,
+    pos_t: Array,
+) -> list[tuple[int, int, float, int]]:
+    """Counterparts of the target's spine joints that have no role.
+
+    The chains (hips to head) are cut at the roles both have on
+    them (hips, neck, head); a target joint inside a piece gets the source
+    point at the same bone-path share of the matching piece. Returns, per such
+    joint, ``(t, k, λ, k_mid)``: the point lies at ``λ`` from source chain joint
+    ``k`` to the next, and ``k_mid`` is the source joint whose bone holds the
+    middle of the target joint's own bone (its driver).
+    """
+    cuts = [r for r in ("hips", "neck", "head") if r in s_roles and r in t_roles]
+    cut_t = [t_chain.index(t_roles[r]) for r in cuts if t_roles[r] in t_chain]
+    cut_s = [s_chain.index(s_roles[r]) for r in cuts if s_roles[r] in s_chain]
+    out = []
+    for (t0, t1), (s0, s1) in zip(pairwise(cut_t), pairwise(cut_s), strict=True):
+        sc, tc = s_chain[s0 : s1 + 1], t_chain[t0 : t1 + 1]
+        s_share, t_share = _chain_points(sc, pos_s), _chain_points(tc, pos_t)
+        last = len(sc) - 2
+        for i in range(1, len(tc) - 1):
+            k = int(np.clip(np.searchsorted(s_share, t_share[i], side="right") - 1, 0, last))
+            lam = (t_share[i] - s_share[k]) / max(s_share[k + 1] - s_share[k], 1e-12)
+            mid = 0.5 * (t_share[i] + t_share[i + 1])
+            k_mid = int(np.clip(np.searchsorted(s_share, mid, side="right") - 1, 0, last))
+            out.append((tc[i], sc[k], float(lam), sc[k_mid]))
+    return out
+
+
+def _aim(e: Array, d: Array, inherited: Array) -> Array:
+    """The rotation (4,) turning the first unit direction ``e[0]`` exactly onto ``d[0]``,
+    then about ``d[0]`` by the twist that best turns the others ``e[1:]`` onto ``d[1:]``
+    (least squares on their components across ``d[0]``); with no others, the twist
+    of ``inherited`` is kept (the smallest turn after it). ``e, d``: (n, 3)."""
+    if len(e) == 1:
+        turned = quat.rotate(inherited, e[0])
+        return quat.multiply(quat.quat_between(turned, d[0]), inherited)
+    swing = quat.quat_between(e[0], d[0])
+    axis = d[0]
+    a = quat.rotate(swing, e[1:])
+    a = a - (a @ axis)[:, None] * axis
+    b = d[1:] - (d[1:] @ axis)[:, None] * axis
+    theta = np.arctan2((np.cross(a, b) @ axis).sum(), (a * b).sum())
+    return quat.multiply(quat.quat_from_rotvec(theta * axis), swing)
+
+
+def _children(skeleton: Skeleton) -> list[list[int]]:
+    parents = np.concatenate([skeleton.parents, skeleton.site_parents])
+    kids: list[list[int]] = [[] for _ in range(len(parents))]
+    for p, par in enumerate(parents):
+        if par >= 0:
+            kids[par].append(p)
+    return kids
+
+
+def _next_points(
+    j: int, kids: list[list[int]], has: NDArray[np.bool_], pos: Array | None = None
+) -> list[int]:
+    """The nearest descendants of ``j`` with a counterpart (none in between); with rest
+    positions ``pos`` (P, 3), points that sit on ``j`` itself are looked through."""
+    out, stack = [], list(kids[j])
+    while stack:
+        p = stack.pop()
+        on_j = pos is not None and np.linalg.norm(pos[p] - pos[j]) <= 1e-9
+        if has[p] and not on_j:
+            out.append(p)
+        else:
+            stack.extend(kids[p])
+    return sorted(out)
+
+
+def map_skeletons(
+    source: Skeleton,
+    target: Skeleton,
+    *,
+    overrides: Mapping[str, Mapping[str, str]] | None = None,
+    source_up: Array | None = None,
+    target_up: Array | None = None,
+    scale_root: bool = True,
+) -> JointMap:
+    """Map a source skeleton onto a target skeleton of any hierarchy (module docstring).
+
+    Parameters
+    ----------
+    source, target : Skeleton
+    overrides : {"source": {role: joint name}, "target": {...}}, optional
+        Roles that complete or replace those found (:func:`read_overrides`).
+    source_up, target_up : array_like, shape (3,), optional
+        World up axes; default from the rest poses (:func:`up_axis`): pass the
+        source's from its motion when its rest pose lies along an axis.
+    scale_root : bool
+        Root motion scaled by the legs' length ratio (default) or by the
+        units' ratio only.
+
+    Raises
+    ------
+    MappingError
+        When a role of :data:`REQUIRED_ROLES` is missing on either skeleton: the
+        message names them and gives a JSON mapping that would complete them.
+    """
+    overrides = overrides or {}
+    src_roles = _roles(source, overrides.get("source", {}), "source")
+    tgt_roles = _roles(target, overrides.get("target", {}), "target")
+    missing = {
+        which: [r for r in REQUIRED_ROLES if r not in roles]
+        for which, roles in (("source", src_roles), ("target", tgt_roles))
+    }
+    missing = {k: v for k, v in missing.items() if v}
+    if missing:
+        raise MappingError(_missing_message(missing, {"source": source, "target": target}))
+    s_up = np.asarray(
+        source_up if source_up is not None else up_axis(source, roles=src_roles), dtype=np.float64
+    )
+    t_up = np.asarray(
+        target_up if target_up is not None else up_axis(target, roles=tgt_roles), dtype=np.float64
+    )
+    axes = quat.quat_between(s_up, t_up)
+    a_inv = quat.conjugate(axes)
+    pos_s, g_s = _rest(source)
+    pos_t, g_t = _rest(target)
+    pos_t_in_s = quat.rotate(a_inv, pos_t)  # the target's rest in the source's world axes
+
+    # counterparts: roles, then spine joints by bone-path share along the chain
+    n_t = target.num_joints + len(target.site_names)
+    counterpart = np.full(n_t, -1, dtype=np.intp)
+    cp_pos = np.full((n_t, 3), np.nan)  # the counterpart's rest position in the source
+    cp_share = np.zeros(n_t)
+    driver = np.full(target.num_joints, -1, dtype=np.intp)
+    for role, p in tgt_roles.items():
+        if role in src_roles:
+            counterpart[p] = src_roles[role]
+            cp_pos[p] = pos_s[src_roles[role]]
+            if p < target.num_joints and src_roles[role] < source.num_joints:
+                driver[p] = src_roles[role]
+    s_chain = _path(source, src_roles["hips"], src_roles["head"])
+    t_chain = _path(target, tgt_roles["hips"], tgt_roles["head"])
+    cp_next = counterpart.copy()
+    for t, k, lam, k_mid in _spine_shares(s_chain, t_chain, src_roles, tgt_roles, pos_s, pos_t):
+        counterpart[t], cp_next[t], cp_share[t] = k, s_chain[s_chain.index(k) + 1], lam
+        cp_pos[t] = (1.0 - lam) * pos_s[k] + lam * pos_s[cp_next[t]]
+        driver[t] = k_mid
+
+    # rest alignment B_t in the source's world, then C_t: each joint aims first along
+    # the spine chain (else at its farthest next point), the other points set the twist
+    chain_set = set(t_chain)
+    kids = _children(target)
+    has = counterpart >= 0
+    align = np.tile(quat.identity(), (target.num_joints, 1))
+    offset = np.tile(quat.identity(), (target.num_joints, 1))
+    aim = np.full(target.num_joints, -1, dtype=np.intp)
+    aim_local = np.zeros((target.num_joints, 3))
+    for t in range(target.num_joints):
+        par = int(target.parents[t])
+        inherited = align[par] if par >= 0 else quat.identity()
+        if driver[t] < 0:
+            align[t] = inherited
+            continue
+        nxt = _next_points(t, kids, has, pos_t)
+        nxt.sort(key=lambda p: (p not in chain_set, -np.linalg.norm(pos_t[p] - pos_t[t])))
+        e = pos_t_in_s[nxt] - pos_t_in_s[t]
+        d = cp_pos[nxt] - cp_pos[t]
+        keep = (np.linalg.norm(e, axis=1) > 1e-9) & (np.linalg.norm(d, axis=1) > 1e-9)
+        if keep.any():
+            aim[t] = nxt[int(np.argmax(keep))]
+            v = quat.rotate(quat.conjugate(g_t[t]), pos_t[aim[t]] - pos_t[t])
+            aim_local[t] = v / np.linalg.norm(v)
+        e = e[keep] / np.linalg.norm(e[keep], axis=1, keepdims=True)
+        d = d[keep] / np.linalg.norm(d[keep], axis=1, keepdims=True)
+        if len(e):
+            align[t] = _aim(e, d, inherited)
+        else:
+            align[t] = inherited
+        offset[t] = quat.multiply(
+            quat.multiply(quat.conjugate(g_s[driver[t]]), align[t]),
+            quat.multiply(a_inv, g_t[t]),
+        )
+    unit_scale = UNITS.get(source.unit, 1.0) / UNITS.get(target.unit, 1.0)
+    scale = unit_scale
+    if scale_root:
+        scale = _leg_length(target, tgt_roles) / _leg_length(source, src_roles)
+    return JointMap(
+        source=source,
+        target=target,
+        source_roles=src_roles,
+        target_roles=tgt_roles,
+        driver=driver,
+        offset=offset,
+        axes=axes,
+        scale=float(scale),
+        unit_scale=float(unit_scale),
+        counterpart=counterpart,
+        counterpart_next=cp_next,
+        counterpart_share=cp_share,
+        counterpart_rest=cp_pos,
+        aim=aim,
+        aim_local=aim_local,
+    )
+
+
+def _leg_length(skeleton: Skeleton, roles: Mapping[str, int]) -> float:
+    """Mean thigh + shin length over both legs (rest pose, the skeleton's unit)."""
+    pos, _ = _rest(skeleton)
+    total = [
+        np.linalg.norm(pos[roles[f"{s}_knee"]] - pos[roles[f"{s}_hip"]])
+        + np.linalg.norm(pos[roles[f"{s}_ankle"]] - pos[roles[f"{s}_knee"]])
+        for s in ("left", "right")
+    ]
+    return float(np.mean(total))
+
+
+# -- transfer -------------------------------------------------------------------------------
+
+
+def transfer(motion: Motion, joint_map: JointMap, skeleton: Skeleton | None = None) -> Motion:
+    """The source motion on the target hierarchy (module docstring, step 3).
+
+    Parameters
+    ----------
+    motion : Motion
+        On ``joint_map.source``.
+    joint_map : JointMap
+    skeleton : Skeleton, optional
+        The skeleton of the result: ``joint_map.target`` (default) or one with
+        its hierarchy and rest directions, such as :func:`rerig`'s.
+
+    Returns
+    -------
+    Motion
+        Root (hips) positions turned by ``A`` and scaled by ``joint_map.scale``
+        (by ``unit_scale`` on a :func:`rerig` skeleton, whose proportions are
+        the source's).
+    """
+    jm = joint_map
+    sk = skeleton if skeleton is not None else jm.target
+    if sk.names != jm.target.names:
+        raise ValueError("the skeleton must have the target's hierarchy")
+    p_s, w_s = forward_kinematics(jm.source, motion.root_position, motion.rotations)
+    lam = jm.counterpart_share[:, None]
+    cp = (1.0 - lam) * p_s[:, np.maximum(jm.counterpart, 0)] + lam * p_s[
+        :, np.maximum(jm.counterpart_next, 0)
+    ]  # (F, P_target, 3): where each target point's counterpart is
+    n_frames, n_t = motion.num_frames, sk.num_joints
+    world = np.empty((n_frames, n_t, 4))
+    local = np.empty((n_frames, n_t, 4))
+    for t in range(n_t):
+        par = int(sk.parents[t])
+        if jm.driver[t] >= 0:
+            world[:, t] = quat.multiply(jm.axes, quat.multiply(w_s[:, jm.driver[t]], jm.offset[t]))
+            if jm.aim[t] >= 0:  # the bone along the source's, whatever folds into it
+                here = quat.rotate(world[:, t], jm.aim_local[t])
+                there = quat.rotate(jm.axes, cp[:, jm.aim[t]] - cp[:, t])
+                world[:, t] = quat.multiply(quat.quat_between(here, there), world[:, t])
+            local[:, t] = (
+                world[:, t]
+                if par < 0
+                else quat.multiply(quat.conjugate(world[:, par]), world[:, t])
+            )
+        else:
+            local[:, t] = quat.identity()
+            world[:, t] = local[:, t] if par < 0 else world[:, par]
+    scale = jm.unit_scale if skeleton is not None else jm.scale
+    hips_s = p_s[:, jm.source_roles["hips"]]
+    hips_goal = quat.rotate(jm.axes, hips_s * scale)
+    hips_here = forward_kinematics(sk, np.zeros(3), local)[0][:, jm.target_roles["hips"]]
+    return Motion(sk, hips_goal - hips_here, quat.canonical(local), motion.fps)
+
+
+def rerig(joint_map: JointMap) -> Skeleton:
+    """The target's hierarchy with the source's proportions, in the target's unit.
+
+    Each target bone is scaled by the ratio of the source's to the target's rest
+    distance between the nearest counterpart-bearing points around it (above
+    its parent joint, at or below its child); bones without such points scale
+    by the ratio of the legs' lengths.
+    """
+    jm = joint_map
+    tg = jm.target
+    pos_t, _ = _rest(tg)
+    parents = np.concatenate([tg.parents, tg.site_parents])
+    kids = _children(tg)
+    has = jm.counterpart >= 0
+    cp = jm.counterpart_rest
+    factors = np.full(len(parents), jm.scale)
+    for p in range(1, len(parents)):
+        a = int(parents[p])
+        while a >= 0 and not has[a]:
+            a = int(parents[a])
+        below = [p] if has[p] else _next_points(p, kids, has)
+        if a < 0 or not below:
+            continue
+        b = below[0]
+        lt = np.linalg.norm(pos_t[b] - pos_t[a])
+        ls = np.linalg.norm(cp[b] - cp[a]) * jm.unit_scale
+        if lt > 1e-9 and ls > 1e-9:
+            factors[p] = ls / lt
+    return dataclasses.replace(
+        tg,
+        offsets=tg.offsets * factors[: tg.num_joints, None],
+        site_offsets=tg.site_offsets * factors[tg.num_joints :, None],
+    )
+
+
+# -- measure --------------------------------------------------------------------------------
+
+
+def bone_direction_error(
+    source: Motion,
+    result: Motion,
+    joint_map: JointMap,
+    *,
+    exclude: tuple[str, ...] = (),
+) -> tuple[Array, tuple[str, ...]]:
+    """Angle (degrees) between corresponding world bone directions, per frame and bone.
+
+    Bones are segments between role points both skeletons have (the trunk
+    hips → neck, neck → head, pelvis, shoulders, and per side clavicle, upper
+    arm, forearm, hand, thigh, shin, foot, toes); the source's directions are
+    turned into the target's axes by ``A``.
+
+    Returns
+    -------
+    angles : ndarray, shape (F, B)
+    names : tuple of str, length B
+    """
+    bones = [b for b in joint_map.bones if b[0] not in exclude]
+    ps, _ = forward_kinematics(source.skeleton, source.root_position, source.rotations)
+    pr, _ = forward_kinematics(result.skeleton, result.root_position, result.rotations)
+    idx = np.array([b[1:] for b in bones], dtype=np.intp).reshape(-1, 4)
+    ds = quat.rotate(joint_map.axes, ps[:, idx[:, 1]] - ps[:, idx[:, 0]])
+    dr = pr[:, idx[:, 3]] - pr[:, idx[:, 2]]
+    cos = (ds * dr).sum(-1) / np.maximum(
+        np.linalg.norm(ds, axis=-1) * np.linalg.norm(dr, axis=-1), 1e-300
+    )
+    return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))), tuple(b[0] for b in bones)
+
+
+def turn(motion: Motion, axes: Array) -> Motion:
+    """The motion with its whole world turned by ``axes`` (4,): root rotation and
+    position only (a change of world axes, Y-up to Z-up)."""
+    rot = motion.rotations.copy()
+    rot[:, 0] = quat.multiply(axes, rot[:, 0])
+    return dataclasses.replace(
+        motion, root_position=quat.rotate(axes, motion.root_position), rotations=rot
+    )
+
+
+def same_hierarchy(a: Skeleton, b: Skeleton) -> bool:
+    """Whether two skeletons have the same joints by name, in the same order."""
+    return a.names == b.names and np.array_equal(a.parents, b.parents)
+
+
+def map_for_method(
+    source: Motion,
+    target: Skeleton,
+    overrides: Mapping[str, Mapping[str, str]] | None = None,
+) -> tuple[Motion, JointMap, Array]:
+    """The source on the target's hierarchy with the source's proportions, for a method.
+
+    The methods of :mod:`retarget.methods` work on one hierarchy, Y up: the
+    source is mapped onto :func:`rerig` of the target, in the source's world
+    axes; a method then retargets it onto ``target``, and :func:`turn` by the
+    returned ``axes`` carries its result into the target's axes.
+
+    Returns
+    -------
+    mapped : Motion
+    joint_map : JointMap
+        Source → target in the source's axes (for :func:`bone_direction_error`).
+    axes : ndarray, shape (4,)
+        Source world → the target's world axes.
+    """
+    overrides = overrides or {}
+    s_roles = _roles(source.skeleton, overrides.get("source", {}), "source")
+    known = {"hips", "head"} <= set(s_roles)  # else map_skeletons names what is missing
+    s_up = up_axis(source.skeleton, source, roles=s_roles) if known else None
+    jm = map_skeletons(source.skeleton, target, overrides=overrides, source_up=s_up, target_up=s_up)
+    mapped = transfer(source, jm, rerig(jm))
+    t_up = up_axis(target, roles=jm.target_roles)
+    return mapped, jm, quat.quat_between(up_axis(source.skeleton, source, jm.source_roles), t_up)
