@@ -6,8 +6,11 @@ default ``../shared/data``), the sensors simulated at every joint:
 1. **file, blubby / sally** -- :func:`retarget.methods.puppetry.puppetry_retarget`
    over the whole clip: the filter's recursion, then stages 2-9 vectorised
    over the frames; the cost of each stage from ``report["stage_seconds"]``.
-2. **stream, blubby** -- :class:`retarget.online.puppetry.Puppeteer.step` one
-   frame at a time over the first 1000 frames (what ``retarget puppet`` runs).
+2. **stream, blubby / sally** -- :class:`retarget.online.puppetry.Puppeteer.step`
+   one frame at a time over the first 1000 frames (what ``retarget puppet``
+   runs): stages 2-9 as one compiled call (:mod:`retarget.online._puppet_kernel`).
+   Timed after the first, calibrating step, and after one warm-up stream (the
+   compile or the load of numba's cache).
 3. **peer: filterpy** -- the filter stage alone written with filterpy's
    ``KalmanFilter`` (one object per sensor, eqs. 1-10 with the external
    quaternion as in the paper) over 1000 frames, against ours over the same.
@@ -89,18 +92,23 @@ def main() -> None:
         rows.append((f"file, {name}", n / t, t / n * 1e3))
         stages_rows.append((name, rep["stage_seconds"], rep["iterations"]["total"]))
 
-    blubby = make_character(walk.skeleton, preset="blubby")
     clip = walk[:1000]
     pos, ori = sensor_stream(clip)
 
-    def stream() -> None:
-        pup = Puppeteer(clip.skeleton, blubby, fps=clip.fps, calibration=clip)
-        for p, q in zip(pos, ori, strict=True):
+    def stream(character) -> float:
+        """Seconds per step after the calibrating first one."""
+        pup = Puppeteer(clip.skeleton, character, fps=clip.fps, calibration=clip)
+        pup.step(pos[0], ori[0])
+        t = time.perf_counter()
+        for p, q in zip(pos[1:], ori[1:], strict=True):
             pup.step(p, q)
+        return (time.perf_counter() - t) / (len(clip) - 1)
 
-    stream()
-    t = _median_time(stream)
-    rows.append(("stream (step), blubby", len(clip) / t, t / len(clip) * 1e3))
+    for name in ("blubby", "sally"):
+        character = make_character(walk.skeleton, preset=name)
+        stream(character)
+        t = statistics.median(stream(character) for _ in range(REPEATS))
+        rows.append((f"stream (step), {name}", 1.0 / t, t * 1e3))
     t_ours = _median_time(lambda: filter_stream(pos, ori, clip.fps))
     rows.append(("filter stage, ours", len(clip) / t_ours, t_ours / len(clip) * 1e3))
     t_peer = _median_time(lambda: _filterpy_stream(pos, ori, clip.fps))

@@ -12,10 +12,18 @@ import pytest
 
 from retarget import evaluate, find_roles, height, make_character, quat
 from retarget.cli import main
-from retarget.environment import Box
+from retarget.environment import Box, Floor, HeightField, Sphere
+from retarget.filters import filter_stream
 from retarget.kinematics import forward_kinematics, positions
-from retarget.methods.puppetry import puppetry_retarget, sensor_stream
-from retarget.online.puppetry import Puppeteer
+from retarget.methods.puppetry import filter_parameters, puppetry_retarget, sensor_stream
+from retarget.online._puppet_kernel import frame_plan
+from retarget.online.puppetry import (
+    Puppeteer,
+    _solve_compiled,
+    local_rotations,
+    make_puppet,
+    solve_frames,
+)
 
 
 @pytest.fixture(scope="module")
@@ -275,3 +283,185 @@ def test_sensor_frames_round_trip_world_pose(lafan):
     assert quat.angle(local, lafan.rotations[:50]).max() < 1e-7
     p, _ = forward_kinematics(lafan.skeleton, pos[:, 0], local)
     assert np.abs(p[:, : lafan.skeleton.num_joints] - pos).max() < 1e-9
+
+
+# -- the compiled frame of Puppeteer.step against solve_frames -----------------------------
+
+NOISE = (0.3, 0.5)  # cm, degrees
+
+
+@pytest.fixture(scope="module")
+def objects_scene(lafan):
+    """300 frames around the hand's rest with the floor, a box turned 29° about the
+    vertical under the right wrist and a ball the left wrist sinks into (each hand's
+    own object), and their influence ranges D_ij."""
+    box, rest = _box_under_the_hand(lafan)
+    clip = lafan[rest - 150 : rest + 150]
+    h = height(clip.skeleton)
+    wrist = positions(clip)[200, find_roles(clip.skeleton)["left_wrist"]]
+    ball = Sphere(wrist - np.array([0.0, 6.0, 0.0]), 8.0)
+    turned = Box(box.center, box.half_extents, quat.exp([0.0, 0.5, 0.0]))
+    influence = np.zeros((4, 3))
+    influence[:2, 0] = 0.3 * h
+    influence[3, 1] = influence[2, 2] = 0.1 * h
+    return clip, (Floor(0.0), turned, ball), influence
+
+
+def _assert_same_frames(got, ref, frames):
+    """Root, rotations (sign-aligned), goals and residuals within 1e-9, importance within
+    1e-12, iterations and penetration fixes equal; returns the largest differences."""
+    sign = np.where(np.sum(got.rotations * ref.rotations[frames], axis=-1) < 0.0, -1.0, 1.0)
+    diff = {
+        "root": np.abs(got.root_position - ref.root_position[frames]).max(),
+        "rotations": np.abs(sign[..., None] * got.rotations - ref.rotations[frames]).max(),
+        "importance": np.abs(got.importance - ref.importance[frames]).max(),
+        "goals": np.abs(got.goals - ref.goals[frames]).max(),
+        "residual": np.abs(got.residual - ref.residual[frames]).max(),
+    }
+    assert diff["root"] <= 1e-9 and diff["rotations"] <= 1e-9
+    assert diff["goals"] <= 1e-9 and diff["residual"] <= 1e-9
+    assert diff["importance"] <= 1e-12
+    assert np.array_equal(got.iterations, ref.iterations[frames])
+    assert np.array_equal(got.penetration_fixed, ref.penetration_fixed[frames])
+    return diff
+
+
+@pytest.mark.parametrize(
+    ("scene", "name", "root_estimation"),
+    [
+        ("floor", "blubby", True),
+        ("floor", "sally", True),
+        ("objects", "blubby", True),
+        ("objects", "sally", True),
+        ("objects", "blubby", False),
+        ("objects", "sally", False),
+        ("shoulder", "blubby", True),
+    ],
+)
+def test_compiled_frame_equals_solve_frames(
+    lafan, characters, objects_scene, scene, name, root_estimation
+):
+    """The compiled stages 2-9 (_puppet_kernel) give solve_frames' frames on noisy
+    sensors; they hand back exactly the frames that need the body posture (Blubby
+    without the root estimation: all of them) and no others. "shoulder": a ball
+    around the character's right shoulder, the right hand's object, so that the
+    penetration fix finds the shoulder inside too (a ray with no way out)."""
+    target = characters[name]
+    if scene == "floor":
+        clip, objects, influence = lafan[1000:1400], (), None
+    elif scene == "objects":
+        clip, objects, influence = objects_scene
+    else:
+        clip = lafan[3000:3060]
+        pose = puppetry_retarget(clip[30:31], target).motion
+        shoulder = positions(pose)[0, find_roles(target)["right_shoulder"]]
+        objects = (Floor(0.0), Sphere(shoulder, 30.0))
+        influence = np.array([[50.0, 0.0], [50.0, 0.0], [0.0, 0.0], [0.0, 5.0]])
+    pos, ori = sensor_stream(clip, NOISE, seed=5)
+    est = filter_stream(pos, ori, clip.fps, filter_parameters(NOISE))
+    puppet = make_puppet(
+        clip.skeleton,
+        target,
+        local_rotations(clip.skeleton, est.orientations),
+        calibration_positions=est.positions,
+        objects=objects,
+        influence=influence,
+        root_estimation=root_estimation,
+    )
+    ref = solve_frames(puppet, est)
+    plan = frame_plan(puppet)
+    assert plan is not None
+    packed = np.concatenate(
+        [est.positions, est.orientations, est.velocities, est.angular_velocities], axis=-1
+    )
+    solved = [_solve_compiled(plan, frame) for frame in packed]
+    frames = np.array([f for f, out in enumerate(solved) if out is not None], dtype=np.intp)
+    assert np.array_equal(
+        np.setdiff1d(np.arange(len(clip)), frames), np.flatnonzero(ref.iterations)
+    )
+    if root_estimation:
+        assert len(frames) == len(clip)
+    if len(frames) == 0:
+        return
+    got = [solved[f] for f in frames]
+    stacked = type(got[0])(
+        **{k: np.concatenate([getattr(o, k) for o in got]) for k in vars(got[0]) if k != "seconds"},
+        seconds={},
+    )
+    diff = _assert_same_frames(stacked, ref, frames)
+    fixed = stacked.penetration_fixed.sum(axis=0)
+    print(f"{scene} {name} {root_estimation}: {len(frames)} frames, fixes {fixed}, {diff}")
+    if scene != "floor":  # the fix ran on the hands: against the box and the ball, trapped
+        assert fixed[3] > 0 and (scene == "shoulder" or fixed[2] > 0)
+
+
+def test_stream_takes_the_compiled_path(lafan, characters, objects_scene):
+    """Puppeteer.step on the compiled path gives solve_frames' poses, importance and
+    iterations over a take with objects (the filter's recursion being the same)."""
+    clip, objects, influence = objects_scene
+    pos, ori = sensor_stream(clip, NOISE, seed=7)
+    params = filter_parameters(NOISE)
+    pup = Puppeteer(
+        clip.skeleton,
+        characters["sally"],
+        fps=clip.fps,
+        filter_parameters=params,
+        calibration=clip,
+        objects=objects,
+        influence=influence,
+    )
+    steps, lasts = [], []
+    for p, q in zip(pos, ori, strict=True):
+        steps.append(pup.step(p, q))
+        lasts.append(pup.last)
+    assert pup._plan is not None
+    assert lasts[-1] is not None and lasts[-1].seconds["captured"] > 0.0
+    assert lasts[-1].seconds["limbs"] == 0.0  # compiled: stages 2-9 timed as one
+    cal_pos = forward_kinematics(clip.skeleton, clip.root_position, clip.rotations)[0]
+    puppet = make_puppet(
+        clip.skeleton,
+        characters["sally"],
+        clip.rotations,
+        calibration_positions=cal_pos[:, : clip.skeleton.num_joints],
+        objects=objects,
+        influence=influence,
+    )
+    ref = solve_frames(puppet, filter_stream(pos, ori, clip.fps, params))
+    got = type(ref)(
+        root_position=np.array([s[0] for s in steps]),
+        rotations=np.array([s[1] for s in steps]),
+        **{
+            k: np.concatenate([getattr(o, k) for o in lasts])
+            for k in (
+                "importance",
+                "goals",
+                "captured_root",
+                "captured",
+                "iterations",
+                "residual",
+                "penetration_fixed",
+            )
+        },
+        seconds={},
+    )
+    print(_assert_same_frames(got, ref, np.arange(len(clip))))
+
+
+def test_stream_falls_back_for_other_shapes(lafan, characters):
+    """A height field is not compiled: the puppet gets no plan and every frame is
+    solve_frames' own."""
+    clip = lafan[2000:2020]
+    flat = HeightField([-1e4, -1e4], 2e4, np.zeros((2, 2)))
+    pos, ori = sensor_stream(clip, NOISE, seed=9)
+    pup = Puppeteer(clip.skeleton, characters["blubby"], fps=clip.fps, objects=[flat])
+    out = [pup.step(p, q) for p, q in zip(pos, ori, strict=True)]
+    assert pup._plan is None and pup.last is not None and pup.last.seconds["limbs"] > 0.0
+    est = filter_stream(pos, ori, clip.fps)
+    puppet = make_puppet(
+        clip.skeleton,
+        characters["blubby"],
+        local_rotations(clip.skeleton, est.orientations[0]),
+        objects=[flat],
+    )
+    ref = solve_frames(puppet, est)  # vectorised over the frames: the same to rounding
+    assert np.abs(np.array([o[1] for o in out]) - ref.rotations).max() <= 1e-9

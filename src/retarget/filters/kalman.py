@@ -596,12 +596,17 @@ class SensorFilter:
         SensorEstimate
             Arrays of shape (S, ...).
         """
+        return SensorEstimate._from_packed(self._measure(positions, orientations))
+
+    def _measure(self, positions: ArrayLike, orientations: ArrayLike) -> Array:
+        """:meth:`update`'s frame as the kernel packs it, a new writable C array (S, 13):
+        ``p̂``, ``q_e``, ``ṗ``, ``ṙ`` per sensor (for callers that hand it to compiled code)."""
         p, o = _as_frames(positions, orientations, "S")
         if p.shape[0] != self.num_sensors:
             raise ValueError(
                 f"Expected `positions` of shape ({self.num_sensors}, 3), got {p.shape}"
             )
-        return SensorEstimate._from_packed(self._run(p[None], o[None])[0])
+        return self._run(p[None], o[None])[0]
 
     def predict(self) -> SensorEstimate:
         """Advance one frame without measurements (a missing frame): eqs. (3), (4), (10).

@@ -37,9 +37,15 @@ only. The stages, in the paper's order:
 
 Stages 2-9 of a frame depend only on that frame's filtered sensors, so a
 recording is processed by running the filter's recursion over the frames
-and then stages 2-9 vectorised over all frames (:func:`solve_frames`);
-:class:`Puppeteer.step` runs the very same function on one frame. Either way
-frame ``t`` of the output depends on sensor frames ``0..t`` only.
+and then stages 2-9 vectorised over all frames (:func:`solve_frames`).
+:meth:`Puppeteer.step` runs them on one frame as one compiled call
+(:mod:`retarget.online._puppet_kernel`: the same formulas, for numpy's
+overhead per call on one frame was nearly all of the time), and falls back
+to :func:`solve_frames` on a frame that needs the body posture (stage 6), on
+a filtered sensor that is not finite, and for a puppet the compiled frame
+does not support (objects other than floors, boxes and spheres; see
+:func:`retarget.online._puppet_kernel.frame_plan`). Either way frame ``t`` of
+the output depends on sensor frames ``0..t`` only.
 
 **Calibration.** Joint clearances (how high an ankle sits above the floor it
 stands on) are measured on the first frame: in each foot's pose, the height
@@ -69,6 +75,7 @@ from ..kinematics import forward_kinematics
 from ..motion import Motion
 from ..roles import find_roles, height
 from ..skeleton import Skeleton
+from ._puppet_kernel import SOLVED, FramePlan, _frame, frame_plan
 
 __all__ = ["EFFECTORS", "Puppet", "PuppetFrames", "Puppeteer", "make_puppet", "solve_frames"]
 
@@ -180,7 +187,12 @@ class PuppetFrames:
         blending (0 = reached; the limb could not reach otherwise).
     penetration_fixed : ndarray of bool, shape (F, 4)
     seconds : dict of str to float
-        Time spent in each stage (:data:`STAGES`), summed over the frames.
+        Time spent in each stage (:data:`STAGES`), summed over the frames. On
+        :meth:`Puppeteer.step`'s compiled path stages 2-9 are one call, timed as
+        a whole: its time is under ``"captured"`` (the stage it starts with),
+        the later stages show 0; a frame that fell back to :func:`solve_frames`
+        has that function's stage times, plus the compiled call's under
+        ``"captured"``.
     """
 
     root_position: Array
@@ -566,6 +578,58 @@ def solve_frames(puppet: Puppet, sensors: SensorEstimate) -> PuppetFrames:
     )
 
 
+def _solve_compiled(plan: FramePlan, sensors: Array) -> PuppetFrames | None:
+    """Stages 2-9 of one filtered frame in one compiled call, as :func:`solve_frames`
+    gives them for that frame (:mod:`retarget.online._puppet_kernel`).
+
+    Parameters
+    ----------
+    plan : FramePlan
+        The puppet's (:func:`retarget.online._puppet_kernel.frame_plan`).
+    sensors : ndarray, shape (S, 13)
+        The filtered frame as :class:`retarget.filters.SensorFilter` packs it
+        (position, orientation, velocity, angular velocity), a writable C array.
+
+    Returns
+    -------
+    PuppetFrames or None
+        One frame (seconds all 0), or None when the frame needs the body
+        posture or a sensor is not finite: then :func:`solve_frames` must pose it.
+    """
+    j = plan.num_joints
+    root, captured_root = np.empty((1, 3)), np.empty((1, 3))
+    rotations, captured = np.empty((1, j, 4)), np.empty((1, j, 4))
+    importance, residual = np.empty((1, 4)), np.empty((1, 4))
+    goals = np.empty((1, 4, 3))
+    fixed = np.empty((1, 4), dtype=bool)
+    status = _frame(
+        sensors,
+        root,
+        rotations,
+        importance,
+        goals,
+        captured_root,
+        captured,
+        residual,
+        fixed,
+        *plan.arguments,
+    )
+    if status != SOLVED:
+        return None
+    return PuppetFrames(
+        root_position=root,
+        rotations=rotations,
+        importance=importance,
+        goals=goals,
+        captured_root=captured_root,
+        captured=captured,
+        iterations=np.zeros(1, dtype=np.int64),
+        residual=residual,
+        penetration_fixed=fixed,
+        seconds=dict.fromkeys(STAGES, 0.0),
+    )
+
+
 class Puppeteer:
     """The online object: one sensor frame in, one character pose out (causal).
 
@@ -606,6 +670,7 @@ class Puppeteer:
             fps,
         )
         self.puppet: Puppet | None = None
+        self._plan: FramePlan | None = None
         self.last: PuppetFrames | None = None
         self.frames = 0
 
@@ -613,6 +678,7 @@ class Puppeteer:
         """Forget the past: the next frame re-initialises the filter and recalibrates."""
         self._filter.reset()
         self.puppet = None
+        self._plan = None
         self.last = None
         self.frames = 0
 
@@ -631,16 +697,11 @@ class Puppeteer:
         root_position : ndarray, shape (3,)
         rotations : ndarray, shape (J, 4)
             The character's local rotations. :attr:`last` holds the frame's
-            importance, goals, iterations and stage times.
+            importance, goals, iterations and stage times (stages 2-9 of the
+            compiled path timed as one, under ``"captured"``: :class:`PuppetFrames`).
         """
         t0 = time.perf_counter()
-        est = self._filter.update(positions, orientations)
-        batch = SensorEstimate(
-            positions=est.positions[None],
-            orientations=est.orientations[None],
-            velocities=est.velocities[None],
-            angular_velocities=est.angular_velocities[None],
-        )
+        sensors = self._filter._measure(positions, orientations)
         t1 = time.perf_counter()
         if self.puppet is None:
             if self.calibration is not None:
@@ -649,7 +710,7 @@ class Puppeteer:
                 cal_pos = forward_kinematics(take.skeleton, take.root_position, take.rotations)[0]
                 cal_pos = cal_pos[:, : take.skeleton.num_joints]
             else:
-                cal, cal_pos = local_rotations(self.performer, est.orientations), None
+                cal, cal_pos = local_rotations(self.performer, sensors[:, 3:7]), None
             self.puppet = make_puppet(
                 self.performer,
                 self.character,
@@ -657,7 +718,13 @@ class Puppeteer:
                 calibration_positions=cal_pos,
                 **self._options,  # type: ignore[arg-type]
             )
-        out = solve_frames(self.puppet, batch)
+            self._plan = frame_plan(self.puppet)
+        t2 = time.perf_counter()
+        out = None if self._plan is None else _solve_compiled(self._plan, sensors)
+        t3 = time.perf_counter()
+        if out is None:
+            out = solve_frames(self.puppet, SensorEstimate._from_packed(sensors[None]))
+        out.seconds["captured"] += t3 - t2
         out.seconds["filter"] += t1 - t0
         self.last = out
         self.frames += 1

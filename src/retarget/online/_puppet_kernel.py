@@ -1,0 +1,975 @@
+"""The compiled frame of computer puppetry: stages 2-9 of one sensor frame in one call.
+
+:meth:`retarget.online.puppetry.Puppeteer.step` poses the character one frame
+at a time, and :func:`retarget.online.puppetry.solve_frames`, vectorised over
+frames, does that with arrays of one frame: four limb solves, forward
+kinematics, importance and the root search each pay numpy's overhead per call
+(≈0.5 ms per :func:`retarget.ik.limb.solve_limb` on one element) on work of a
+few dozen flops, so the frame took ≈1.6 ms, nearly all overhead. This module
+is that frame hand-written with numba on scalars and 3- or 4-tuples (one
+compiled call, ``_frame``), the same formulas in the same order as the numpy
+functions it stands for; ``tests/test_puppetry.py`` checks it against
+:func:`~retarget.online.puppetry.solve_frames` on real data (equal to ~1e-15).
+A step now takes ≈20 µs on the lafan characters (≈50 000 frames/s,
+``benchmarks/puppetry.py``): ``_frame`` ≈5.5 µs (the four limbs with their
+blends ≈2.4, importance and goals ≈0.7, the ball search ≈0.35, each of the
+three forward kinematics ≈0.2), its call from Python ≈4 µs more (≈40
+arguments), the filter ≈6.5 µs, and the output arrays.
+
+Nothing here is new math. The stages (Shin et al. 2001; module
+:mod:`retarget.online.puppetry`) and where each is done:
+
+* 2, captured posture ``q_j = Q_parent⁻¹ Q_j`` (``_captured``);
+* 3, importance, eqs. 11-15 with the toe contacts (``_importance``; the
+  shapes' distances and normals in ``_closest`` and ``_distance``);
+* 4, goals with the clearance offsets and the toe pivot (``_goals``);
+* 5, root position, eqs. 16-17 and the Appendix (``_estimate_root``: eq. 16
+  here, the ball search is :mod:`retarget.ik.root`'s compiled ``_closest_frame``);
+* 6, the posture check only: a goal still out of its ball ``l_i / w_i``
+  needs the body-posture conjugate gradient (eqs. 18-20), which is not
+  compiled: ``_frame`` then stops and the caller runs ``solve_frames``;
+* 7, the analytic limbs of Lee & Shin 1999 eq. 7 with the soft reach and the
+  swivel nearest the captured upper joint, Shin et al. eqs. 21-23
+  (``_solve_limb``, ``_solve_hinge``, ``_soft_reach``);
+* 8, the blend of eq. 24, ``slerp(q*, q_ik, w_i)`` (``_slerp``);
+* 9, the penetration fix (``_surface_hit``, then ``_solve_limb`` again).
+
+The fixed arrays of a :class:`~retarget.online.puppetry.Puppet` are gathered
+once into a :class:`FramePlan` (:func:`frame_plan`). Floors, boxes and
+spheres are compiled; a puppet with another shape (height field, scene), with
+a wrist or ankle that is not a free 3-DOF joint (its orientation would need
+:func:`retarget.dofs.clamp_to_limits`) or with one toe only gets no plan and
+stays on ``solve_frames``.
+
+Units: lengths in the skeletons' unit (the performer's and the character's
+are the same unit), angles in radians, quaternions ``(w, x, y, z)``, Y up
+(:data:`retarget.contacts.UP`, the axis of the floors' heights).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from ..environment import Box, Floor, Shape, Sphere
+from ..ik.limb import _ARC_TOL, _DEGENERATE, _TWO_PI, _free_joint, _geometry
+from ..ik.root import _add, _closest_frame, _cross, _dot, _norm, _sub
+from ..ik.root import _mul as _scale
+from ..kinematics import _fk_kernel
+from ..quat import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
+
+if TYPE_CHECKING:
+    from .puppetry import Puppet
+
+__all__ = ["NEEDS_POSTURE", "NOT_FINITE", "SOLVED", "FramePlan", "frame_plan"]
+
+# shape kinds
+_FLOOR, _BOX, _SPHERE = 0, 1, 2
+# what _frame returns
+SOLVED, NEEDS_POSTURE, NOT_FINITE = 0, 1, 2
+
+
+# -- quaternions and vectors as tuples -------------------------------------------------------
+
+
+@numba.njit(cache=True, nogil=True)
+def _qrow(a, i):  # pragma: no cover - jitted
+    """Row ``i`` of an (n, 4) array as a 4-tuple."""
+    return (a[i, 0], a[i, 1], a[i, 2], a[i, 3])
+
+
+@numba.njit(cache=True, nogil=True)
+def _vrow(a, i):  # pragma: no cover - jitted
+    """Row ``i`` of an (n, 3) array as a 3-tuple."""
+    return (a[i, 0], a[i, 1], a[i, 2])
+
+
+@numba.njit(cache=True, nogil=True)
+def _qmul(a, b):  # pragma: no cover - jitted
+    """``a ⊗ b`` of 4-tuples (:func:`retarget.quat.multiply`)."""
+    return _product(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3])
+
+
+@numba.njit(cache=True, nogil=True)
+def _conj(q):  # pragma: no cover - jitted
+    return (q[0], -q[1], -q[2], -q[3])
+
+
+@numba.njit(cache=True, nogil=True)
+def _rotate(q, v):  # pragma: no cover - jitted
+    """``R(q) v`` (:func:`retarget.quat.rotate`): ``v + w t + u × t``, ``t = 2 u × v``."""
+    w, x, y, z = q
+    vx, vy, vz = v
+    tx = 2.0 * (y * vz - z * vy)
+    ty = 2.0 * (z * vx - x * vz)
+    tz = 2.0 * (x * vy - y * vx)
+    return (
+        vx + w * tx + (y * tz - z * ty),
+        vy + w * ty + (z * tx - x * tz),
+        vz + w * tz + (x * ty - y * tx),
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _axis_quat(axis, angle):  # pragma: no cover - jitted
+    """``exp(angle · axis)`` for a unit 3-tuple ``axis``."""
+    half = 0.5 * angle
+    s = math.sin(half)
+    return (math.cos(half), s * axis[0], s * axis[1], s * axis[2])
+
+
+@numba.njit(cache=True, nogil=True)
+def _unit(v, fallback):  # pragma: no cover - jitted
+    """``v / |v|``, or ``fallback`` when ``|v| <= 1e-300`` (``ik.limb._unit``)."""
+    n = _norm(v)
+    if n > 1e-300:
+        return (v[0] / n, v[1] / n, v[2] / n)
+    return fallback
+
+
+@numba.njit(cache=True, nogil=True)
+def _between(u, v):  # pragma: no cover - jitted
+    """The shortest-arc rotation taking direction ``u`` to ``v`` (3-tuples, not unit)
+    (:func:`retarget.quat.quat_between`)."""
+    nu, nv = _norm(u), _norm(v)
+    un = (u[0] / nu, u[1] / nu, u[2] / nu)
+    vn = (v[0] / nv, v[1] / nv, v[2] / nv)
+    w = 0.5 * _norm(_add(un, vn))
+    cross = _cross(un, vn)
+    sin_norm = _norm(cross)
+    f = 0.5 * _norm(_sub(un, vn)) / max(sin_norm, 1e-300)
+    x, y, z = cross[0] * f, cross[1] * f, cross[2] * f
+    if sin_norm < 1e-300 and w < 0.5:  # opposite: a half turn about a perpendicular
+        k = 0
+        for c in (1, 2):
+            if abs(un[c]) < abs(un[k]):
+                k = c
+        basis = (1.0 if k == 0 else 0.0, 1.0 if k == 1 else 0.0, 1.0 if k == 2 else 0.0)
+        x, y, z = _cross(un, basis)
+        w = 0.0
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    return (w / n, x / n, y / n, z / n)
+
+
+@numba.njit(cache=True, nogil=True)
+def _slerp(a, b, t):  # pragma: no cover - jitted
+    """Eq. 24: ``a ⊗ exp(t · log(a⁻¹ ⊗ b))`` (:func:`retarget.quat.slerp`)."""
+    d = _qmul(_conj(a), b)
+    v = _rotvec_from_wxyz(d[0], d[1], d[2], d[3])
+    e = _wxyz_from_rotvec(t * v[0], t * v[1], t * v[2])
+    return _qmul(a, e)
+
+
+@numba.njit(cache=True, nogil=True)
+def _wrap(x):  # pragma: no cover - jitted
+    """Angle wrapped to (−π, π]."""
+    return np.pi - (np.pi - x) % _TWO_PI
+
+
+# -- shapes (retarget.environment) ----------------------------------------------------------
+
+
+@numba.njit(cache=True, nogil=True)
+def _to_box(frame, j, d):  # pragma: no cover - jitted
+    """``d @ R`` for the box's world rotation matrix ``R = frame[j]`` (3, 3)."""
+    return (
+        d[0] * frame[j, 0, 0] + d[1] * frame[j, 1, 0] + d[2] * frame[j, 2, 0],
+        d[0] * frame[j, 0, 1] + d[1] * frame[j, 1, 1] + d[2] * frame[j, 2, 1],
+        d[0] * frame[j, 0, 2] + d[1] * frame[j, 1, 2] + d[2] * frame[j, 2, 2],
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _from_box(frame, j, v):  # pragma: no cover - jitted
+    """``v @ R.T``: a box-frame vector in the world."""
+    return (
+        v[0] * frame[j, 0, 0] + v[1] * frame[j, 0, 1] + v[2] * frame[j, 0, 2],
+        v[0] * frame[j, 1, 0] + v[1] * frame[j, 1, 1] + v[2] * frame[j, 1, 2],
+        v[0] * frame[j, 2, 0] + v[1] * frame[j, 2, 1] + v[2] * frame[j, 2, 2],
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _distance(kind, center, half, frame, size, j, p):  # pragma: no cover - jitted
+    """Signed distance of point ``p`` (3-tuple) to shape ``j`` (``Shape.distance``).
+
+    ``kind[j]``: floor (``size[j]`` its height), box (``center``, ``half``
+    extents, world rotation matrix ``frame[j]``) or sphere (``size[j]`` its radius).
+    """
+    if kind[j] == _FLOOR:
+        return p[1] - size[j]
+    c = _vrow(center, j)
+    if kind[j] == _SPHERE:
+        return _norm(_sub(p, c)) - size[j]
+    q = _to_box(frame, j, _sub(p, c))
+    ex = (abs(q[0]) - half[j, 0], abs(q[1]) - half[j, 1], abs(q[2]) - half[j, 2])
+    worst = max(ex[0], max(ex[1], ex[2]))
+    if worst > 0.0:
+        return _norm((max(ex[0], 0.0), max(ex[1], 0.0), max(ex[2], 0.0)))
+    return worst
+
+
+@numba.njit(cache=True, nogil=True)
+def _closest(kind, center, half, frame, size, j, p):  # pragma: no cover - jitted
+    """``Shape.closest`` of point ``p``: signed distance, closest point and outward
+    normal (3-tuples) on shape ``j`` (arrays as :func:`_distance`)."""
+    if kind[j] == _FLOOR:
+        return p[1] - size[j], (p[0], size[j], p[2]), (0.0, 1.0, 0.0)
+    c = _vrow(center, j)
+    if kind[j] == _SPHERE:
+        v = _sub(p, c)
+        r = _norm(v)
+        n = (v[0] / r, v[1] / r, v[2] / r) if r > 0.0 else (0.0, 1.0, 0.0)
+        return r - size[j], _add(c, _scale(n, size[j])), n
+    q = _to_box(frame, j, _sub(p, c))
+    e = (half[j, 0], half[j, 1], half[j, 2])
+    ex = (abs(q[0]) - e[0], abs(q[1]) - e[1], abs(q[2]) - e[2])
+    worst = max(ex[0], max(ex[1], ex[2]))
+    inner = (min(max(q[0], -e[0]), e[0]), min(max(q[1], -e[1]), e[1]), min(max(q[2], -e[2]), e[2]))
+    v = _sub(q, inner)
+    d_out = _norm(v)
+    # inside or on the surface: the coordinate of the nearest face moves onto it
+    k = 0
+    for a in (1, 2):
+        if ex[a] > ex[k]:
+            k = a
+    side = -1.0 if q[k] < 0.0 else 1.0
+    point = (
+        side * e[0] if k == 0 else q[0],
+        side * e[1] if k == 1 else q[1],
+        side * e[2] if k == 2 else q[2],
+    )
+    normal = (side if k == 0 else 0.0, side if k == 1 else 0.0, side if k == 2 else 0.0)
+    distance = worst
+    if worst > 0.0:  # outside: clamped into the box, the normal from there to the point
+        point = inner
+        distance = d_out
+        if d_out > 0.0:
+            normal = (v[0] / d_out, v[1] / d_out, v[2] / d_out)
+    return distance, _add(c, _from_box(frame, j, point)), _from_box(frame, j, normal)
+
+
+# -- stages ---------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True, nogil=True)
+def _captured(
+    sensors, performer_parents, sensor_of, captured, captured_root
+):  # pragma: no cover - jitted
+    """Stage 2: ``captured`` (1, J, 4) ← ``Q_parent⁻¹ Q_j`` of the performer joints
+    ``sensor_of`` (J,); ``captured_root`` (1, 3) ← the root sensor's position.
+
+    ``sensors`` (S, 13): position, orientation, velocity, angular velocity per sensor.
+    """
+    for j in range(sensor_of.shape[0]):
+        s = sensor_of[j]
+        q = (sensors[s, 3], sensors[s, 4], sensors[s, 5], sensors[s, 6])
+        a = performer_parents[s]
+        if a >= 0:
+            q = _qmul((sensors[a, 3], -sensors[a, 4], -sensors[a, 5], -sensors[a, 6]), q)
+        for c in range(4):
+            captured[0, j, c] = q[c]
+    for c in range(3):
+        captured_root[0, c] = sensors[0, c]
+
+
+@numba.njit(cache=True, nogil=True)
+def _importance(
+    sensors,
+    contacts,
+    contact_owner,
+    contact_clearance,
+    contact_influence,
+    lookahead,
+    kind,
+    center,
+    half,
+    frame,
+    size,
+    weights,
+    importance,
+):  # pragma: no cover - jitted
+    """Stage 3, eqs. 11-15, with :func:`retarget.importance.end_effector_importance`'s
+    rules: per contact point ``k`` (P,) and object ``j``, ``d = distance − c_k``,
+    ``d⁺ = d + λ n·ṗ`` (eq. 12), ``p(d⁺ / D_kj)`` (eqs. 13-14; 0 where ``D_kj = 0``),
+    the max over the objects (eq. 15) into ``weights`` (P,), and each end-effector's
+    max over its points (the ankle and its toe) into ``importance`` (1, 4).
+
+    ``contact_influence`` (P, m) is ``D`` of each point's end-effector; ``λ`` in seconds.
+    """
+    for i in range(4):
+        importance[0, i] = 0.0
+    for k in range(contacts.shape[0]):
+        s = contacts[k]
+        p = (sensors[s, 0], sensors[s, 1], sensors[s, 2])
+        v = (sensors[s, 7], sensors[s, 8], sensors[s, 9])
+        best = -1.0
+        for j in range(kind.shape[0]):
+            dist, _, normal = _closest(kind, center, half, frame, size, j, p)
+            predicted = dist - contact_clearance[k] + lookahead * _dot(normal, v)
+            big_d = contact_influence[k, j]
+            d = predicted / big_d if big_d > 0.0 else 1.0
+            d = min(max(d, 0.0), 1.0)
+            pair = (2.0 * d - 3.0) * d * d + 1.0
+            if pair > best:
+                best = pair
+        weights[k] = max(best, 0.0)  # 0 without objects
+        i = contact_owner[k]
+        importance[0, i] = max(importance[0, i], weights[k])
+
+
+@numba.njit(cache=True, nogil=True)
+def _goals(
+    sensors,
+    effectors,
+    contacts,
+    goal_shift,
+    toe_shift,
+    toe_offsets,
+    weights,
+    goals,
+):  # pragma: no cover - jitted
+    """Stage 4: ``goals`` (1, 4, 3) ← the performer's ankles and wrists, raised by
+    ``goal_shift`` (4,) (character's less performer's clearance); each foot's goal
+    then moves toward the ankle position that puts the character's toe (``toe_offsets``
+    (T, 3) in the ankle frame) on the performer's, raised by ``toe_shift`` (T,), by the
+    toe's share of the foot's importance ``w_toe / (w_toe + w_ankle)`` (T = 0 or 2).
+    """
+    for i in range(4):
+        s = effectors[i]
+        for c in range(3):
+            goals[0, i, c] = sensors[s, c]
+        goals[0, i, 1] += goal_shift[i]
+    for k in range(toe_shift.shape[0]):
+        toe_w = weights[4 + k]
+        share = toe_w / max(toe_w + weights[k], 1e-9)
+        s = contacts[4 + k]
+        toe = (sensors[s, 0], sensors[s, 1] + toe_shift[k], sensors[s, 2])
+        a = effectors[k]
+        ankle = (sensors[a, 3], sensors[a, 4], sensors[a, 5], sensors[a, 6])
+        from_toe = _sub(toe, _rotate(ankle, _vrow(toe_offsets, k)))
+        for c in range(3):
+            goals[0, k, c] += share * (from_toe[c] - goals[0, k, c])
+
+
+@numba.njit(cache=True, nogil=True)
+def _estimate_root(
+    captured_root,
+    pos,
+    limb_joints,
+    goals,
+    lengths,
+    importance,
+    root,
+):  # pragma: no cover - jitted
+    """Stage 5, eqs. 16-17 (:func:`retarget.ik.root.estimate_root`): the weighted
+    offset of eq. 16, then the point of the balls ``|x − (g_i + root − upper_i)| ≤
+    l_i / w_i`` closest to the offset root (Appendix; ``_closest_frame``), into
+    ``root`` (1, 3). ``pos`` (1, P, 3) is the character with the captured angles."""
+    n = limb_joints.shape[0]
+    numerator = (0.0, 0.0, 0.0)
+    total = 0.0
+    centers = np.empty((n, 3))
+    radii = np.empty(n)
+    for i in range(n):
+        w = importance[0, i]
+        g = (goals[0, i, 0], goals[0, i, 1], goals[0, i, 2])
+        e = _vrow(pos[0], limb_joints[i, 2])
+        numerator = _add(numerator, _scale(_sub(g, e), w))
+        total += w
+        from_upper = _sub(_vrow(captured_root, 0), _vrow(pos[0], limb_joints[i, 0]))
+        centers[i, 0], centers[i, 1], centers[i, 2] = _add(g, from_upper)
+        radii[i] = lengths[i] / w if w > 0.0 else np.inf
+    if not total > 0.0:
+        total = 1.0
+    p = _add(
+        _vrow(captured_root, 0), (numerator[0] / total, numerator[1] / total, numerator[2] / total)
+    )
+    kept = np.empty(n, np.bool_)
+    _closest_frame(p, centers, radii, importance[0], np.empty((n, 3)), root[0], kept)
+
+
+@numba.njit(cache=True, nogil=True)
+def _soft_reach(distance, reach, softness):  # pragma: no cover - jitted
+    """:func:`retarget.ik.limb.soft_reach` of one distance (length unit)."""
+    zone = softness * reach
+    knee = reach - zone
+    if not distance > knee:
+        return distance
+    over = max(distance - knee, 0.0) / (zone if zone > 0.0 else 1.0)
+    return knee + zone * -math.expm1(-over)
+
+
+@numba.njit(cache=True, nogil=True)
+def _arc_distance(x, lo, width):  # pragma: no cover - jitted
+    """Distance (radians, ≥ 0) of angle ``x`` from the arc ``[lo, lo + width]`` (mod 2π)."""
+    y = lo + (x - lo) % _TWO_PI
+    over = y - lo - width
+    return 0.0 if over <= 0.0 else min(over, _TWO_PI - (y - lo))
+
+
+@numba.njit(cache=True, nogil=True)
+def _clamp_to_arc(x, lo, width):  # pragma: no cover - jitted
+    """Angle ``x`` on the arc ``[lo, lo + width]`` (mod 2π); outside it, its nearer end."""
+    y = lo + (x - lo) % _TWO_PI
+    over = y - lo - width
+    if over <= 0.0:
+        return y
+    return lo + width if over < _TWO_PI - (y - lo) else lo
+
+
+@numba.njit(cache=True, nogil=True)
+def _solve_hinge(
+    h1,
+    r1,
+    l1,
+    l2,
+    h2,
+    r2,
+    lo,
+    hi,
+    beta_ref,
+    theta_ref,
+    length_goal,
+    softness,
+):  # pragma: no cover - jitted
+    """Step 1 of the limb (``ik.limb._solve_hinge``): Lee & Shin 1999, eq. 7 in the
+    signed form ``cos β = (L² − K) / (2 r1 r2)``, ``K = l1² + l2² + 2 h1 h2``, within
+    the hinge limits ``[lo, hi]`` (radians; infinite: none) and the soft reach.
+
+    Returns the hinge turn Δ (radians) and the reached distance ``L``.
+    """
+    rr = r1 * r2
+    k = l1 * l1 + l2 * l2 + 2.0 * h1 * h2
+    full = not (hi - lo < _TWO_PI)
+    degenerate = rr <= _DEGENERATE * l1 * l2
+    width = hi - lo
+    beta_lo = lo + (beta_ref - theta_ref)  # β = θ + (β_ref − θ_ref)
+    if full:
+        c_min, c_max = -1.0, 1.0
+        theta_keep = theta_ref
+    else:  # the range of cos β over the allowed arc
+        c_lo, c_hi = math.cos(beta_lo), math.cos(beta_lo + width)
+        c_max = 1.0 if _arc_distance(0.0, beta_lo, width) == 0.0 else max(c_lo, c_hi)
+        c_min = -1.0 if _arc_distance(np.pi, beta_lo, width) == 0.0 else min(c_lo, c_hi)
+        theta_keep = _clamp_to_arc(theta_ref, lo, width)
+    rr_safe = rr
+    if degenerate:  # the hinge does not move the lower joint: keep it (within its limits)
+        c_min = c_max = math.cos(theta_keep + (beta_ref - theta_ref))
+        rr_safe = 1.0
+    length_min = math.sqrt(max(k + 2.0 * rr * c_min, 0.0))
+    length_max = math.sqrt(max(k + 2.0 * rr * c_max, 0.0))
+    if softness > 0.0:
+        length_goal = _soft_reach(length_goal, length_max, softness)
+    length = min(max(length_goal, length_min), length_max)
+    c = min(max((length * length - k) / (2.0 * rr_safe), c_min), c_max)
+    b = math.acos(min(max(c, -1.0), 1.0))
+    beta = b if beta_ref >= 0.0 else -b  # keep the reference's bending direction
+    if not full:
+        if _arc_distance(beta, beta_lo, width) > max(
+            _arc_distance(-beta, beta_lo, width), _ARC_TOL
+        ):
+            beta = -beta
+        beta = _clamp_to_arc(beta, beta_lo, width)
+    delta = _wrap(beta - beta_ref)
+    if degenerate:
+        delta = theta_keep - theta_ref
+    return delta, length
+
+
+@numba.njit(cache=True, nogil=True)
+def _solve_limb(
+    root,
+    rot,
+    pos,
+    world,
+    i,
+    limb_joints,
+    upper_parent,
+    axis,
+    d1,
+    off2,
+    bone,
+    sides,
+    limits,
+    swivel_reference,
+    goal,
+    orientation,
+    oriented,
+    softness,
+    solved,
+):  # pragma: no cover - jitted
+    """:func:`retarget.ik.limb.solve_limb` of limb ``i`` on one pose, ``swivel_mode="nearest"``.
+
+    1. the middle joint turns about its hinge so that the lower joint lies at
+       the (softly eased) goal distance ``L`` from the upper joint
+       (:func:`_solve_hinge`, eq. 7);
+    2. the upper joint takes the shortest rotation onto the goal ray from the
+       limb's swivel reference, then the swivel about the ray closest to the
+       pose's upper joint ``q*`` (Shin et al. eqs. 21-23:
+       ``θ = 2 atan2(q*·(n ⊗ q0), q*·q0)``);
+    3. with ``oriented``, the lower joint takes the world ``orientation``.
+
+    Parameters
+    ----------
+    root, rot, pos, world
+        The reference pose (1, 3), (1, J, 4) and its forward kinematics (1, P, 3),
+        (1, P, 4) (the upper joint's position and its parent's world rotation).
+    i : int
+        The limb; its rows of the limb arrays: ``limb_joints`` (4, 3) upper, middle,
+        lower joint; ``upper_parent`` (4,) (−1: the upper joint is the root);
+        ``axis`` (4, 3) hinge axis ``a``; ``d1``, ``off2`` (4, 3) the middle and
+        lower joints' offsets; ``bone`` (4, 4) ``h1, r1, l1, l2``; ``sides``
+        (4, 2, 3) ``s, t`` (the β = 0 and β = π/2 directions); ``limits`` (4, 2)
+        radians; ``swivel_reference`` (4, 4) (``ik.limb._Geometry``,
+        :class:`~retarget.ik.limb.Limb`).
+    goal : 3-tuple
+        World position goal of the lower joint.
+    orientation : 4-tuple
+        World rotation goal of the lower joint (used with ``oriented``).
+    softness : float
+        :func:`retarget.ik.limb.soft_reach`'s share of the reach.
+    solved : (3, 4)
+        Written: the new local rotations of the upper, middle and lower joint.
+
+    Returns
+    -------
+    float
+        ``|L_goal − L|``, the distance the goal is out of reach along its ray.
+    """
+    u, m, lo = limb_joints[i, 0], limb_joints[i, 1], limb_joints[i, 2]
+    q_up = _qrow(rot[0], u)
+    q_mid = _qrow(rot[0], m)
+    a = _vrow(axis, i)
+    if upper_parent[i] < 0:
+        w_parent = (1.0, 0.0, 0.0, 0.0)
+        p_upper = _vrow(root, 0)
+    else:
+        w_parent = _qrow(world[0], upper_parent[i])
+        p_upper = _vrow(pos[0], u)
+    goal_local = _rotate(_conj(w_parent), _sub(goal, p_upper))
+    d2 = _rotate(q_mid, _vrow(off2, i))  # middle -> lower, upper frame
+    length_goal = _norm(goal_local)
+
+    # (1) middle joint: eq. (7)
+    h2 = _dot(d2, a)
+    l2 = bone[i, 3]
+    r2 = math.sqrt(max(l2 * l2 - h2 * h2, 0.0))
+    beta_ref = math.atan2(_dot(d2, _vrow(sides[i], 1)), _dot(d2, _vrow(sides[i], 0)))
+    theta_ref = _wrap(
+        2.0 * math.atan2(q_mid[1] * a[0] + q_mid[2] * a[1] + q_mid[3] * a[2], q_mid[0])
+    )
+    delta, length = _solve_hinge(
+        bone[i, 0],
+        bone[i, 1],
+        bone[i, 2],
+        l2,
+        h2,
+        r2,
+        limits[i, 0],
+        limits[i, 1],
+        beta_ref,
+        theta_ref,
+        length_goal,
+        softness,
+    )
+    q_mid_new = _qmul(_axis_quat(a, delta), q_mid)
+    # the lower bone turned by Δ about a (Rodrigues), and the limb upper -> lower
+    along = _scale(a, h2)
+    w_limb = _add(
+        _add(_add(_vrow(d1, i), along), _scale(_sub(d2, along), math.cos(delta))),
+        _scale(_cross(a, d2), math.sin(delta)),
+    )
+
+    # (2) upper joint: from the swivel reference onto the ray, then the nearest swivel
+    v_dir = _unit(_rotate(q_up, w_limb), (1.0, 0.0, 0.0))
+    n_dir = _unit(goal_local, v_dir)  # goal at the upper joint: keep the direction
+    ref = _qrow(swivel_reference, i)
+    q0 = _qmul(_between(_rotate(ref, _unit(w_limb, v_dir)), n_dir), ref)
+    n_q0 = _qmul((0.0, n_dir[0], n_dir[1], n_dir[2]), q0)
+    b = q_up[0] * n_q0[0] + q_up[1] * n_q0[1] + q_up[2] * n_q0[2] + q_up[3] * n_q0[3]
+    c = q_up[0] * q0[0] + q_up[1] * q0[1] + q_up[2] * q0[2] + q_up[3] * q0[3]
+    q_up_new = _qmul(_axis_quat(n_dir, 2.0 * math.atan2(b, c)), q0)
+
+    # (3) lower joint: the goal orientation (a free joint: no limits to project on)
+    q_low = _qrow(rot[0], lo)
+    if oriented:
+        w_mid = _qmul(_qmul(w_parent, q_up_new), q_mid_new)
+        q_low = _qmul(_conj(w_mid), orientation)
+    for k in range(4):
+        solved[0, k] = q_up_new[k]
+        solved[1, k] = q_mid_new[k]
+        solved[2, k] = q_low[k]
+    return abs(length_goal - length)
+
+
+@numba.njit(cache=True, nogil=True)
+def _gap(i, influence, kind, center, half, frame, size, p, clearance):  # pragma: no cover - jitted
+    """The least signed distance of ``p`` to the objects of end-effector ``i``
+    (``influence[i, j] > 0``), less ``clearance``."""
+    gap = np.inf
+    for j in range(kind.shape[0]):
+        if influence[i, j] > 0.0:
+            gap = min(gap, _distance(kind, center, half, frame, size, j, p))
+    return gap - clearance
+
+
+@numba.njit(cache=True, nogil=True)
+def _surface_hit(
+    i,
+    influence,
+    kind,
+    center,
+    half,
+    frame,
+    size,
+    start,
+    end,
+    clearance,
+):  # pragma: no cover - jitted
+    """Stage 9 (``puppetry._surface_hit``): where the segment ``start → end`` first
+    comes within ``clearance`` of end-effector ``i``'s objects, by 40 bisections;
+    an upper joint itself inside: the nearest object's surface point grown by the
+    clearance. 3-tuples, length unit."""
+    lo, hi = 0.0, 1.0
+    d = _sub(end, start)
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        x = _add(start, _scale(d, mid))
+        if _gap(i, influence, kind, center, half, frame, size, x, clearance) < 0.0:
+            hi = mid
+        else:
+            lo = mid
+    hit = _add(start, _scale(d, lo))
+    if _gap(i, influence, kind, center, half, frame, size, start, clearance) < 0.0:
+        nearest, least = -1, np.inf
+        for j in range(kind.shape[0]):
+            if influence[i, j] > 0.0:
+                dist = _distance(kind, center, half, frame, size, j, end)
+                if dist < least or nearest < 0:
+                    nearest, least = j, dist
+        _, point, normal = _closest(kind, center, half, frame, size, nearest, end)
+        hit = _add(point, _scale(normal, clearance))
+    return hit
+
+
+@numba.njit(cache=True, nogil=True)
+def _frame(
+    sensors,
+    root,
+    rotations,
+    importance,
+    goals,
+    captured_root,
+    captured,
+    residual,
+    fixed,
+    performer_parents,
+    sensor_of,
+    effectors,
+    contacts,
+    contact_owner,
+    contact_clearance,
+    contact_influence,
+    lookahead,
+    goal_shift,
+    toe_shift,
+    toe_offsets,
+    kind,
+    center,
+    half,
+    frame,
+    size,
+    influence,
+    parents,
+    offsets,
+    num_joints,
+    limb_joints,
+    upper_parent,
+    axis,
+    d1,
+    off2,
+    bone,
+    sides,
+    limits,
+    swivel_reference,
+    lengths,
+    character_clearance,
+    tolerance,
+    root_estimation,
+    softness,
+):  # pragma: no cover - jitted
+    """Stages 2-9 of one filtered sensor frame (module docstring).
+
+    Parameters
+    ----------
+    sensors : (S, 13)
+        The filter's frame: position, orientation, velocity, angular velocity.
+    root, rotations, importance, goals, captured_root, captured, residual, fixed
+        Written, as the fields of :class:`~retarget.online.puppetry.PuppetFrames`
+        for one frame: (1, 3), (1, J, 4), (1, 4), (1, 4, 3), (1, 3), (1, J, 4),
+        (1, 4), (1, 4) bool.
+    performer_parents, sensor_of : (S,), (J,) int
+        The performer's joint parents; the sensor each character joint copies.
+    effectors, contacts, contact_owner : (4,), (P,), (P,) int
+        The ankle and wrist sensors; the sensors whose distances make the
+        importance (those four, then the toes) and the end-effector each counts for.
+    contact_clearance, contact_influence, lookahead : (P,), (P, m), float
+        Their clearances, their ``D_kj`` (eq. 13) and ``λ`` (eq. 12, seconds).
+    goal_shift, toe_shift, toe_offsets : (4,), (T,), (T, 3)
+        As :func:`_goals` takes them.
+    kind, center, half, frame, size : (m,) int, (m, 3), (m, 3), (m, 3, 3), (m,)
+        The objects (:func:`_distance`).
+    influence : (4, m)
+        ``D_ij``: the penetration fix keeps end-effector ``i`` out of the objects
+        with ``D_ij > 0``.
+    parents, offsets, num_joints : (N,) int, (1, N, 3), int
+        The character's points (``kinematics._fk_kernel``).
+    limb_joints, upper_parent, axis, d1, off2, bone, sides, limits, swivel_reference
+        The limbs (:func:`_solve_limb`).
+    lengths, character_clearance : (4,)
+        ``l_i`` (eq. 17) and the character's end-effector clearances.
+    tolerance : float
+        ``1e-9`` character heights: a goal this far out of its ball, an
+        end-effector this deep in an object, count.
+    root_estimation : bool
+    softness : float
+
+    Returns
+    -------
+    int
+        ``SOLVED``; ``NEEDS_POSTURE`` when a goal is out of its ball after the
+        root estimation (stage 6 must run: the outputs are incomplete);
+        ``NOT_FINITE`` when a filtered sensor is not finite (nothing written).
+    """
+    for s in range(sensors.shape[0]):
+        for c in range(10):
+            if not math.isfinite(sensors[s, c]):
+                return NOT_FINITE
+    n_points = parents.shape[0]
+    # (2) captured posture
+    _captured(sensors, performer_parents, sensor_of, captured, captured_root)
+    # (3) importance, (4) goals
+    weights = np.empty(contacts.shape[0])
+    _importance(
+        sensors,
+        contacts,
+        contact_owner,
+        contact_clearance,
+        contact_influence,
+        lookahead,
+        kind,
+        center,
+        half,
+        frame,
+        size,
+        weights,
+        importance,
+    )
+    _goals(sensors, effectors, contacts, goal_shift, toe_shift, toe_offsets, weights, goals)
+    # (5) root position
+    pos = np.empty((1, n_points, 3))
+    world = np.empty((1, n_points, 4))
+    _fk_kernel(captured_root, captured, parents, offsets, num_joints, pos, world)
+    if root_estimation:
+        _estimate_root(captured_root, pos, limb_joints, goals, lengths, importance, root)
+    else:
+        for c in range(3):
+            root[0, c] = captured_root[0, c]
+    # (6) the body posture is needed where a goal is still out of its ball
+    for i in range(4):
+        w = importance[0, i]
+        radius = lengths[i] / w if w > 0.0 else np.inf
+        shift = _sub(_vrow(root, 0), _vrow(captured_root, 0))
+        upper_at = _add(_vrow(pos[0], limb_joints[i, 0]), shift)
+        if _norm(_sub(upper_at, _vrow(goals[0], i))) - radius > tolerance:
+            return NEEDS_POSTURE
+    # (7) limbs from the captured posture, (8) blend (eq. 24)
+    _fk_kernel(root, captured, parents, offsets, num_joints, pos, world)
+    for j in range(num_joints):
+        for c in range(4):
+            rotations[0, j, c] = captured[0, j, c]
+    solved = np.empty((3, 4))
+    for i in range(4):
+        s = effectors[i]
+        residual[0, i] = _solve_limb(
+            root,
+            captured,
+            pos,
+            world,
+            i,
+            limb_joints,
+            upper_parent,
+            axis,
+            d1,
+            off2,
+            bone,
+            sides,
+            limits,
+            swivel_reference,
+            _vrow(goals[0], i),
+            (sensors[s, 3], sensors[s, 4], sensors[s, 5], sensors[s, 6]),
+            True,
+            softness,
+            solved,
+        )
+        for k in range(3):
+            j = limb_joints[i, k]
+            q = _slerp(_qrow(captured[0], j), _qrow(solved, k), importance[0, i])
+            for c in range(4):
+                rotations[0, j, c] = q[c]
+    # (9) penetration: an end-effector inside its objects goes to where the ray from
+    # its upper joint meets them, by the limb IK again
+    _fk_kernel(root, rotations, parents, offsets, num_joints, pos, world)
+    for i in range(4):
+        fixed[0, i] = False
+        u, lo = limb_joints[i, 0], limb_joints[i, 2]
+        effector = _vrow(pos[0], lo)
+        clearance = character_clearance[i]
+        depth = _gap(i, influence, kind, center, half, frame, size, effector, 0.0)
+        if not depth < clearance - tolerance:  # also no objects (depth = inf)
+            continue
+        hit = _surface_hit(
+            i, influence, kind, center, half, frame, size, _vrow(pos[0], u), effector, clearance
+        )
+        now = np.empty((1, n_points, 3))  # the upper joint's frame in the current pose
+        now_world = np.empty((1, n_points, 4))
+        _fk_kernel(root, rotations, parents, offsets, num_joints, now, now_world)
+        _solve_limb(
+            root,
+            rotations,
+            now,
+            now_world,
+            i,
+            limb_joints,
+            upper_parent,
+            axis,
+            d1,
+            off2,
+            bone,
+            sides,
+            limits,
+            swivel_reference,
+            hit,
+            (1.0, 0.0, 0.0, 0.0),
+            False,
+            softness,
+            solved,
+        )
+        for k in range(3):
+            for c in range(4):
+                rotations[0, limb_joints[i, k], c] = solved[k, c]
+        fixed[0, i] = True
+    return SOLVED
+
+
+# -- the plan -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class FramePlan:
+    """A :class:`~retarget.online.puppetry.Puppet`'s fixed arrays, as ``_frame`` takes them.
+
+    Attributes
+    ----------
+    arguments : tuple
+        ``_frame``'s arguments from ``performer_parents`` to ``softness``, in its
+        order (its docstring gives their shapes): read-only C arrays and scalars.
+    num_joints : int
+        The character's ``J``.
+    """
+
+    arguments: tuple[object, ...]
+    num_joints: int
+
+
+def _frozen(a: object, dtype: type) -> NDArray[np.generic]:
+    out: NDArray[np.generic] = np.array(a, dtype=dtype, order="C")  # a copy
+    out.setflags(write=False)
+    return out
+
+
+def _shape_arrays(objects: tuple[Shape, ...]) -> tuple[NDArray[np.generic], ...] | None:
+    """``kind`` (m,), ``center`` (m, 3), ``half`` (m, 3), ``frame`` (m, 3, 3) and
+    ``size`` (m,) of the floors, boxes and spheres; None for another shape."""
+    m = len(objects)
+    kind = np.zeros(m, np.intp)
+    center = np.zeros((m, 3))
+    half = np.zeros((m, 3))
+    frame = np.broadcast_to(np.eye(3), (m, 3, 3)).copy()
+    size = np.zeros(m)
+    for j, shape in enumerate(objects):
+        if type(shape) is Floor:
+            kind[j], size[j] = _FLOOR, shape.height
+        elif type(shape) is Box:
+            kind[j], center[j], half[j] = _BOX, shape.center, shape.half_extents
+            frame[j] = shape._R_world_box
+        elif type(shape) is Sphere:
+            kind[j], center[j], size[j] = _SPHERE, shape.center, shape.radius
+        else:
+            return None
+    return kind, center, half, frame, size
+
+
+def frame_plan(puppet: Puppet) -> FramePlan | None:
+    """The :class:`FramePlan` of a puppet, or None when ``_frame`` cannot pose it.
+
+    None for objects other than :class:`~retarget.environment.Floor`,
+    :class:`~retarget.environment.Box` and :class:`~retarget.environment.Sphere`
+    (exact types), a lower limb joint that is not free (three rotation
+    channels, no limits), or one toe contact only.
+    """
+    ch = puppet.character
+    shapes = _shape_arrays(puppet.objects)
+    toes = len(puppet.contacts) - 4
+    if shapes is None or toes not in (0, 2):
+        return None
+    if not all(_free_joint(ch, limb.lower) for limb in puppet.limbs):
+        return None
+    toe_clearance = puppet.contact_clearance[4:]
+    toe_shift = (
+        toe_clearance
+        * puppet.character_clearance[:toes]
+        / np.maximum(puppet.clearance[:toes], 1e-12)
+        - toe_clearance
+    )
+    geometry = [_geometry(ch, limb) for limb in puppet.limbs]
+    f, i = np.float64, np.intp
+    arguments = (
+        _frozen(puppet.performer.parents, i),
+        _frozen(puppet.sensor_of, i),
+        _frozen(puppet.effectors, i),
+        _frozen(puppet.contacts, i),
+        _frozen(puppet.contact_owner, i),
+        _frozen(puppet.contact_clearance, f),
+        _frozen(puppet.influence[puppet.contact_owner], f),
+        float(puppet.lookahead),
+        _frozen(puppet.character_clearance - puppet.clearance, f),
+        _frozen(toe_shift, f),
+        _frozen(puppet.toe_offsets.reshape(toes, 3), f),
+        *(_frozen(a, t) for a, t in zip(shapes, (i, f, f, f, f), strict=True)),
+        _frozen(puppet.influence, f),
+        _frozen(ch.point_parents, i),
+        _frozen(ch.point_offsets[None], f),
+        ch.num_joints,
+        _frozen([limb.joints for limb in puppet.limbs], i),
+        _frozen([ch.parents[limb.upper] if limb.upper else -1 for limb in puppet.limbs], i),
+        _frozen([g.a for g in geometry], f),
+        _frozen([g.d1 for g in geometry], f),
+        _frozen([g.off2 for g in geometry], f),
+        _frozen([(g.h1, g.r1, g.l1, g.l2) for g in geometry], f),
+        _frozen([(g.s, g.t) for g in geometry], f),
+        _frozen([limb.hinge_limits for limb in puppet.limbs], f),
+        _frozen([limb.swivel_reference for limb in puppet.limbs], f),
+        _frozen(puppet.lengths, f),
+        _frozen(puppet.character_clearance, f),
+        1e-9 * puppet.character_height,
+        bool(puppet.root_estimation),
+        float(puppet.softness),
+    )
+    return FramePlan(arguments, ch.num_joints)
