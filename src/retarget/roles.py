@@ -1,21 +1,57 @@
 """Humanoid roles: which joint of a skeleton is the hips, a knee, an ankle, …
 
-Found from the hierarchy first and names second, so the same code reads
-LAFAN1 (``LeftUpLeg, LeftLeg, LeftFoot``), Mocapbank (``LeftHip, LeftKnee,
-LeftAnkle``), CMU/VICON ASF (``lfemur, ltibia, lfoot``) and Mixamo-style names:
+Names say what they can, the hierarchy and the bone lengths the rest, so the
+same code reads every common naming convention:
 
-1. **Sides** by pairing: a name is left (right) when swapping its side token
+- Ubisoft LAFAN1, MotionBuilder and Mixamo with or without a prefix
+  (``mixamorig:LeftUpLeg, LeftLeg, LeftFoot, LeftToeBase``, ``HeadTop_End``);
+- Mocapbank/Biovision BVH (``Chest, LeftCollar, LeftHip, LeftKnee, LeftAnkle``);
+- CMU/VICON ASF (``lhipjoint, lfemur, ltibia, lfoot, lclavicle, lhumerus, lradius``);
+- Blender: rigify deform bones (``DEF-spine.001, DEF-thigh.L, DEF-shin.L``; but
+  see the end of 4.) and metarigs (``spine.004, thigh.L`` or ``thigh_L, upper_arm.L``);
+- SMPL and SMPL-X (``Pelvis, L_Hip, L_Knee, L_Collar``; ``pelvis, left_hip``);
+- the Unreal Engine mannequins (``root, pelvis, thigh_l, calf_l, ball_l, clavicle_l,
+  lowerarm_l``, twist bones, an ``ik_foot_root``/``ik_hand_root`` branch);
+- the CMU "Daz-friendly" BVH (``hip, abdomen, lButtock, lThigh, lShin, lShldr``),
+  Character Creator (``CC_Base_Hip, CC_Base_L_Calf``) and 3ds Max Biped
+  (``Bip01 L Calf``);
+- neutral names (``joint0, joint1, …``): sides from the rest pose.
+
+1. **Sides** by pairing: a joint is left (right) when swapping its side token
    (``Left``/``Right``, ``L_``/``R_``, ``_l``/``_r``, ``.L``/``.R``, a leading
-   ``l``/``r`` as in ``lfemur``) gives another joint's name.
-2. **Limbs**: each sided branch (a sided joint whose parent is not sided) is a
-   leg when it leaves the root closer than the other branches of its side,
-   an arm otherwise.
-3. **Joints in a limb**: the knee (elbow) is the first joint of the limb's
-   main chain whose name says so (``knee``, ``tibia``, ``shin``, ``Leg`` but not
-   ``UpLeg``; ``elbow``, ``forearm``, ``radius``, ``lowerarm``); failing names,
-   the joint between the two longest consecutive bones. The hip (shoulder) is
-   its parent, the ankle (wrist) its child on the chain, then the toe, and the
+   ``l``/``r`` as in ``lfemur``: :data:`_SIDE_SWAPS`) gives another joint's
+   name; the token swapped says which side. When no name has a side, the limbs
+   are the two outermost *mirror pairs* (sibling branches of one shape: legs,
+   then arms) and the rest pose tells left from right: in right-handed axes
+   the left is ``up × forward``, up from the hips to the chest, forward the
+   way the feet point.
+2. **Limbs**: a sided branch (a sided joint whose parent is not sided) whose
+   main chain has three points or more (IK targets and corrective leaves do
+   not) is a leg or an arm as its joint names say; failing names, the leg is
+   the one leaving the root closer than the other branches of its side.
+3. **Trunk**: the hips is the joint where legs and arms branch (their common
+   ancestor: not a ``root`` above it; Character Creator's ``CC_Base_Hip``
+   rather than its ``CC_Base_Pelvis``, which carries the legs only); the
+   chest, where the arms branch. The head is the shallowest unsided
+   ``head``-named joint below the chest in the hierarchy (not a look-at helper
+   elsewhere) or, failing names, the end of the trunk: from the chest into its
+   only unsided child joint until a joint has none or several. The neck is the
+   first ``neck``-named joint between hips and head or, failing names, the
+   joint after the chest (the chest itself when the head hangs from it, as
+   from a 3ds Max Biped neck holding the clavicles). The spine: the joints
+   between hips and head other than the neck.
+4. **Joints in a limb**, along its main chain (so twist, corrective and finger
+   joints beside it are never taken): the knee (elbow) is the first joint whose
+   name says so (:data:`_KNEE`, :data:`_ELBOW`); failing names, the joint between
+   the two longest consecutive bones. The hip (shoulder) is its parent, the
+   clavicle the one above, the ankle (wrist) its child, then the toe; the
    chain's end point is the toe tip (hand tip).
+
+   Hip, knee and ankle (shoulder, elbow, wrist) are each the parent of the next,
+   as :func:`retarget.ik.limb.limb_from_roles` requires. So a joint *inside* a
+   limb bone (rigify's B-bone segment ``DEF-thigh.L.001``, Daz Genesis's
+   ``lThighTwist``) is taken for the hip or ankle next to the knee: such rigs
+   need their roles overridden (:func:`retarget.mapping.read_overrides`).
 
 The character's **height** (DESIGN.md, measures) is the bone-path length from
 the head joint down to an ankle, the mean over both ankles: pose independent.
@@ -24,7 +60,7 @@ the head joint down to an ankle, the mean over both ankles: pose independent.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import overload
@@ -37,30 +73,43 @@ from .skeleton import Skeleton
 
 __all__ = ["LEG_ROLES", "Roles", "find_roles", "height"]
 
-_SIDE_SWAPS = [
-    (re.compile(r"Left"), "Right"),
-    (re.compile(r"Right"), "Left"),
-    (re.compile(r"left"), "right"),
-    (re.compile(r"right"), "left"),
-    (re.compile(r"LEFT"), "RIGHT"),
-    (re.compile(r"RIGHT"), "LEFT"),
-    (re.compile(r"(?<![A-Za-z])L(?=[_\-. :]|[A-Z][a-z])"), "R"),
-    (re.compile(r"(?<![A-Za-z])R(?=[_\-. :]|[A-Z][a-z])"), "L"),
-    (re.compile(r"(?<=[_\-. :])L$|(?<=[_.])L(?=[_.\d])"), "R"),
-    (re.compile(r"(?<=[_\-. :])R$|(?<=[_.])R(?=[_.\d])"), "L"),
-    (re.compile(r"(?<=[_\-. :])l$"), "r"),
-    (re.compile(r"(?<=[_\-. :])r$"), "l"),
-    (re.compile(r"^l(?=[a-z])"), "r"),
-    (re.compile(r"^r(?=[a-z])"), "l"),
-]
-_LEFT_HINT = re.compile(r"left|^l(?=[a-z_.])|(?<![a-z])l(?![a-z])|[_.]l$", re.IGNORECASE)
+_SIDE_SWAPS: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    # Left/Right as words: LAFAN1, Mixamo, Mocapbank, MotionBuilder, SMPL-X (left_hip)
+    (re.compile(r"Left"), "Right", "left"),
+    (re.compile(r"Right"), "Left", "right"),
+    (re.compile(r"left"), "right", "left"),
+    (re.compile(r"right"), "left", "right"),
+    (re.compile(r"LEFT"), "RIGHT", "left"),
+    (re.compile(r"RIGHT"), "LEFT", "right"),
+    # L/R before a separator or a word: SMPL L_Hip, CC_Base_L_Calf, Bip01 L Calf, LHand
+    (re.compile(r"(?<![A-Za-z])L(?=[_\-. :]|[A-Z][a-z])"), "R", "left"),
+    (re.compile(r"(?<![A-Za-z])R(?=[_\-. :]|[A-Z][a-z])"), "L", "right"),
+    # L/R after a separator: Blender thigh.L, thigh_L, rigify segments DEF-thigh.L.001
+    (re.compile(r"(?<=[_\-. :])L$|(?<=[_.])L(?=[_.\d])"), "R", "left"),
+    (re.compile(r"(?<=[_\-. :])R$|(?<=[_.])R(?=[_.\d])"), "L", "right"),
+    # l/r suffix: Unreal thigh_l, index_01_l
+    (re.compile(r"(?<=[_\-. :])l$"), "r", "left"),
+    (re.compile(r"(?<=[_\-. :])r$"), "l", "right"),
+    # l/r prefix: CMU/VICON ASF lfemur, CMU Daz-friendly BVH lShin
+    (re.compile(r"^l(?=[A-Za-z])"), "r", "left"),
+    (re.compile(r"^r(?=[A-Za-z])"), "l", "right"),
+)
+"""(side token, the other side's token, the side the token names), tried in order."""
 
 _KNEE = re.compile(r"knee|tibia|shin|calf|lower_?leg|(?<!up)leg(?!.*up)", re.IGNORECASE)
+"""Knee joints: Mocapbank/SMPL ``Knee``, ASF ``tibia``, Blender/Daz ``shin``, Unreal/CC/Biped
+``calf``, LAFAN1/Mixamo ``Leg`` (not ``UpLeg``)."""
 _ELBOW = re.compile(r"elbow|fore_?arm|radius|lower_?arm|ulna", re.IGNORECASE)
+"""Elbow joints: Mocapbank/SMPL ``Elbow``, LAFAN1/Mixamo/Blender/Daz/CC/Biped ``ForeArm``,
+ASF ``radius``, Unreal ``lowerarm``."""
 _LEG_NAME = re.compile(r"leg|hip|thigh|femur|knee|tibia|foot|ankle|toe", re.IGNORECASE)
+"""Words of leg joints, counted along a branch to tell a leg from an arm."""
 _ARM_NAME = re.compile(r"arm|shoulder|clav|collar|humerus|elbow|hand|wrist", re.IGNORECASE)
+"""Words of arm joints, likewise."""
 _HEAD = re.compile(r"head", re.IGNORECASE)
 _NECK = re.compile(r"neck", re.IGNORECASE)
+_END = re.compile(r"top|end|nub", re.IGNORECASE)
+"""End joints standing for an end site: Mixamo ``HeadTop_End``, 3ds Max Biped ``HeadNub``."""
 
 LEG_ROLES = ("hip", "knee", "ankle", "toe", "toe_tip")
 ARM_ROLES = ("clavicle", "shoulder", "elbow", "wrist", "hand_tip")
@@ -105,26 +154,16 @@ class Roles(Mapping[str, int]):
         return out
 
 
-def _side_partner(name: str, names: set[str]) -> str | None:
-    for pattern, repl in _SIDE_SWAPS:
-        other = pattern.sub(repl, name, count=1)
-        if other != name and other in names:
-            return other
-    return None
-
-
 def _sides(skeleton: Skeleton) -> dict[int, str]:
+    """Joint → side, for the joints whose name has a side token another joint's name swaps."""
     names = set(skeleton.names)
     sides: dict[int, str] = {}
     for j, name in enumerate(skeleton.names):
-        partner = _side_partner(name, names)
-        if partner is None:
-            continue
-        # the partner names the other side; which one is left? The one the hint says.
-        left_here = bool(_LEFT_HINT.search(name))
-        left_there = bool(_LEFT_HINT.search(partner))
-        if left_here != left_there:
-            sides[j] = "left" if left_here else "right"
+        for pattern, other, side in _SIDE_SWAPS:
+            partner = pattern.sub(other, name, count=1)
+            if partner != name and partner in names:
+                sides[j] = side
+                break
     return sides
 
 
@@ -144,16 +183,115 @@ def _main_chain(skeleton: Skeleton, top: int) -> list[int]:
         chain.append(max(kids, key=lambda c: reach[c] + lengths[c]))
 
 
+def _common_ancestor(skeleton: Skeleton, points: Sequence[int]) -> int:
+    """The deepest point whose subtree holds all ``points``."""
+    chains = [skeleton.chain(p) for p in points]
+    k = 0
+    while all(len(c) > k + 1 for c in chains) and len({int(c[k + 1]) for c in chains}) == 1:
+        k += 1
+    return int(chains[0][k])
+
+
+def _mirror_pairs(skeleton: Skeleton) -> list[tuple[int, int]]:
+    """Pairs of sibling joints with subtrees of one shape and 3+ points on their main
+    chains (limbs), shallowest first; none is looked for inside a pair."""
+    kids: list[list[int]] = [[] for _ in range(skeleton.num_points)]
+    for p in range(1, skeleton.num_points):
+        kids[skeleton.point_parents[p]].append(p)
+    shapes: dict[tuple[int, ...], int] = {}
+    shape = [0] * skeleton.num_points
+    for p in range(skeleton.num_points - 1, -1, -1):
+        shape[p] = shapes.setdefault(tuple(sorted(shape[c] for c in kids[p])), len(shapes))
+    pairs: list[tuple[int, int]] = []
+    todo = [0]
+    for j in todo:  # breadth first: by depth
+        for c in kids[j]:
+            twins = [d for d in kids[j] if shape[d] == shape[c]]
+            if len(twins) == 2 and len(_main_chain(skeleton, c)) >= 3:
+                if c == twins[0]:
+                    pairs.append((twins[0], twins[1]))
+            else:
+                todo.append(c)
+    return pairs
+
+
+def _sides_from_rest_pose(skeleton: Skeleton) -> dict[int, str]:
+    """Joint → side for a skeleton whose names have no side: the two outermost mirror
+    pairs are the legs and the arms, and the left is ``up × forward`` at rest (right-handed
+    axes; up from the hips to the chest, forward from the hips to the leg chains' ends)."""
+    pairs = _mirror_pairs(skeleton)
+    if len(pairs) < 2:
+        return {}
+    legs, arms = pairs[:2]
+    pos = np.zeros((skeleton.num_points, 3))  # rest positions
+    for p in range(1, skeleton.num_points):
+        pos[p] = pos[skeleton.point_parents[p]] + skeleton.point_offsets[p]
+    up = pos[_common_ancestor(skeleton, arms)] - pos[_common_ancestor(skeleton, legs + arms)]
+    forward = np.mean([pos[_main_chain(skeleton, top)[-1]] - pos[top] for top in legs], axis=0)
+    left = np.cross(up, forward)
+    sides: dict[int, str] = {}
+    for a, b in (legs, arms):
+        across = np.mean(pos[_main_chain(skeleton, a)], 0) - np.mean(
+            pos[_main_chain(skeleton, b)], 0
+        )
+        # the pair must lie clearly along the left (within 60°), not along up or forward
+        if abs(across @ left) <= 0.5 * np.linalg.norm(across) * np.linalg.norm(left):
+            raise RetargetError(
+                "no joint name says left or right and the rest pose does not show which "
+                f"is which (joints: {', '.join(skeleton.names)})"
+            )
+        sides[a], sides[b] = ("left", "right") if across @ left > 0 else ("right", "left")
+    for j in range(1, skeleton.num_joints):
+        if j not in sides and skeleton.parents[j] in sides:
+            sides[j] = sides[skeleton.parents[j]]
+    return sides
+
+
+def _limb_tops(skeleton: Skeleton, sides: Mapping[int, str]) -> dict[tuple[str, str], int]:
+    """(side, ``"leg"``/``"arm"``) → the top joint of that limb's branch."""
+    parents = skeleton.parents
+    depth = skeleton.depth
+
+    def kind_of(j: int) -> str:
+        sub = [skeleton.names[p] for p in _main_chain(skeleton, j) if p < skeleton.num_joints]
+        leg = sum(bool(_LEG_NAME.search(n)) for n in sub)
+        arm = sum(bool(_ARM_NAME.search(n)) for n in sub)
+        return "leg" if leg > arm else "arm" if arm > leg else ""
+
+    tops: dict[tuple[str, str], int] = {}
+    problems = []
+    for side in ("left", "right"):
+        branches = sorted(
+            (
+                j
+                for j, s in sides.items()
+                if s == side and parents[j] not in sides and len(_main_chain(skeleton, j)) >= 3
+            ),
+            key=lambda j: (depth[j], j),
+        )
+        if len(branches) < 2:
+            problems.append(f"{side} arm and leg (found {len(branches)} {side} branch(es))")
+            continue
+        kinds = {j: kind_of(j) for j in branches}
+        legs = [j for j in branches if kinds[j] == "leg"] or branches[:1]
+        arms = [j for j in branches if kinds[j] == "arm" and j not in legs] or [
+            j for j in branches if j not in legs
+        ][:1]
+        tops[side, "leg"], tops[side, "arm"] = legs[0], arms[0]
+    if problems:
+        raise RetargetError(
+            "cannot find the humanoid limbs of this skeleton: missing "
+            + "; ".join(problems)
+            + f" (joints: {', '.join(skeleton.names)})"
+        )
+    return tops
+
+
 def _limb_roles(skeleton: Skeleton, chain: list[int], kind: str) -> dict[str, int]:
+    nj = skeleton.num_joints
     pattern = _KNEE if kind == "leg" else _ELBOW
-    joints = [p for p in chain if p < skeleton.num_joints]
     mid = next(
-        (
-            k
-            for k, p in enumerate(chain)
-            if p < skeleton.num_joints and pattern.search(skeleton.names[p])
-        ),
-        None,
+        (k for k, p in enumerate(chain) if p < nj and pattern.search(skeleton.names[p])), None
     )
     if mid is None or mid == 0 or mid + 1 >= len(chain):
         lengths = skeleton.bone_lengths()[chain]
@@ -163,75 +301,65 @@ def _limb_roles(skeleton: Skeleton, chain: list[int], kind: str) -> dict[str, in
         if not pair:
             raise RetargetError(f"limb starting at {skeleton.names[chain[0]]!r} is too short")
         mid = 1 + int(np.argmax(pair))
-    names = LEG_ROLES if kind == "leg" else ("shoulder", "elbow", "wrist", "hand_next", "hand_tip")
-    out = {names[0]: chain[mid - 1], names[1]: chain[mid]}
-    if mid + 1 < len(chain) and chain[mid + 1] < skeleton.num_joints:
-        out[names[2]] = chain[mid + 1]
-    if kind == "leg" and mid + 2 < len(chain) and chain[mid + 2] < skeleton.num_joints:
+    upper, middle, lower, tip = (
+        ("hip", "knee", "ankle", "toe_tip")
+        if kind == "leg"
+        else ("shoulder", "elbow", "wrist", "hand_tip")
+    )
+    out = {upper: chain[mid - 1], middle: chain[mid]}
+    if mid + 1 < len(chain) and chain[mid + 1] < nj:
+        out[lower] = chain[mid + 1]
+    if kind == "leg" and mid + 2 < len(chain) and chain[mid + 2] < nj:
         out["toe"] = chain[mid + 2]
-    out[names[4]] = chain[-1]
-    if kind == "arm" and mid >= 2 and chain[mid - 2] in joints:
+    out[tip] = chain[-1]
+    if kind == "arm" and mid >= 2:
         out["clavicle"] = chain[mid - 2]
-    out.pop("hand_next", None)
     return out
+
+
+def _head(skeleton: Skeleton, chest: int, sides: Mapping[int, str]) -> int:
+    """The shallowest unsided ``head``-named joint below the chest; failing names, the end
+    of the trunk: from the chest into the only unsided child joint while there is one."""
+    nj = skeleton.num_joints
+    named = [
+        j
+        for j in range(nj)
+        if j not in sides and _HEAD.search(skeleton.names[j]) and chest in skeleton.chain(j)
+    ]
+    if named:
+        return min(named, key=lambda j: skeleton.depth[j])
+    head = chest
+    while len(up := [c for c in skeleton.children(head) if c < nj and c not in sides]) == 1:
+        head = up[0]
+    return head
 
 
 @lru_cache(maxsize=64)
 def _find_roles_cached(skeleton: Skeleton) -> Roles:
-    sides = _sides(skeleton)
-    parents = skeleton.parents
-    depth = skeleton.depth
-    tops: dict[str, list[int]] = {"left": [], "right": []}
-    for j, side in sides.items():
-        if parents[j] < 0 or parents[j] not in sides:
-            tops[side].append(j)
-    points: dict[str, int] = {"hips": 0}
-    problems = []
-    for side in ("left", "right"):
-        branches = sorted(tops[side], key=lambda j: (depth[j], j))
-        if len(branches) < 2:
-            problems.append(f"{side} arm and leg (found {len(branches)} {side} branch(es))")
-            continue
-
-        def kind_of(j: int) -> str:
-            sub = [skeleton.names[p] for p in _main_chain(skeleton, j) if p < skeleton.num_joints]
-            leg = sum(bool(_LEG_NAME.search(n)) for n in sub)
-            arm = sum(bool(_ARM_NAME.search(n)) for n in sub)
-            return "leg" if leg > arm else "arm" if arm > leg else ""
-
-        kinds = {j: kind_of(j) for j in branches}
-        legs = [j for j in branches if kinds[j] == "leg"] or branches[:1]
-        arms = [j for j in branches if kinds[j] == "arm" and j not in legs] or [
-            j for j in branches if j not in legs
-        ][:1]
-        for kind, top in (("leg", legs[0]), ("arm", arms[0])):
-            for role, p in _limb_roles(skeleton, _main_chain(skeleton, top), kind).items():
-                points[f"{side}_{role}"] = p
-    heads = [
-        j for j in range(skeleton.num_joints) if j not in sides and _HEAD.search(skeleton.names[j])
+    sides = _sides(skeleton) or _sides_from_rest_pose(skeleton)
+    tops = _limb_tops(skeleton, sides)
+    hips = _common_ancestor(skeleton, list(tops.values()))
+    points: dict[str, int] = {"hips": hips}
+    for (side, kind), top in tops.items():
+        for role, p in _limb_roles(skeleton, _main_chain(skeleton, top), kind).items():
+            points[f"{side}_{role}"] = p
+    chest = _common_ancestor(skeleton, [tops["left", "arm"], tops["right", "arm"]])
+    head = points["head"] = _head(skeleton, chest, sides)
+    kids = skeleton.children(head)
+    tips = [s for s in kids if s >= skeleton.num_joints] or [
+        c for c in kids if not skeleton.children(c) and _END.search(skeleton.point_names[c])
     ]
-    if heads:
-        head = min(heads, key=lambda j: depth[j])
-    else:  # the unsided leaf joint farthest from the root
-        unsided = [j for j in range(skeleton.num_joints) if j not in sides]
-        head = max(unsided, key=lambda j: depth[j])
-    points["head"] = head
-    tips = [s for s in skeleton.children(head) if s >= skeleton.num_joints]
     if tips:
         points["head_top"] = tips[0]
-    path = list(skeleton.chain(head))
-    necks = [j for j in path if _NECK.search(skeleton.names[j])]
+    path = [int(j) for j in skeleton.chain(head)]
+    inner = path[path.index(hips) + 1 : -1]  # between hips and head
+    necks = [j for j in inner if _NECK.search(skeleton.names[j])]
     if necks:
         points["neck"] = necks[0]
-    elif len(path) >= 3:
-        points["neck"] = path[-2]
-    if problems:
-        raise RetargetError(
-            "cannot find the humanoid limbs of this skeleton: missing "
-            + "; ".join(problems)
-            + f" (joints: {', '.join(skeleton.names)})"
-        )
-    spine = tuple(j for j in path[1:-1] if j != points.get("neck"))
+    elif chest in inner:
+        above = path[path.index(chest) + 1]
+        points["neck"] = above if above != head else chest
+    spine = tuple(j for j in inner if j != points.get("neck"))
     return Roles(points=points, spine=spine)
 
 
