@@ -12,6 +12,14 @@ from pathlib import Path
 
 import pytest
 
+# Each pytest-xdist worker compiles into its own numba cache: numba's cache files are
+# not safe against several processes writing the same entry at once, which crashed
+# workers (SIGSEGV) on a fresh clone's first run. Set before anything imports numba.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["NUMBA_CACHE_DIR"] = str(
+        Path(__file__).resolve().parents[1] / ".numba-cache" / os.environ["PYTEST_XDIST_WORKER"]
+    )
+
 CLIPS = ("lafan_walk.bvh", "mocapbank.bvh", "vicon.asf", "vicon.amc")
 
 

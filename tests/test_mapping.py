@@ -30,13 +30,13 @@ def clips(data_dir):
         "lafan": read_bvh(data_dir / "lafan_walk.bvh")[:600],
         "mocapbank": read_bvh(data_dir / "mocapbank.bvh"),
         "vicon": read_asf_amc(data_dir / "vicon.asf", data_dir / "vicon.amc")[:1200],
-        "apose": _apose_zup_metres(),
+        "apose": _apose_zup_metres(read_bvh(data_dir / "lafan_walk.bvh")[600:1200]),
     }
 
 
-def _apose_zup_metres() -> Motion:
+def _apose_zup_metres(lafan: Motion) -> Motion:
     """A hand-written fourth convention: Unreal-like names, A-pose rest, Z up, metres,
-    three spine joints and twist bones; its motion is lafan's walk mapped onto it."""
+    three spine joints and twist bones; its motion is ``lafan`` mapped onto it."""
     names, parents, offsets = [], [], []
 
     def add(name, parent, offset):
@@ -71,7 +71,6 @@ def _apose_zup_metres() -> Motion:
         site_offsets=[[0, 0, 0.18], [0, -0.05, 0], [0, -0.05, 0], [0.08, 0, 0], [-0.08, 0, 0]],
         unit="m",
     )
-    lafan = read_bvh(__import__("os").environ["RETARGET_DATA"] + "/lafan_walk.bvh")[600:1200]
     jm = map_skeletons(lafan.skeleton, sk, source_up=up_axis(lafan.skeleton, lafan))
     return transfer(lafan, jm)
 
