@@ -331,19 +331,27 @@ def _spine_shares(
     return out
 
 
+#: Least total product of the sines (others against the aim, target's times
+#: source's) that still sets a twist: below it the others lie along the aim in
+#: one skeleton (collars on the neck point) and say nothing about the twist.
+_TWIST_EVIDENCE = 0.01
+
+
 def _aim(e: Array, d: Array, inherited: Array) -> Array:
     """The rotation (4,) turning the first unit direction ``e[0]`` exactly onto ``d[0]``,
     then about ``d[0]`` by the twist that best turns the others ``e[1:]`` onto ``d[1:]``
-    (least squares on their components across ``d[0]``); with no others, the twist
-    of ``inherited`` is kept (the smallest turn after it). ``e, d``: (n, 3)."""
-    if len(e) == 1:
-        turned = quat.rotate(inherited, e[0])
-        return quat.multiply(quat.quat_between(turned, d[0]), inherited)
+    (least squares on their components across ``d[0]``); with no others, or others
+    along ``d[0]`` (:data:`_TWIST_EVIDENCE`), the twist of ``inherited`` is kept (the
+    smallest turn after it). ``e, d``: (n, 3)."""
     swing = quat.quat_between(e[0], d[0])
     axis = d[0]
     a = quat.rotate(swing, e[1:])
     a = a - (a @ axis)[:, None] * axis
     b = d[1:] - (d[1:] @ axis)[:, None] * axis
+    evidence = float((np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)).sum())
+    if evidence < _TWIST_EVIDENCE:
+        turned = quat.rotate(inherited, e[0])
+        return quat.multiply(quat.quat_between(turned, d[0]), inherited)
     theta = np.arctan2((np.cross(a, b) @ axis).sum(), (a * b).sum())
     return quat.multiply(quat.quat_from_rotvec(theta * axis), swing)
 
@@ -530,9 +538,9 @@ def transfer(motion: Motion, joint_map: JointMap, skeleton: Skeleton | None = No
     Returns
     -------
     Motion
-        Root (hips) positions turned by ``A`` and scaled by ``joint_map.scale``
-        (by ``unit_scale`` on a :func:`rerig` skeleton, whose proportions are
-        the source's).
+        The midpoint of the target's hip joints on the source's, turned by ``A``
+        and scaled by ``joint_map.scale`` (by ``unit_scale`` on a :func:`rerig`
+        skeleton, whose proportions are the source's).
     """
     jm = joint_map
     sk = skeleton if skeleton is not None else jm.target
@@ -562,11 +570,16 @@ def transfer(motion: Motion, joint_map: JointMap, skeleton: Skeleton | None = No
         else:
             local[:, t] = quat.identity()
             world[:, t] = local[:, t] if par < 0 else world[:, par]
+    # the root puts the target's hip joints where the source's are (their midpoint):
+    # the legs then stand where the source's stand, however each skeleton places its
+    # root joint within the pelvis
     scale = jm.unit_scale if skeleton is not None else jm.scale
-    hips_s = p_s[:, jm.source_roles["hips"]]
-    hips_goal = quat.rotate(jm.axes, hips_s * scale)
-    hips_here = forward_kinematics(sk, np.zeros(3), local)[0][:, jm.target_roles["hips"]]
-    return Motion(sk, hips_goal - hips_here, quat.canonical(local), motion.fps)
+    legs = [f"{s}_hip" for s in ("left", "right")]
+    centre_s = p_s[:, [jm.source_roles[r] for r in legs]].mean(axis=1)
+    p_here = forward_kinematics(sk, np.zeros(3), local)[0]
+    centre_here = p_here[:, [jm.target_roles[r] for r in legs]].mean(axis=1)
+    goal = quat.rotate(jm.axes, centre_s * scale)
+    return Motion(sk, goal - centre_here, quat.canonical(local), motion.fps)
 
 
 def rerig(joint_map: JointMap) -> Skeleton:
