@@ -70,6 +70,15 @@ def _read(path: str, args: argparse.Namespace | None = None):
     return read_motion(path, skeleton=skeleton, fps=fps)
 
 
+def _character(path: str):
+    """A character's skeleton: an ASF file alone, or any motion file's."""
+    if Path(path).suffix.lower() == ".asf":
+        from .io.asf_amc import read_asf
+
+        return read_asf(path)
+    return _read(path).skeleton
+
+
 def _json_default(value: Any) -> Any:
     if isinstance(value, (np.floating, np.integer)):
         return value.item()
@@ -120,9 +129,9 @@ def _target(args: argparse.Namespace, source) -> Any:
             "a morphing character needs both --target-from A.bvh and --target-to B.bvh"
         )
     if args.target:
-        return _read(args.target).skeleton
+        return _character(args.target)
     if args.target_from:
-        return _read(args.target_from).skeleton
+        return _character(args.target_from)
     if args.target_preset:
         return make_character(source.skeleton, preset=args.target_preset)
     raise RetargetError("say which character: --target TARGET.bvh or --target-preset NAME")
@@ -252,8 +261,13 @@ def cmd_character(args: argparse.Namespace) -> int:
     return 0
 
 
-def _method_options(method, args: argparse.Namespace, source, target) -> dict[str, Any]:
+def _method_options(
+    method, args: argparse.Namespace, source, target, *, mapped: bool = False
+) -> dict[str, Any]:
     """Options of ``run`` passed to the method, refused when it has no such parameter.
+
+    A source ``mapped`` from another hierarchy keeps to the target's joint limits
+    only where it already does (``limits="source"``) unless ``--limits`` says.
 
     ``--target-from A --target-to B`` become ``translations``: the per-frame joint
     offsets of a character morphing from A to B over the clip.
@@ -272,6 +286,7 @@ def _method_options(method, args: argparse.Namespace, source, target) -> dict[st
         "sensor_fps": args.sensor_fps,
         "root_estimation": args.no_root_estimation,
         "seed": args.seed is not None,
+        "limits": args.limits is not None,
     }
     names = {
         "noise": "--noise",
@@ -282,6 +297,7 @@ def _method_options(method, args: argparse.Namespace, source, target) -> dict[st
         "translations": "--target-from/--target-to",
         "setup": "--setup",
         "scaled": "--scaled-goals",
+        "limits": "--limits",
     }
     accepted = inspect.signature(method.run).parameters
     for key, given in flags.items():
@@ -291,7 +307,7 @@ def _method_options(method, args: argparse.Namespace, source, target) -> dict[st
     if args.terrain:
         options["terrain"] = read_environment(args.terrain)
     if args.target_to:
-        end = _read(args.target_to).skeleton
+        end = _character(args.target_to)
         options["translations"] = morph_translations(target, end, source.num_frames)
     if args.setup:
         options["setup"] = args.setup
@@ -305,6 +321,10 @@ def _method_options(method, args: argparse.Namespace, source, target) -> dict[st
         options["root_estimation"] = False
     if args.seed is not None:
         options["seed"] = args.seed
+    if args.limits is not None:
+        options["limits"] = args.limits
+    elif mapped and "limits" in accepted:
+        options["limits"] = "source"
     return options
 
 
@@ -388,7 +408,7 @@ def cmd_enhance(args: argparse.Namespace) -> int:
 
 def cmd_map(args: argparse.Namespace) -> int:
     source = _read(args.source, args)
-    target = _read(args.target).skeleton
+    target = _character(args.target)
     overrides = read_overrides(args.map) if args.map else None
     jm = map_skeletons(
         source.skeleton,
@@ -412,7 +432,10 @@ def cmd_map(args: argparse.Namespace) -> int:
     kept = [target.names[t] for t, d in enumerate(jm.driver) if d < 0]
     used = set(jm.driver.tolist())
     folded = [n for j, n in enumerate(source.skeleton.names) if j not in used]
-    print("target joints keeping their rest rotation: " + (", ".join(kept) or "none"))
+    print(
+        "target joints without a source joint (rest rotation, or taking up an aim their "
+        "parent's channels miss): " + (", ".join(kept) or "none")
+    )
     print("source joints folded into their parents: " + (", ".join(folded) or "none"))
     return 0
 
@@ -432,7 +455,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         mapped, joint_map, axes = map_for_method(source, target, overrides)
         mapping = (source, joint_map, axes)
         source = mapped
-    options = _method_options(method, args, source, target)
+    options = _method_options(method, args, source, target, mapped=mapping is not None)
     t0 = time.perf_counter()
     result = method.run(source, target, **options)
     seconds = time.perf_counter() - t0
@@ -766,7 +789,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("source")
-    p.add_argument("--target", help="BVH whose hierarchy is the character")
+    p.add_argument(
+        "--target", help="the character: a motion file's skeleton (.bvh, .amc, .npz) or an .asf"
+    )
     p.add_argument("--target-preset", choices=sorted(PRESETS))
     p.add_argument(
         "--target-from",
@@ -798,6 +823,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--scaled-goals",
         action="store_true",
         help="omr: goals scaled to the target's height (default: the source's own, the paper)",
+    )
+    p.add_argument(
+        "--limits",
+        choices=("strict", "source"),
+        help="hierarchical, a target with joint limits: they hold on every frame (strict, "
+        "the default) or are widened to the source's own range (source, the default for a "
+        "target of another hierarchy)",
     )
     p.add_argument(
         "--noise",
@@ -848,7 +880,9 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="the performer: its skeleton wears the sensors, its frames calibrate",
     )
-    p.add_argument("--target", help="BVH whose hierarchy is the character")
+    p.add_argument(
+        "--target", help="the character: a motion file's skeleton (.bvh, .amc, .npz) or an .asf"
+    )
     p.add_argument("--target-preset", choices=sorted(PRESETS))
     p.add_argument("--fps", type=float, default=120.0, help="sensor rate (default 120)")
     p.add_argument("--noise-model", metavar="R.json", help="filter noise from `retarget noise`")

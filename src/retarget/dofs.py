@@ -22,6 +22,8 @@ All arrays broadcast over leading axes; angles in radians.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -29,6 +31,7 @@ from . import quat
 from .skeleton import Skeleton
 
 __all__ = [
+    "aim_on_channels",
     "channel_angles",
     "channel_axes",
     "channel_limits",
@@ -36,6 +39,8 @@ __all__ = [
     "limit_violation",
     "project_to_dofs",
     "rotations_from_channel_angles",
+    "twist_for_hinge",
+    "widen_limits",
 ]
 
 Array = NDArray[np.float64]
@@ -177,6 +182,28 @@ def clamp_to_limits(skeleton: Skeleton, rotations: ArrayLike) -> Array:
     return np.where(changed[..., None], fixed, rotations)
 
 
+def widen_limits(skeleton: Skeleton, rotations: ArrayLike) -> Skeleton:
+    """The skeleton with each finite channel limit widened to take in the given motion.
+
+    A method that keeps joints within limits then never pulls a joint back
+    that the input motion itself takes outside them (a motion mapped from
+    another performer onto an ASF skeleton whose limits are its subject's), yet
+    does not push one further out.
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+    rotations : array_like, shape (F, J, 4)
+    """
+    theta = channel_angles(skeleton, rotations)
+    lim = np.array(skeleton.limits)
+    for j, order in enumerate(skeleton.euler_orders):
+        for k, a in enumerate(order):
+            lo, hi = lim[j, _AXIS[a]]
+            lim[j, _AXIS[a]] = (min(lo, theta[:, j, k].min()), max(hi, theta[:, j, k].max()))
+    return dataclasses.replace(skeleton, limits=lim)
+
+
 def project_to_dofs(skeleton: Skeleton, rotations: ArrayLike) -> Array:
     """Rotations with the angles of absent channels set to zero (limits not applied).
 
@@ -190,3 +217,166 @@ def project_to_dofs(skeleton: Skeleton, rotations: ArrayLike) -> Array:
     fixed = rotations_from_channel_angles(skeleton, np.where(present, theta, 0.0))
     partial = np.asarray(~present.all(axis=1))
     return np.where(partial[:, None], fixed, rotations)
+
+
+def _angle_about(axis: Array, u: Array, d: Array) -> tuple[Array, Array]:
+    """Angle turning ``u`` onto ``d`` about the unit ``axis`` (their components across
+    it), and the product of those components' lengths (0: no angle does better than
+    another). ``u, d``: (..., 3)."""
+    u_p = u - (u @ axis)[..., None] * axis
+    d_p = d - (d @ axis)[..., None] * axis
+    sin = np.cross(u_p, d_p) @ axis
+    cos = (u_p * d_p).sum(-1)
+    return np.arctan2(sin, cos), np.hypot(sin, cos)
+
+
+def _nearest_root(a: Array, b: Array, c: Array, near: Array) -> Array:
+    """The solution of ``a cos x + b sin x = c`` in ``[-π/2, π/2]`` (the range of a
+    middle Euler angle, as :func:`channel_angles` reads it back) nearest ``near``,
+    else the nearest outside; the closest reach when there is none."""
+    r = np.hypot(a, b)
+    base = np.arctan2(b, a)
+    spread = np.arccos(np.clip(c / np.maximum(r, 1e-300), -1.0, 1.0))
+    roots = np.angle(np.exp(1j * (base[..., None] + np.stack([spread, -spread], axis=-1))))
+    gap = np.abs(np.angle(np.exp(1j * (roots - near[..., None]))))
+    gap = gap + 2.0 * np.pi * (np.abs(roots) > 0.5 * np.pi)
+    return np.where(
+        r > 1e-12, np.take_along_axis(roots, gap.argmin(-1)[..., None], -1)[..., 0], near
+    )
+
+
+def aim_on_channels(
+    skeleton: Skeleton,
+    joint: int,
+    guess: ArrayLike,
+    bone: ArrayLike | None = None,
+    direction: ArrayLike | None = None,
+) -> Array:
+    """A local rotation on the joint's channels that points a bone along a direction.
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+    joint : int
+    guess : array_like, shape (F, 4)
+        The wanted local rotation (any three-axis rotation).
+    bone : array_like, shape (3,), optional
+        Unit bone direction in the joint's own frame.
+    direction : array_like, shape (F, 3), optional
+        Unit direction the bone should take, in the parent's frame.
+
+    Returns
+    -------
+    ndarray, shape (F, 4)
+        ``guess`` for a joint with three channels; the identity for one with
+        none. One channel: the angle that turns ``bone`` closest to ``direction``
+        about the axis, or, for a bone along the axis (a twist joint) or without
+        ``direction``, the twist of ``guess`` about it. Two channels ``R_a(θ0)
+        R_b(θ1)``: ``θ1`` brings the bone's component along ``a`` to the
+        direction's (the root nearest the guess's ``θ1``; the nearest reach when
+        out of range), then ``θ0`` turns it about ``a``; without ``direction``,
+        the guess's first two Euler angles.
+    """
+    guess = np.asarray(guess, dtype=np.float64)
+    order = skeleton.euler_orders[joint]
+    if len(order) == 3 and guess.size:
+        return guess.copy()
+    if not order:
+        return quat.identity(guess.shape[:-1])
+    frame = skeleton.axes[joint]
+    inv = quat.conjugate(frame)
+    g = quat.multiply(quat.multiply(inv, guess), frame)  # in the channel frame
+    full = order + "".join(a for a in "XYZ" if a not in order)
+    theta = quat.euler_from_quat(g, full)
+    e = np.eye(3)[[_AXIS[a] for a in order]]
+    u = d = None
+    if bone is not None and direction is not None:
+        u = quat.rotate(inv, np.asarray(bone, dtype=np.float64))
+        d = quat.rotate(inv, np.asarray(direction, dtype=np.float64))
+    angles = np.zeros_like(theta)
+    if len(order) == 1:
+        twist = 2.0 * np.arctan2(g[..., 1:] @ e[0], g[..., 0])
+        angles[..., 0] = twist
+        if u is not None and d is not None and np.linalg.norm(np.cross(u, e[0])) > 0.2:
+            aimed, reach = _angle_about(e[0], u, d)
+            angles[..., 0] = np.where(reach > 1e-9, aimed, twist)
+    elif u is None or d is None:
+        angles[..., :2] = theta[..., :2]
+    else:
+        a_axis, b_axis = e
+        u_across = u - (u @ b_axis) * b_axis
+        t1 = _nearest_root(
+            np.broadcast_to(u_across @ a_axis, theta.shape[:-1]),
+            np.broadcast_to(np.cross(b_axis, u) @ a_axis, theta.shape[:-1]),
+            d @ a_axis,
+            theta[..., 1],
+        )
+        half = 0.5 * t1[..., None]
+        turn_b = np.concatenate([np.cos(half), np.sin(half) * b_axis], axis=-1)
+        t0, reach = _angle_about(a_axis, quat.rotate(turn_b, u), d)
+        angles[..., 0] = np.where(reach > 1e-9, t0, theta[..., 0])
+        angles[..., 1] = t1
+    local = quat.quat_from_euler(angles, full)
+    return quat.multiply(quat.multiply(frame, local), inv)
+
+
+def twist_for_hinge(
+    skeleton: Skeleton,
+    child: int,
+    parent_bone: ArrayLike,
+    child_bone: ArrayLike,
+    direction: ArrayLike,
+) -> Array:
+    """The twist of a parent about its bone that lets a one-channel child reach a direction.
+
+    A hinge (a knee, an elbow) turns its bone on a cone about its axis; the
+    parent's twist about its own bone sets where that cone lies. This is the
+    twist ``φ`` (radians) for which the child's bone can point along
+    ``direction``: the root of ``A cos φ + B sin φ = C`` whose hinge angle keeps
+    within the child's limits, else the smaller turn; the closest reach when
+    no twist reaches it.
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+    child : int
+        The one-channel joint.
+    parent_bone : array_like, shape (3,)
+        Unit direction of the parent's bone, in the parent's frame.
+    child_bone : array_like, shape (3,)
+        Unit direction of the child's bone, in the child's frame.
+    direction : array_like, shape (F, 3)
+        Unit direction wanted for the child's bone, in the parent's frame
+        (before the twist).
+
+    Returns
+    -------
+    ndarray, shape (F,)
+        ``φ``: the parent's local rotation becomes ``q ⊗ exp(φ u)``.
+    """
+    order = skeleton.euler_orders[child]
+    if len(order) != 1:
+        raise ValueError(f"joint {skeleton.names[child]!r} has channels {order!r}, not one")
+    axis_name = order[0]
+    frame = skeleton.axes[child]
+    h = quat.rotate(frame, np.eye(3)[_AXIS[axis_name]])  # hinge axis, parent's frame
+    u = np.asarray(parent_bone, dtype=np.float64)
+    c_bone = np.asarray(child_bone, dtype=np.float64)
+    d = np.asarray(direction, dtype=np.float64)
+    h_along = (h @ u) * u
+    a, b = d @ (h - h_along), d @ np.cross(u, h)
+    c = c_bone @ h - d @ h_along
+    r = np.hypot(a, b)
+    base = np.arctan2(b, a)
+    spread = np.arccos(np.clip(c / np.maximum(r, 1e-300), -1.0, 1.0))
+    roots = np.stack([base + spread, base - spread], axis=-1)  # (F, 2)
+    roots = np.angle(np.exp(1j * roots))
+    lo, hi = skeleton.limits[child, _AXIS[axis_name]]
+    half = 0.5 * roots[..., None]
+    turn = np.concatenate([np.cos(half), np.sin(half) * u], axis=-1)  # (F, 2, 4)
+    d_twisted = quat.rotate(quat.conjugate(turn), d[..., None, :])
+    hinge, _ = _angle_about(h, c_bone, d_twisted)
+    outside = np.maximum(lo - hinge, 0.0) + np.maximum(hinge - hi, 0.0)
+    cost = outside * 1e3 + np.abs(roots)
+    best = np.take_along_axis(roots, cost.argmin(-1)[..., None], -1)[..., 0]
+    return np.where(r > 1e-12, best, 0.0)

@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from . import quat
+from . import dofs, quat
 from .errors import RetargetError
 from .kinematics import forward_kinematics
 from .motion import Motion
@@ -159,6 +159,9 @@ class JointMap:
         parents, such as a hand below a wrist, still count).
     aim_local : ndarray, shape (J_target, 3)
         That bone's rest direction in the joint's frame (unit).
+    align : ndarray, shape (J_target, 4)
+        ``B_t``: in the source's world at rest, the turn of each target joint
+        onto its counterpart (the parent's for an undriven joint).
     """
 
     source: Skeleton
@@ -176,6 +179,7 @@ class JointMap:
     counterpart_rest: Array
     aim: NDArray[np.intp]
     aim_local: Array
+    align: Array
 
     @property
     def bones(self) -> tuple[tuple[str, int, int, int, int], ...]:
@@ -381,6 +385,17 @@ def _next_points(
     return sorted(out)
 
 
+def _carrier(
+    source: Skeleton, p: int, counterpart: NDArray[np.intp], nxt: NDArray[np.intp], share: Array
+) -> int:
+    """The source joint whose rotation places target point ``p``'s counterpart: the
+    chain joint whose bone holds a spine point, else the parent of the role's point."""
+    c = int(counterpart[p])
+    if int(nxt[p]) != c and share[p] > 0.0:
+        return c
+    return int(np.concatenate([source.parents, source.site_parents])[c])
+
+
 def map_skeletons(
     source: Skeleton,
     target: Skeleton,
@@ -472,8 +487,14 @@ def map_skeletons(
         e = pos_t_in_s[nxt] - pos_t_in_s[t]
         d = cp_pos[nxt] - cp_pos[t]
         keep = (np.linalg.norm(e, axis=1) > 1e-9) & (np.linalg.norm(d, axis=1) > 1e-9)
-        if keep.any():
-            aim[t] = nxt[int(np.argmax(keep))]
+        first = nxt[int(np.argmax(keep))] if keep.any() else -1
+        # the hips do not aim at a spine point the source bends away from them: the
+        # legs hang from the pelvis, which keeps the source's turn
+        if first >= 0 and (
+            t != tgt_roles["hips"]
+            or _carrier(source, first, counterpart, cp_next, cp_share) == driver[t]
+        ):
+            aim[t] = first
             v = quat.rotate(quat.conjugate(g_t[t]), pos_t[aim[t]] - pos_t[t])
             aim_local[t] = v / np.linalg.norm(v)
         e = e[keep] / np.linalg.norm(e[keep], axis=1, keepdims=True)
@@ -506,6 +527,7 @@ def map_skeletons(
         counterpart_rest=cp_pos,
         aim=aim,
         aim_local=aim_local,
+        align=align,
     )
 
 
@@ -552,24 +574,16 @@ def transfer(motion: Motion, joint_map: JointMap, skeleton: Skeleton | None = No
         :, np.maximum(jm.counterpart_next, 0)
     ]  # (F, P_target, 3): where each target point's counterpart is
     n_frames, n_t = motion.num_frames, sk.num_joints
-    world = np.empty((n_frames, n_t, 4))
-    local = np.empty((n_frames, n_t, 4))
-    for t in range(n_t):
-        par = int(sk.parents[t])
-        if jm.driver[t] >= 0:
-            world[:, t] = quat.multiply(jm.axes, quat.multiply(w_s[:, jm.driver[t]], jm.offset[t]))
-            if jm.aim[t] >= 0:  # the bone along the source's, whatever folds into it
-                here = quat.rotate(world[:, t], jm.aim_local[t])
-                there = quat.rotate(jm.axes, cp[:, jm.aim[t]] - cp[:, t])
-                world[:, t] = quat.multiply(quat.quat_between(here, there), world[:, t])
-            local[:, t] = (
-                world[:, t]
-                if par < 0
-                else quat.multiply(quat.conjugate(world[:, par]), world[:, t])
-            )
-        else:
-            local[:, t] = quat.identity()
-            world[:, t] = local[:, t] if par < 0 else world[:, par]
+    wanted = np.tile(quat.identity(), (n_frames, n_t, 1))  # W_t, the target's world axes
+    direction = np.full((n_frames, n_t, 3), np.nan)  # where each aimed bone points
+    for t in np.flatnonzero(jm.driver >= 0):
+        wanted[:, t] = quat.multiply(jm.axes, quat.multiply(w_s[:, jm.driver[t]], jm.offset[t]))
+        if jm.aim[t] >= 0:  # the bone along the source's, whatever folds into it
+            here = quat.rotate(wanted[:, t], jm.aim_local[t])
+            there = quat.rotate(jm.axes, cp[:, jm.aim[t]] - cp[:, t])
+            wanted[:, t] = quat.multiply(quat.quat_between(here, there), wanted[:, t])
+            direction[:, t] = there / np.linalg.norm(there, axis=-1, keepdims=True)
+    local = _on_channels(sk, jm, wanted, direction)
     # the root puts the target's hip joints where the source's are (their midpoint):
     # the legs then stand where the source's stand, however each skeleton places its
     # root joint within the pelvis
@@ -582,26 +596,109 @@ def transfer(motion: Motion, joint_map: JointMap, skeleton: Skeleton | None = No
     return Motion(sk, goal - centre_here, quat.canonical(local), motion.fps)
 
 
+def _taker(skeleton: Skeleton, joint_map: JointMap, t: int) -> int:
+    """The first undriven joint with two or more channels between a joint with fewer
+    than three and its aim point (-1: none): it takes up the aim the joint's own
+    channels miss (an ASF wrist that only twists, the hand below it bends)."""
+    jm = joint_map
+    p = int(jm.aim[t])
+    if p < 0 or len(skeleton.euler_orders[t]) == 3:
+        return -1
+    parents = np.concatenate([skeleton.parents, skeleton.site_parents])
+    path = []
+    while int(parents[p]) not in (t, -1):
+        p = int(parents[p])
+        path.append(p)
+    for k in reversed(path):
+        if jm.driver[k] < 0 and len(skeleton.euler_orders[k]) >= 2:
+            return k
+    return -1
+
+
+def _on_channels(skeleton: Skeleton, joint_map: JointMap, wanted: Array, direction: Array) -> Array:
+    """Local rotations (F, J, 4) that give each driven joint its wanted world rotation,
+    on the joint's channels (an ASF hinge, a two-axis foot).
+
+    Joints with three channels take it whole. Others keep their bone's direction
+    (:func:`retarget.dofs.aim_on_channels`) and lose the rest; a three-channel
+    parent of a hinge turns about its own bone so that the hinge can reach its
+    direction (:func:`retarget.dofs.twist_for_hinge`: the twist moves up the
+    chain); an undriven joint below a joint that cannot aim takes up the aim
+    (:func:`_taker`). Undriven joints keep their rest rotation.
+    """
+    sk, jm = skeleton, joint_map
+    n_frames, n_t = wanted.shape[:2]
+    channels = [len(o) for o in sk.euler_orders]
+    rest_pos, rest_rot = _rest(sk)
+    takers = {k: t for t in range(n_t) if (k := _taker(sk, jm, t)) >= 0}
+    world = np.empty((n_frames, n_t, 4))
+    local = np.empty((n_frames, n_t, 4))
+    pos = np.zeros((n_frames, n_t, 3))
+    for t in range(n_t):
+        par = int(sk.parents[t])
+        above = world[:, par] if par >= 0 else quat.identity((n_frames,))
+        back = quat.conjugate(above)
+        if par >= 0:
+            pos[:, t] = pos[:, par] + quat.rotate(above, sk.offsets[t])
+        child = int(jm.aim[t])
+        if jm.driver[t] >= 0:
+            q = quat.multiply(back, wanted[:, t])
+            if channels[t] < 3:
+                d = quat.rotate(back, direction[:, t]) if child >= 0 else None
+                q = dofs.aim_on_channels(sk, t, q, jm.aim_local[t] if child >= 0 else None, d)
+            elif 0 <= child < n_t and channels[child] == 1 and jm.aim[child] >= 0:
+                d = quat.rotate(quat.conjugate(quat.multiply(above, q)), direction[:, child])
+                phi = dofs.twist_for_hinge(sk, child, jm.aim_local[t], jm.aim_local[child], d)
+                q = quat.multiply(q, quat.quat_from_rotvec(phi[:, None] * jm.aim_local[t]))
+        elif t in takers:
+            src = takers[t]
+            end = int(jm.aim[src])
+            reach = np.linalg.norm(rest_pos[end] - rest_pos[src])
+            need = pos[:, src] + reach * direction[:, src] - pos[:, t]
+            need /= np.maximum(np.linalg.norm(need, axis=-1, keepdims=True), 1e-300)
+            bone = quat.rotate(quat.conjugate(rest_rot[t]), rest_pos[end] - rest_pos[t])
+            q = dofs.aim_on_channels(
+                sk,
+                t,
+                quat.identity((n_frames,)),
+                bone / np.linalg.norm(bone),
+                quat.rotate(back, need),
+            )
+        else:
+            q = quat.identity((n_frames,))
+        local[:, t] = q
+        world[:, t] = quat.multiply(above, q)
+    return local
+
+
 def rerig(joint_map: JointMap) -> Skeleton:
     """The target's hierarchy with the source's proportions, in the target's unit.
 
-    Each target bone is scaled by the ratio of the source's to the target's rest
-    distance between the nearest counterpart-bearing points around it (above
-    its parent joint, at or below its child); bones without such points scale
-    by the ratio of the legs' lengths.
+    Every target point with a counterpart sits, at rest, where the source's
+    counterpart sits relative to the counterpart of its nearest such ancestor
+    ``a``, turned into the target by ``A ⊗ B_a⁻¹``: its own offset takes the
+    change (on an aim the direction is the target's already and only the length
+    changes; a hip joint placed off the aim moves to the source's pelvis
+    width). The source re-expressed on it (:func:`transfer`) then has the
+    source's world positions at those points. Other bones scale by the ratio
+    of the source's to the target's rest distance between the nearest
+    counterpart-bearing points around them, or by the legs' ratio.
     """
     jm = joint_map
     tg = jm.target
-    pos_t, _ = _rest(tg)
+    n_j = tg.num_joints
+    pos_t, g_t = _rest(tg)
     parents = np.concatenate([tg.parents, tg.site_parents])
     kids = _children(tg)
     has = jm.counterpart >= 0
     cp = jm.counterpart_rest
     factors = np.full(len(parents), jm.scale)
+    above = np.full(len(parents), -1)  # nearest counterpart-bearing ancestor
     for p in range(1, len(parents)):
         a = int(parents[p])
         while a >= 0 and not has[a]:
             a = int(parents[a])
+        above[p] = a
         below = [p] if has[p] else _next_points(p, kids, has)
         if a < 0 or not below:
             continue
@@ -610,11 +707,17 @@ def rerig(joint_map: JointMap) -> Skeleton:
         ls = np.linalg.norm(cp[b] - cp[a]) * jm.unit_scale
         if lt > 1e-9 and ls > 1e-9:
             factors[p] = ls / lt
-    return dataclasses.replace(
-        tg,
-        offsets=tg.offsets * factors[: tg.num_joints, None],
-        site_offsets=tg.site_offsets * factors[tg.num_joints :, None],
-    )
+    offsets = np.concatenate([tg.offsets, tg.site_offsets]) * factors[:, None]
+    scaled = dataclasses.replace(tg, offsets=offsets[:n_j], site_offsets=offsets[n_j:])
+    pos, _ = _rest(scaled)
+    for p in (np.flatnonzero(has[1:]) + 1).tolist():
+        a, par = int(above[p]), int(parents[p])
+        if a < 0:
+            continue
+        turn = quat.multiply(jm.axes, quat.conjugate(jm.align[a]))
+        want = quat.rotate(turn, cp[p] - cp[a]) * jm.unit_scale  # a → p, target's axes
+        offsets[p] = quat.rotate(quat.conjugate(g_t[par]), want - (pos[par] - pos[a]))
+    return dataclasses.replace(tg, offsets=offsets[:n_j], site_offsets=offsets[n_j:])
 
 
 # -- measure --------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ README.md and in :data:`MEASURES`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import numpy as np
@@ -58,8 +59,9 @@ MEASURES: Mapping[str, str] = {
     "% height",
     "float_result": "the same for the result",
     "pose_deviation_deg": "mean geodesic angle between result and source local rotations, "
-    "joints outside the legs",
-    "smoothness": "mean squared jerk of joint positions (in heights), result over source",
+    "joints outside the legs (NaN when the skeletons share no joint name)",
+    "smoothness": "mean squared jerk of joint positions (in heights), result over source "
+    "(joints by name, else the points with a role in both)",
     "tracking_error_max": "largest distance of a constrained end-effector from its goal, "
     "% height (with goals)",
     "tracking_error_mean": "mean of those distances, % height (with goals)",
@@ -213,8 +215,8 @@ def evaluate(
     Parameters
     ----------
     source, result : Motion
-        Same frame count; skeletons may differ (foot points matched by role,
-        joints by name).
+        Same frame count; skeletons may differ (foot points matched by role: those
+        the result lacks are left out; joints by name).
     contacts : Contacts, optional
         The source's; detected when not given.
     goals : mapping of point name to ndarray (F, 3), optional
@@ -236,6 +238,15 @@ def evaluate(
     h_r = height(result.skeleton, roles_r)
     contacts = contacts or detect_contacts(source, roles=roles_s)
     by_point = {p: role for role, p in roles_s.items()}
+    both = [k for k, p in enumerate(contacts.points) if by_point[p] in roles_r]
+    if len(both) < len(contacts.points):  # foot points the result lacks (a toe) are left out
+        contacts = dataclasses.replace(
+            contacts,
+            points=contacts.points[both],
+            sides=tuple(contacts.sides[k] for k in both),
+            mask=contacts.mask[:, both],
+            clearance=contacts.clearance[both],
+        )
     result_points = np.array([roles_r[by_point[p]] for p in contacts.points], dtype=np.intp)
     pos_s = motion_positions(source)
     pos_r = motion_positions(result)
@@ -269,9 +280,18 @@ def evaluate(
     free = [n for n in common if n not in legs]
     js = source.skeleton.indices(free)
     jr = result.skeleton.indices(free)
-    out["pose_deviation_deg"] = pose_deviation(result.rotations[:, jr], source.rotations[:, js])
-    ps = source.skeleton.indices(common)
-    pr = result.skeleton.indices(common)
+    out["pose_deviation_deg"] = (
+        pose_deviation(result.rotations[:, jr], source.rotations[:, js])
+        if common
+        else float("nan")  # other hierarchies: local rotations do not compare
+    )
+    if common:
+        ps = source.skeleton.indices(common)
+        pr = result.skeleton.indices(common)
+    else:  # other hierarchies: the points both have a role for
+        shared = [r for r in roles_s.points if r in roles_r.points]
+        ps = np.array([roles_s[r] for r in shared], dtype=np.intp)
+        pr = np.array([roles_r[r] for r in shared], dtype=np.intp)
     out["smoothness"] = smoothness(pos_r[:, pr], pos_s[:, ps], h_r, h_s)
     if goals:
         names = list(goals)

@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..contacts import detect_contacts
+from ..dofs import widen_limits
 from ..editing.constraints import footplants
 from ..editing.fitting import fit_motion
 from ..errors import RetargetError
@@ -110,6 +111,7 @@ def hierarchical_retarget(
     root_spacing: float = 8.0,
     stride: str = "auto",
     minimizer: str = "lm",
+    limits: str = "strict",
 ) -> Result:
     """Retarget with footplants enforced by hierarchical fitting.
 
@@ -155,6 +157,14 @@ def hierarchical_retarget(
     root_spacing : float
         Finest knot spacing of the root's displacement (frames); the joints go
         down to the finest level of ``spacings``.
+    limits : {"strict", "source"}
+        For a target with joint limits: they hold on every frame (``"strict"``),
+        or each is widened to take in the source's own range first
+        (``"source"``, :func:`retarget.dofs.widen_limits`): the choice for a
+        source mapped from another performer's skeleton
+        (:func:`retarget.mapping.map_for_method`), whose clavicles or wrists sit
+        outside limits measured on the target's subject; the method then never
+        pulls a joint back to them, nor pushes one further out.
     reach : float
         Scale of the mapped leg vectors (hip to foot) on top of the leg-length
         ratio; below 1 keeps a straight source leg from asking the target's leg
@@ -212,20 +222,25 @@ def hierarchical_retarget(
         surface=terrain,
         blend=max(1, round(blend * source.fps)),
     )
-    limits = bool(np.isfinite(target.limits).any())
-    if limits:
+    if limits not in ("strict", "source"):
+        raise RetargetError(f"unknown limits {limits!r}; choose strict or source")
+    limited = bool(np.isfinite(target.limits).any())
+    start = moved.motion
+    if limited:
         constraints = constraints.with_goals(joint_limits=True)
+        if limits == "source":
+            start = start.replace(skeleton=widen_limits(target, start.rotations))
     # the root moves in every level (the fitting keeps it smooth), not in the exact pass
     solver = HybridSolver.for_skeleton(
-        target,
+        start.skeleton,
         roles_t,
-        motion=moved.motion,
+        motion=start,
         max_iterations=max_iterations,
         root_spacing=0.5,
         minimizer=minimizer,
     )
     fitted = fit_motion(
-        moved.motion,
+        start,
         constraints,
         solver,
         spacings=spacings,
@@ -244,10 +259,11 @@ def hierarchical_retarget(
         "stride": stride,
         "spacings": [float(s) for s in spacings],
         "exact": exact,
-        "joint_limits": limits,
+        "joint_limits": limited,
+        "limits": limits,
         "levels": [lv.as_dict() for lv in fitted.levels],
         "ik_solves": int(sum(lv.frames_solved for lv in fitted.levels)),
         "seconds": seconds,
         "frames_per_second": source.num_frames / seconds if seconds > 0 else float("inf"),
     }
-    return Result(fitted.motion, report, goals)
+    return Result(fitted.motion.replace(skeleton=target), report, goals)
