@@ -18,6 +18,7 @@ from retarget.mapping import (
     bone_direction_error,
     map_for_method,
     map_skeletons,
+    rerig,
     transfer,
     turn,
     up_axis,
@@ -77,6 +78,7 @@ def _apose_zup_metres(lafan: Motion) -> Motion:
     return transfer(lafan, jm)
 
 
+ARM_BONES = ("upper_arm", "forearm", "hand")
 PAIRS = list(itertools.permutations(["lafan", "mocapbank", "vicon", "apose"], 2))
 
 
@@ -116,23 +118,39 @@ def test_round_trip(clips, a, b):
 
 @pytest.mark.parametrize(("a", "b"), PAIRS)
 def test_every_method_accepts_another_hierarchy(clips, a, b):
-    """copy and hierarchical through the mapping: bone directions (legs out for the
-    hierarchical method, whose footplants move them) and the skate."""
+    """Every method through the mapping: bone directions over the bones it leaves
+    free (the legs out for those that move the feet) and, for hierarchical, the skate
+    on the source's own foot points and contacts."""
     src, tgt = clips[a], clips[b]
-    mapped, _, axes = map_for_method(src, tgt.skeleton)
-    jm = map_skeletons(
-        src.skeleton, tgt.skeleton, source_up=up_axis(src.skeleton, src), target_up=None
-    )
-    for method in ("copy", "hierarchical"):
+    ready = map_for_method(src, tgt.skeleton)
+    upright = turn(src, quat.quat_between(up_axis(src.skeleton, src), [0.0, 1.0, 0.0]))
+    line = []
+    for method in ("copy", "hierarchical", "omr", "puppetry"):
         options = {"limits": "source"} if method == "hierarchical" else {}
-        res = get_method(method).run(mapped, tgt.skeleton, **options)
-        out = turn(res.motion, axes)
-        legs = LEG_BONES if method == "hierarchical" else ()
-        angles, _ = bone_direction_error(src, out, jm, exclude=legs)
-        assert angles.mean(axis=1).max() <= 3.0, method
-    m = evaluate(src, res.motion)  # the source's foot points and contacts, its axes
-    print(f"{a}->{b}: hierarchical skate {m['skate_result']:.3f}, source {m['skate_source']:.3f}")
-    assert m["skate_result"] <= m["skate_source"]
+        res = get_method(method).run(ready.motion, ready.target, **options)
+        # the limbs each method constrains: the feet, and puppetry's hands near the floor
+        legs = LEG_BONES if method != "copy" else ()
+        if method == "puppetry":
+            legs += tuple(f"{s}_{b}" for s in ("left", "right") for b in ARM_BONES)
+        angles, _ = bone_direction_error(
+            src, ready.unfold(res.motion), ready.joint_map, exclude=legs
+        )
+        worst = angles.mean(axis=1).max()
+        line.append(f"{method} {worst:.2f} (mean {angles.mean():.2f})")
+        if method == "omr":
+            # its trunk leans to track the toe tips: on its own hierarchy onto blubby,
+            # worst frames of 3.1 (mocapbank) to 4.6 (lafan); onto the hinge legs of
+            # vicon from mocapbank the trunk leans 4.5 on average (closing note)
+            assert worst <= 10.0 and angles.mean() <= 4.0
+        else:
+            assert worst <= 3.0, method
+        out = ready.finish(res.motion)
+        assert out.skeleton is tgt.skeleton and np.isfinite(out.root_position).all()
+        if method == "hierarchical":
+            m = evaluate(upright, res.motion)  # the source's foot points and contacts
+            line.append(f"skate {m['skate_result']:.3f} vs {m['skate_source']:.3f}")
+            assert m["skate_result"] <= m["skate_source"]
+    print(f"{a}->{b}: worst frame (deg) " + ", ".join(line))
 
 
 @pytest.mark.parametrize(("a", "b"), PAIRS)
@@ -144,10 +162,17 @@ def test_source_on_the_rerigged_target_stands_where_it_stands(clips, a, b):
     whose first spine joint rides the pelvis misses a source's lower-back bend below it
     (vicon bends there: 2.8 %)."""
     src, tgt = clips[a], clips[b]
-    mapped, jm, _ = map_for_method(src, tgt.skeleton)
-    ps = motion_positions(src) * jm.unit_scale
+    ready = map_for_method(src, tgt.skeleton)
+    jm = ready.joint_map
+    mapped = transfer(src, jm, rerig(jm))
+    upright = quat.quat_between(up_axis(src.skeleton, src), [0.0, 1.0, 0.0])
+    ps = quat.rotate(upright, motion_positions(src)) * jm.unit_scale
     pm = motion_positions(mapped)
     h = height(mapped.skeleton)
+    # the joints folded away for the methods were at rest: the folded motion is the same
+    folded = motion_positions(ready.motion)
+    names = ready.motion.skeleton.point_names
+    np.testing.assert_allclose(folded, pm[:, mapped.skeleton.indices(names)], atol=1e-9 * h)
 
     def gap(names):
         roles = [f"{s}_{r}" for s in ("left", "right") for r in names]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import __version__, quat
+from . import __version__
 from .errors import RetargetError
 from .mapping import (
     bone_direction_error,
@@ -25,7 +25,6 @@ from .mapping import (
     map_skeletons,
     read_overrides,
     same_hierarchy,
-    turn,
     up_axis,
 )
 
@@ -449,19 +448,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     source = _read(args.source, args)
     source = source[_frames(args.frames, source.num_frames)]
     target = _target(args, source)
-    mapping = None
+    mapping = original = None
     if not same_hierarchy(source.skeleton, target) and args.target_preset is None:
         overrides = read_overrides(args.map) if args.map else None
-        mapped, joint_map, axes = map_for_method(source, target, overrides)
-        mapping = (source, joint_map, axes)
-        source = mapped
+        mapping = map_for_method(source, target, overrides)
+        original, source, target = source, mapping.motion, mapping.target
     options = _method_options(method, args, source, target, mapped=mapping is not None)
     t0 = time.perf_counter()
     result = method.run(source, target, **options)
     seconds = time.perf_counter() - t0
-    if mapping is not None:  # back into the target's axes; measured against the mapped source
-        original, joint_map, axes = mapping
-        result = dataclasses.replace(result, motion=turn(result.motion, axes))
+    ours = result.motion  # Y up, as the mapped source: measured against it
+    if mapping is not None:  # the whole target, in its axes
+        result = dataclasses.replace(result, motion=mapping.finish(result.motion))
     characters = (args.target, args.target_from, args.target_to)
     inputs = [args.source] + [p for p in (*characters, args.skeleton) if p]
     write_motion(args.output, result.motion, inputs=tuple(inputs))
@@ -481,17 +479,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     report.setdefault("seconds", seconds)
     report.setdefault("frames_per_second", source.num_frames / seconds if seconds else float("inf"))
     try:
-        ours = result.motion if mapping is None else turn(result.motion, quat.conjugate(axes))
         report["measures"] = evaluate(source, ours, goals=result.goals or None)
     except (RetargetError, KeyError) as exc:
         report["measures_note"] = f"not measured: {exc}"
-    if mapping is not None:
-        angles, bones = bone_direction_error(original, ours, joint_map)
+    if mapping is not None and original is not None:
+        joint_map = mapping.joint_map
+        angles, bones = bone_direction_error(original, mapping.unfold(ours), joint_map)
         report["mapping"] = {
             "bone_direction_error_deg": dict(zip(bones, angles.mean(axis=0).tolist(), strict=True)),
             "bone_direction_error_worst_frame_deg": float(angles.mean(axis=1).max()),
             "roles": {
-                r: [original.skeleton.point_names[p], target.point_names[joint_map.target_roles[r]]]
+                r: [
+                    original.skeleton.point_names[p],
+                    mapping.whole.point_names[joint_map.target_roles[r]],
+                ]
                 for r, p in joint_map.source_roles.items()
                 if r in joint_map.target_roles
             },

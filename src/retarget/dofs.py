@@ -333,8 +333,10 @@ def twist_for_hinge(
     parent's twist about its own bone sets where that cone lies. This is the
     twist ``φ`` (radians) for which the child's bone can point along
     ``direction``: the root of ``A cos φ + B sin φ = C`` whose hinge angle keeps
-    within the child's limits, else the smaller turn; the closest reach when
-    no twist reaches it.
+    within the child's limits, else the one nearest the previous frame's (the
+    first frame's: nearest 0), so a knee passing through straight, where the two
+    roots trade places, does not flip its thigh; the closest reach when no
+    twist reaches it, the previous frame's twist when any does.
 
     Parameters
     ----------
@@ -377,6 +379,11 @@ def twist_for_hinge(
     d_twisted = quat.rotate(quat.conjugate(turn), d[..., None, :])
     hinge, _ = _angle_about(h, c_bone, d_twisted)
     outside = np.maximum(lo - hinge, 0.0) + np.maximum(hinge - hi, 0.0)
-    cost = outside * 1e3 + np.abs(roots)
-    best = np.take_along_axis(roots, cost.argmin(-1)[..., None], -1)[..., 0]
-    return np.where(r > 1e-12, best, 0.0)
+    out = np.empty(len(roots))
+    last = 0.0
+    for f in range(len(roots)):  # frame by frame: a straight knee's roots swap places
+        if r[f] > 1e-12:
+            step = np.abs(np.angle(np.exp(1j * (roots[f] - last))))
+            last = float(roots[f, int(np.argmin(outside[f] * 1e3 + step))])
+        out[f] = last
+    return out

@@ -62,6 +62,7 @@ from .skeleton import Skeleton
 __all__ = [
     "REQUIRED_ROLES",
     "UNITS",
+    "ForMethod",
     "JointMap",
     "MappingError",
     "bone_direction_error",
@@ -769,31 +770,130 @@ def same_hierarchy(a: Skeleton, b: Skeleton) -> bool:
     return a.names == b.names and np.array_equal(a.parents, b.parents)
 
 
+@dataclass(frozen=True, eq=False)
+class ForMethod:
+    """A source made ready for a method onto a target of another hierarchy
+    (:func:`map_for_method`).
+
+    Attributes
+    ----------
+    motion : Motion
+        The source on ``target``'s hierarchy with the source's proportions, Y up.
+    target : Skeleton
+        The skeleton to give the method: the target with the joints inside its
+        limb bones folded away (:func:`_inner_joints`), so hip, knee and ankle
+        (shoulder, elbow, wrist) are each the parent of the next, as the limb
+        IK wants; the target itself when it has none.
+    joint_map : JointMap
+        Source (its axes) → the whole target, Y up (for :func:`bone_direction_error`
+        against :meth:`unfold` of a method's result).
+    axes : ndarray, shape (4,)
+        Y up → the target's world axes.
+    whole : Skeleton
+        The target as given.
+    """
+
+    motion: Motion
+    target: Skeleton
+    joint_map: JointMap
+    axes: Array
+    whole: Skeleton
+
+    def unfold(self, result: Motion) -> Motion:
+        """A method's result on :attr:`target` → on :attr:`whole` (folded joints at
+        rest), Y up."""
+        if result.skeleton.names == self.whole.names:
+            return result.replace(skeleton=self.whole)
+        rotations = np.tile(quat.identity(), (result.num_frames, self.whole.num_joints, 1))
+        rotations[:, self.whole.indices(result.skeleton.names)] = result.rotations
+        return Motion(self.whole, result.root_position, rotations, result.fps)
+
+    def finish(self, result: Motion) -> Motion:
+        """A method's result on the whole target in the target's axes."""
+        return turn(self.unfold(result), self.axes)
+
+
+def _inner_joints(skeleton: Skeleton, roles: Mapping[str, int]) -> list[int]:
+    """Joints strictly between hip and knee, knee and ankle, shoulder and elbow, elbow
+    and wrist (segments inside a limb bone: :data:`retarget.roles._SEGMENT`)."""
+    out = []
+    for side in ("left", "right"):
+        for a, b in (("hip", "knee"), ("knee", "ankle"), ("shoulder", "elbow"), ("elbow", "wrist")):
+            top, j = roles.get(f"{side}_{a}"), roles.get(f"{side}_{b}")
+            if top is None or j is None or j >= skeleton.num_joints:
+                continue
+            j = int(skeleton.parents[j])
+            while j not in (top, -1):
+                out.append(j)
+                j = int(skeleton.parents[j])
+    return sorted(out)
+
+
+def _without(skeleton: Skeleton, joints: list[int]) -> Skeleton:
+    """The skeleton with ``joints`` folded away: their offsets go into their children's
+    (exact while their local rotations stay at rest). A plain :class:`Skeleton`."""
+    gone = set(joints)
+    keep = [j for j in range(skeleton.num_joints) if j not in gone]
+    new = {j: k for k, j in enumerate(keep)}
+
+    def lift(parent: int, offset: Array) -> tuple[int, Array]:
+        while parent in gone:
+            offset = skeleton.offsets[parent] + offset
+            parent = int(skeleton.parents[parent])
+        return (new[parent] if parent >= 0 else -1), offset
+
+    joints_up = [lift(int(skeleton.parents[j]), skeleton.offsets[j]) for j in keep]
+    sites_up = [
+        lift(int(p), o) for p, o in zip(skeleton.site_parents, skeleton.site_offsets, strict=True)
+    ]
+    return Skeleton(
+        tuple(skeleton.names[j] for j in keep),
+        np.array([p for p, _ in joints_up], dtype=np.intp),
+        np.array([o for _, o in joints_up]).reshape(-1, 3),
+        tuple(skeleton.channels[j] for j in keep),
+        site_names=skeleton.site_names,
+        site_parents=np.array([p for p, _ in sites_up], dtype=np.intp),
+        site_offsets=np.array([o for _, o in sites_up]).reshape(-1, 3),
+        unit=skeleton.unit,
+        axes=skeleton.axes[keep],
+        limits=skeleton.limits[keep],
+    )
+
+
 def map_for_method(
     source: Motion,
     target: Skeleton,
     overrides: Mapping[str, Mapping[str, str]] | None = None,
-) -> tuple[Motion, JointMap, Array]:
-    """The source on the target's hierarchy with the source's proportions, for a method.
+) -> ForMethod:
+    """The source made ready for a method onto a target of another hierarchy.
 
-    The methods of :mod:`retarget.methods` work on one hierarchy, Y up: the
-    source is mapped onto :func:`rerig` of the target, in the source's world
-    axes; a method then retargets it onto ``target``, and :func:`turn` by the
-    returned ``axes`` carries its result into the target's axes.
-
-    Returns
-    -------
-    mapped : Motion
-    joint_map : JointMap
-        Source → target in the source's axes (for :func:`bone_direction_error`).
-    axes : ndarray, shape (4,)
-        Source world → the target's world axes.
+    The methods of :mod:`retarget.methods` work on one hierarchy, Y up (their
+    floor and contacts, DESIGN.md), with limbs whose three joints are each the
+    parent of the next: the source is mapped onto :func:`rerig` of the target
+    with Y up, whatever either file's up axis, and the joints inside the
+    target's limb bones are folded away (they stay at rest in the mapping); a
+    method then retargets :attr:`ForMethod.motion` onto
+    :attr:`ForMethod.target`, and :meth:`ForMethod.finish` carries its result
+    onto the whole target in the target's axes.
     """
     overrides = overrides or {}
     s_roles = _roles(source.skeleton, overrides.get("source", {}), "source")
     known = {"hips", "head"} <= set(s_roles)  # else map_skeletons names what is missing
     s_up = up_axis(source.skeleton, source, roles=s_roles) if known else None
-    jm = map_skeletons(source.skeleton, target, overrides=overrides, source_up=s_up, target_up=s_up)
+    y_up = np.array([0.0, 1.0, 0.0])
+    jm = map_skeletons(source.skeleton, target, overrides=overrides, source_up=s_up, target_up=y_up)
     mapped = transfer(source, jm, rerig(jm))
-    t_up = up_axis(target, roles=jm.target_roles)
-    return mapped, jm, quat.quat_between(up_axis(source.skeleton, source, jm.source_roles), t_up)
+    axes = quat.quat_between(y_up, up_axis(target, roles=jm.target_roles))
+    rest = np.abs(mapped.rotations[..., 0]).min(axis=0) >= 1.0 - 1e-12  # (J,) at rest
+    inner = [j for j in _inner_joints(target, jm.target_roles) if rest[j]]
+    if not inner:
+        return ForMethod(mapped, target, jm, axes, target)
+    reduced = _without(target, inner)
+    keep = [j for j in range(target.num_joints) if j not in set(inner)]
+    mapped = Motion(
+        _without(mapped.skeleton, inner),
+        mapped.root_position,
+        mapped.rotations[:, keep],
+        mapped.fps,
+    )
+    return ForMethod(mapped, reduced, jm, axes, target)

@@ -47,11 +47,11 @@ same code reads every common naming convention:
    clavicle the one above, the ankle (wrist) its child, then the toe; the
    chain's end point is the toe tip (hand tip).
 
-   Hip, knee and ankle (shoulder, elbow, wrist) are each the parent of the next,
-   as :func:`retarget.ik.limb.limb_from_roles` requires. So a joint *inside* a
-   limb bone (rigify's B-bone segment ``DEF-thigh.L.001``, Daz Genesis's
-   ``lThighTwist``) is taken for the hip or ankle next to the knee: such rigs
-   need their roles overridden (:func:`retarget.mapping.read_overrides`).
+   A joint *inside* a limb bone (rigify's B-bone segment ``DEF-thigh.L.001``,
+   Daz Genesis's ``lThighTwist``: a :data:`_SEGMENT` name, lying on the bone at
+   rest) is passed over: the hip is the joint above it. The methods' limb IK
+   wants hip, knee and ankle each the parent of the next: the mapping folds
+   such segments away for them (:func:`retarget.mapping.map_for_method`).
 
 The character's **height** (DESIGN.md, measures) is the bone-path length from
 the head joint down to an ankle, the mean over both ankles: pose independent.
@@ -106,6 +106,9 @@ _LEG_NAME = re.compile(r"leg|hip|thigh|femur|knee|tibia|foot|ankle|toe", re.IGNO
 """Words of leg joints, counted along a branch to tell a leg from an arm."""
 _ARM_NAME = re.compile(r"arm|shoulder|clav|collar|humerus|elbow|hand|wrist", re.IGNORECASE)
 """Words of arm joints, likewise."""
+_SEGMENT = re.compile(r"twist|roll|bend|share|part|\.\d{3}$", re.IGNORECASE)
+"""Joints that can be a segment inside a limb bone: Unreal/Daz/CC ``Twist``, ``Roll``,
+``Bend``, ``Share`` bones, Blender B-bone segments (``DEF-thigh.L.001``)."""
 _HEAD = re.compile(r"head", re.IGNORECASE)
 _NECK = re.compile(r"neck", re.IGNORECASE)
 _END = re.compile(r"top|end|nub", re.IGNORECASE)
@@ -306,15 +309,49 @@ def _limb_roles(skeleton: Skeleton, chain: list[int], kind: str) -> dict[str, in
         if kind == "leg"
         else ("shoulder", "elbow", "wrist", "hand_tip")
     )
-    out = {upper: chain[mid - 1], middle: chain[mid]}
-    if mid + 1 < len(chain) and chain[mid + 1] < nj:
-        out[lower] = chain[mid + 1]
-    if kind == "leg" and mid + 2 < len(chain) and chain[mid + 2] < nj:
-        out["toe"] = chain[mid + 2]
+    pos = _rest_positions(skeleton)
+    top = mid - 1  # up over joints inside the upper bone (a twist, a B-bone segment)
+    while top >= 1 and _inside(skeleton, pos, chain[top - 1], chain[top], chain[mid]):
+        top -= 1
+    low = mid + 1  # down over joints inside the lower bone
+    while (
+        low + 1 < len(chain)
+        and chain[low + 1] < nj
+        and _inside(skeleton, pos, chain[mid], chain[low], chain[low + 1])
+    ):
+        low += 1
+    out = {upper: chain[top], middle: chain[mid]}
+    if low < len(chain) and chain[low] < nj:
+        out[lower] = chain[low]
+    if kind == "leg" and low + 1 < len(chain) and chain[low + 1] < nj:
+        out["toe"] = chain[low + 1]
     out[tip] = chain[-1]
-    if kind == "arm" and mid >= 2:
-        out["clavicle"] = chain[mid - 2]
+    if kind == "arm" and top >= 1:
+        out["clavicle"] = chain[top - 1]
     return out
+
+
+def _rest_positions(skeleton: Skeleton) -> NDArray[np.float64]:
+    """World rest positions of every point, shape (P, 3)."""
+    parents, offsets = skeleton.point_parents, skeleton.point_offsets
+    pos = np.zeros((len(parents), 3))
+    for p in range(1, len(parents)):
+        pos[p] = pos[parents[p]] + offsets[p]
+    return pos
+
+
+def _inside(skeleton: Skeleton, pos: NDArray[np.float64], a: int, j: int, b: int) -> bool:
+    """Whether joint ``j`` is a segment of the bone from ``a`` to ``b``: named so
+    (:data:`_SEGMENT`) and lying on it at rest (within 2 % of its length)."""
+    if not _SEGMENT.search(skeleton.names[j]):
+        return False
+    ab, aj = pos[b] - pos[a], pos[j] - pos[a]
+    length = float(np.linalg.norm(ab))
+    if length <= 0.0:
+        return False
+    along = float(aj @ ab) / length**2
+    off = float(np.linalg.norm(aj - along * ab))
+    return 0.0 < along < 1.0 and off <= 0.02 * length
 
 
 def _head(skeleton: Skeleton, chest: int, sides: Mapping[int, str]) -> int:

@@ -104,7 +104,12 @@ def omr_retarget(
     h_s, h_t = height(source.skeleton, roles_s), height(target, roles_t)
     ratio = h_t / h_s
     pos_s = positions(source)
-    feet_s = [roles_s[f"{s}_{r}"] for s in ("left", "right") for r in ("ankle", "toe", "toe_tip")]
+    feet_s = [
+        roles_s[f"{s}_{r}"]
+        for s in ("left", "right")
+        for r in ("ankle", "toe", "toe_tip")
+        if f"{s}_{r}" in roles_s.points
+    ]
     floor = float(pos_s[0, feet_s, UP].min())
     origin = source.root_position[0].copy()
     origin[UP] = floor
