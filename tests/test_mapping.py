@@ -251,3 +251,23 @@ def test_cli_runs_onto_an_asf_skeleton(data_dir, tmp_path):
     assert out.skeleton.names == sk.names
     on = project_to_dofs(sk, out.rotations)
     assert np.degrees(quat.angle(on, out.rotations)).max() < 1e-3
+
+
+def test_cli_maps_a_z_up_source_with_limb_segments(clips, tmp_path):
+    """The same hierarchy still goes through the mapping when the methods cannot take it
+    as it is (Z up, twist segments inside the upper arms): onto itself and onto a preset,
+    the result Z up on the whole skeleton, the feet no worse than the source's."""
+    from retarget.io import write_bvh
+
+    src = clips["apose"][:300]
+    path = tmp_path / "apose.bvh"
+    write_bvh(path, src)
+    for target in (["--target", str(path)], ["--target-preset", "blubby"]):
+        out, report = tmp_path / "out.bvh", tmp_path / "out.json"
+        args = ["run", str(path), *target, "-o", str(out), "--report", str(report)]
+        assert main(args) == 0
+        result = read_bvh(out)
+        assert result.skeleton.names == src.skeleton.names
+        np.testing.assert_array_equal(up_axis(result.skeleton, result), [0, 0, 1])
+        m = json.loads(report.read_text())["measures"]
+        assert m["skate_result"] <= m["skate_source"]

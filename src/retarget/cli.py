@@ -23,8 +23,8 @@ from .mapping import (
     bone_direction_error,
     map_for_method,
     map_skeletons,
+    needs_mapping,
     read_overrides,
-    same_hierarchy,
     up_axis,
 )
 
@@ -449,7 +449,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     source = source[_frames(args.frames, source.num_frames)]
     target = _target(args, source)
     mapping = original = None
-    if not same_hierarchy(source.skeleton, target) and args.target_preset is None:
+    if needs_mapping(source, target):
         overrides = read_overrides(args.map) if args.map else None
         mapping = map_for_method(source, target, overrides)
         original, source, target = source, mapping.motion, mapping.target

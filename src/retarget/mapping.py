@@ -68,6 +68,7 @@ __all__ = [
     "bone_direction_error",
     "map_for_method",
     "map_skeletons",
+    "needs_mapping",
     "read_overrides",
     "rerig",
     "same_hierarchy",
@@ -858,6 +859,18 @@ def _without(skeleton: Skeleton, joints: list[int]) -> Skeleton:
         axes=skeleton.axes[keep],
         limits=skeleton.limits[keep],
     )
+
+
+def needs_mapping(source: Motion, target: Skeleton) -> bool:
+    """Whether a method needs the source mapped (:func:`map_for_method`) to run onto
+    ``target``: another hierarchy, a target with segments inside its limb bones,
+    or a source whose up axis is not +y."""
+    if not same_hierarchy(source.skeleton, target):
+        return True
+    roles = find_roles(target)
+    if {"hips", "head"} <= set(roles) and _inner_joints(target, roles):
+        return True
+    return bool(up_axis(source.skeleton, source)[1] < 0.5)
 
 
 def map_for_method(
