@@ -114,7 +114,7 @@ def test_convert_round_trip(capsys, data_dir, tmp_path):
             "selects no frame",
         ),
         (["run", "{walk}", "--target-preset", "blubby", "-o", "x.txt"], "cannot write '.txt'"),
-        (["convert", "{walk}", "out.fbx"], "writable: .bvh, .npz"),
+        (["convert", "{walk}", "out.fbx"], "writable: .bvh, .amc, .npz"),
         (["run", "{walk}", "--method", "nope", "-o", "x.bvh"], "invalid choice"),
     ],
 )

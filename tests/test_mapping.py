@@ -10,7 +10,7 @@ import pytest
 
 from retarget import Motion, Skeleton, evaluate, quat
 from retarget.cli import main
-from retarget.io import read_asf_amc, read_bvh
+from retarget.io import read_amc, read_asf_amc, read_bvh
 from retarget.kinematics import positions as motion_positions
 from retarget.mapping import (
     LEG_BONES,
@@ -251,6 +251,14 @@ def test_cli_runs_onto_an_asf_skeleton(data_dir, tmp_path):
     assert out.skeleton.names == sk.names
     on = project_to_dofs(sk, out.rotations)
     assert np.degrees(quat.angle(on, out.rotations)).max() < 1e-3
+    # and as AMC for the ASF itself
+    amc = tmp_path / "r.amc"
+    args[args.index(str(result))] = str(amc)
+    assert main(args) == 0
+    back = read_amc(amc, sk)
+    np.testing.assert_allclose(
+        motion_positions(back), motion_positions(out.replace(skeleton=sk)), atol=1e-3
+    )
 
 
 def test_cli_maps_a_z_up_source_with_limb_segments(clips, tmp_path):

@@ -66,12 +66,23 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import quat
-from ..errors import FormatError
+from ..dofs import channel_angles, project_to_dofs
+from ..errors import FormatError, RetargetError
 from ..motion import Motion
 from ..skeleton import Skeleton
+from ._files import atomic_write
 from ._scan import euler_deg_to_quat, parse_floats
 
-__all__ = ["AsfSkeleton", "parse_amc", "parse_asf", "read_amc", "read_asf", "read_asf_amc"]
+__all__ = [
+    "AsfSkeleton",
+    "format_amc",
+    "parse_amc",
+    "parse_asf",
+    "read_amc",
+    "read_asf",
+    "read_asf_amc",
+    "write_amc",
+]
 
 _XYZ = "XYZ"
 _ROOT_TOKENS = ("TX", "TY", "TZ", "RX", "RY", "RZ")
@@ -1074,3 +1085,70 @@ def read_asf_amc(
 ) -> Motion:
     """Read an ASF skeleton and an AMC motion of it (see :func:`read_asf`, :func:`read_amc`)."""
     return read_amc(Path(amc_path), read_asf(asf_path, unit=unit), fps=fps)
+
+
+def format_amc(motion: Motion, *, precision: int = 6) -> str:
+    """AMC text of a motion on an ASF skeleton (:func:`read_asf`), fully specified, degrees.
+
+    Each frame lists every bone with DOFs, its values in the ASF's ``dof``
+    order: the root's ``order`` (translations times the ASF's length scale),
+    the others' rotation angles. Read back by :func:`read_amc` to within the
+    printed precision.
+
+    Raises
+    ------
+    ValueError
+        When the skeleton is not an :class:`AsfSkeleton`, or a joint turns
+        about an axis it has no channel for (:func:`retarget.dofs.project_to_dofs`
+        puts a motion on its channels).
+    """
+    skeleton = motion.skeleton
+    if not isinstance(skeleton, AsfSkeleton):
+        raise ValueError("AMC needs an ASF skeleton (read_asf); write .bvh or .npz instead")
+    off = quat.angle(project_to_dofs(skeleton, motion.rotations), motion.rotations)
+    if off.size and off.max() > 1e-6:
+        f, j = (int(x[0]) for x in np.nonzero(off == off.max()))
+        raise ValueError(
+            f"joint {skeleton.names[j]!r} turns {np.degrees(off[f, j]):.3g} degrees off its "
+            f"channels ({skeleton.euler_orders[j] or 'none'}) at frame {f}: AMC cannot hold it"
+        )
+    layout = _AmcLayout(skeleton)
+    theta = np.degrees(channel_angles(skeleton, motion.rotations))  # (F, J, 3), composition order
+    columns, labels = [], []
+    for j, toks in enumerate(layout.tokens):
+        if not toks:
+            continue
+        order = skeleton.euler_orders[j]
+        for t in toks:
+            if t[0] == "T":
+                columns.append(motion.root_position[:, _XYZ.index(t[1])] * layout.scale)
+            else:
+                columns.append(theta[:, j, order.index(t[1])])
+        labels.append((layout.names[j], len(toks)))
+    values = np.stack(columns, axis=1) if columns else np.zeros((motion.num_frames, 0))
+    lines = [":FULLY-SPECIFIED", ":DEGREES"]
+    fmt = f"{{:.{precision}f}}"
+    for f in range(motion.num_frames):
+        lines.append(str(f + 1))
+        k = 0
+        row = [fmt.format(v) for v in values[f]]
+        for name, n in labels:
+            lines.append(" ".join([name, *row[k : k + n]]))
+            k += n
+    return "\n".join(lines) + "\n"
+
+
+def write_amc(
+    path: str | os.PathLike,
+    motion: Motion,
+    *,
+    precision: int = 6,
+    inputs: tuple[str | os.PathLike, ...] = (),
+) -> Path:
+    """Write a motion on an ASF skeleton as AMC (:func:`format_amc`), atomically,
+    never over ``inputs``; the skeleton stays in its ASF file."""
+    try:
+        text = format_amc(motion, precision=precision)
+    except ValueError as exc:
+        raise RetargetError(f"{path}: {exc}") from None
+    return atomic_write(path, text, inputs=inputs)

@@ -7,13 +7,14 @@ from pathlib import Path
 
 from ..errors import RetargetError
 from ..motion import Motion
+from .asf_amc import write_amc
 from .bvh import read_bvh, write_bvh
 from .npz import read_npz, write_npz
 
 __all__ = ["READABLE", "WRITABLE", "read_motion", "write_motion"]
 
 READABLE = (".bvh", ".amc", ".npz")
-WRITABLE = (".bvh", ".npz")
+WRITABLE = (".bvh", ".amc", ".npz")
 
 
 def read_motion(
@@ -66,4 +67,6 @@ def write_motion(
         return write_bvh(path, motion, inputs=inputs)
     if ext == ".npz":
         return write_npz(path, motion, inputs=inputs)
+    if ext == ".amc":
+        return write_amc(path, motion, inputs=inputs)
     raise RetargetError(f"{path}: cannot write '{ext}' files; writable: {', '.join(WRITABLE)}")
