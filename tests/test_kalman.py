@@ -221,11 +221,11 @@ def test_acceptance_on_a_real_walk(lafan):
     ``n`` N(0, 1°²) per axis (an angle of RMS √3°). ``R`` is estimated from one
     synthetic second of the same noise on a still pose; ``q`` is the default.
 
-    A constant-velocity filter cannot halve this error on a walk: over ``q4``
-    and ``q8`` the best ratios are 0.61 (positions) and 0.65 (orientations),
-    and the defaults sit there. The issue's acceptance (filtered error at most
-    half the raw) is therefore NOT met (closing note of issue 5); the 0.7 bound
-    here only keeps the measured 0.61 / 0.65 from getting worse.
+    The paper's constant-velocity filter cannot halve this error on a walk:
+    over ``q4`` and ``q8`` the best ratios are 0.61 (positions) and 0.65
+    (orientations) without lag, and the defaults sit there (the 0.7 bound
+    keeps them from getting worse). The issue allows two frames of lag: a
+    fixed-lag smoother over them (``lag=2``) brings both under half.
     """
     rng = np.random.default_rng(2001)
     motion = lafan.resample(FPS)
@@ -255,6 +255,56 @@ def test_acceptance_on_a_real_walk(lafan):
     assert out_p[0] <= 0.7 * raw_p
     assert out_q[0] <= 0.7 * raw_q
     assert lag_p <= 2 and lag_q <= 2
+    # the acceptance: two frames of fixed-lag smoothing (17 ms at 120 Hz) halve the error
+    smoothed = filter_stream(
+        positions, orientations, FPS, KalmanParameters(measurement_noise=noise, lag=2)
+    )
+    out_p = [rms_position(smoothed.positions, truth_p, s) for s in range(11)]
+    out_q = [rms_angle(smoothed.orientations, truth_q, s) / DEG for s in range(11)]
+    lag_p, lag_q = int(np.argmin(out_p)), int(np.argmin(out_q))
+    print(
+        f"  with lag=2: position ratio {out_p[lag_p] / raw_p:.3f} at lag {lag_p} frames, "
+        f"orientation ratio {out_q[lag_q] / raw_q:.3f} at lag {lag_q} frames"
+    )
+    assert lag_p <= 2 and lag_q <= 2
+    assert out_p[lag_p] <= 0.5 * raw_p and out_q[lag_q] <= 0.5 * raw_q
+
+
+def test_fixed_lag_is_rts_over_the_frames_so_far():
+    """With ``lag`` L, frame f is the Rauch-Tung-Striebel smoothing (filterpy's) of frame
+    f - L over frames 0..f: positions and velocities, to 1e-9 (R without cross terms, so
+    the position block is the linear filter on its own); orientations agree with
+    filterpy's smoothed rotation vector to first order."""
+    rng = np.random.default_rng(5)
+    frames, lag = 60, 2
+    q = (0.0, 0.0, 0.0, 50.0, 0.0, 0.0, 0.0, 0.1)
+    parameters = KalmanParameters(q=q, lag=lag)
+    truth_p = smooth_trajectory(rng, frames, 1, 10.0)
+    truth_q = quat.exp(smooth_trajectory(rng, frames, 1, 0.5))
+    positions, orientations = noisy(rng, truth_p, truth_q)
+    ours = filter_stream(positions, orientations, FPS, parameters)
+    plain = filter_stream(positions, orientations, FPS, KalmanParameters(q=q))
+    a, h, big_q = paper_matrices(1.0 / FPS, q)
+    pos = [0, 1, 2, 3, 4, 5]
+    r = parameters.measurement_noise[:3, :3]
+    vp, _ = parameters.initial_velocity_variance
+    for f in range(lag, frames):
+        kf = KalmanFilter(dim_x=6, dim_z=3)
+        kf.F, kf.H, kf.Q, kf.R = a[np.ix_(pos, pos)], h[:3, pos], big_q[np.ix_(pos, pos)], r
+        kf.x = np.concatenate([positions[0, 0], np.zeros(3)])
+        kf.P = np.diag(np.concatenate([np.diag(r), [vp] * 3]))
+        x0, p0 = kf.x.copy(), kf.P.copy()
+        xs, ps, _, _ = kf.batch_filter(positions[1 : f + 1, 0])
+        xs, ps = np.concatenate([[x0], xs]), np.concatenate([[p0], ps])
+        smoothed, _, _, _ = kf.rts_smoother(xs, ps)
+        np.testing.assert_allclose(ours.positions[f, 0], smoothed[f - lag, :3], atol=1e-9)
+        np.testing.assert_allclose(ours.velocities[f, 0], smoothed[f - lag, 3:], atol=1e-9)
+    # the smoothed orientations are the filtered ones, corrected by less than the noise
+    gap = quat.angle(ours.orientations[lag:], plain.orientations[:-lag])
+    assert 0.0 < gap.max() < 3 * DEG
+    assert rms_angle(ours.orientations[lag:], truth_q[:-lag]) < rms_angle(
+        plain.orientations, truth_q
+    )
 
 
 # -- drop-outs, start-up, online against offline ---------------------------------------------

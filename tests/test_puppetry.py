@@ -272,6 +272,15 @@ def test_cli_puppet_stdin_and_noise(data_dir, tmp_path, lafan):
     )
     assert proc.returncode == 0, proc.stderr
     assert len(proc.stdout.splitlines()) == 5
+    # a filter lag: the pose of frame t comes with frame t + 2, smoothed
+    proc = subprocess.run(
+        [*cmd, "--filter-lag", "2"], input="\n".join(lines) + "\n", capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    lagged = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [p["frame"] for p in lagged] == [0, 0, 0, *range(1, 28)]
+    bad = subprocess.run([*cmd, "--filter-lag", "-1"], input="", capture_output=True, text=True)
+    assert bad.returncode == 2 and "whole number >= 0" in bad.stderr
 
 
 def test_sensor_frames_round_trip_world_pose(lafan):

@@ -508,6 +508,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
 def _noise_model(path: str | None):
     """Kalman parameters whose R is read from a `retarget noise` output."""
     from .filters import KalmanParameters
@@ -542,6 +552,10 @@ def cmd_puppet(args: argparse.Namespace) -> int:
                 f"{args.noise_model}: {params.measurement_noise.shape[0]} sensors, "
                 f"the performer has {performer.num_joints} joints"
             )
+    if args.filter_lag:
+        from .filters import KalmanParameters
+
+        params = dataclasses.replace(params or KalmanParameters(), lag=args.filter_lag)
     take = _read(args.performer)
     calibration = take if take.num_frames > 1 else None
     puppeteer = Puppeteer(
@@ -553,12 +567,14 @@ def cmd_puppet(args: argparse.Namespace) -> int:
         **options,
     )
     out = sys.stdout
+    labels: list[Any] = []  # with a filter lag, each pose is that of the frame lag back
     for frame, p, q in read_sensor_frames(sys.stdin, performer.num_joints):
+        labels = [*labels, frame][-(args.filter_lag + 1) :]
         root, rot = puppeteer.step(p, q)
         last = puppeteer.last
         assert last is not None
         line = format_pose(
-            frame,
+            labels[0],
             root,
             rot,
             importance=list(zip(EFFECTORS, last.importance[0], strict=True)),
@@ -887,6 +903,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-preset", choices=sorted(PRESETS))
     p.add_argument("--fps", type=float, default=120.0, help="sensor rate (default 120)")
     p.add_argument("--noise-model", metavar="R.json", help="filter noise from `retarget noise`")
+    p.add_argument(
+        "--filter-lag",
+        type=_non_negative_int,
+        default=0,
+        metavar="N",
+        help="smooth each pose by the N frames after it: the pose of frame t comes out with "
+        "frame t+N (0, the paper's filter, by default; 2 at 120 Hz halves the noise left)",
+    )
     p.add_argument("--terrain", metavar="FILE", help="the environment (.json scene)")
     p.set_defaults(func=cmd_puppet, target_from=None, target_to=None, skeleton=None)
 
