@@ -12,11 +12,19 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+# three.js for the HTML viewer: a pinned npm release bundled by esbuild (viz/js/package-lock.json)
+VIEWER_JS := src/retarget/viz/js
+THREE := src/retarget/viz/_three/three.min.js
+$(THREE): $(VIEWER_JS)/package.json $(VIEWER_JS)/package-lock.json $(VIEWER_JS)/entry.js
+	@command -v npm >/dev/null || { echo "the viewer's three.js bundle needs npm (Node.js)"; exit 2; }
+	npm ci --prefix $(VIEWER_JS) --no-audit --no-fund --loglevel=error
+	npm run --prefix $(VIEWER_JS) --silent build
+
+$(VENV)/.installed: pyproject.toml $(THREE) | $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
 	@touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-test: pyproject.toml $(THREE) | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[test]'
 	@touch $@ $(VENV)/.installed
 
@@ -54,4 +62,4 @@ verify-blender: $(VENV)/.installed $(BLENDER_VENV)/.installed
 	$(BIN)/python tools/verify_blender.py --blender-python $(BLENDER_VENV)/bin/python
 
 clean:
-	rm -rf $(VENV) $(BLENDER_VENV) $(SAMPLES_OUT) .pytest_cache
+	rm -rf $(VENV) $(BLENDER_VENV) $(SAMPLES_OUT) .pytest_cache $(VIEWER_JS)/node_modules src/retarget/viz/_three

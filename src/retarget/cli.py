@@ -654,6 +654,34 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_view(args: argparse.Namespace) -> int:
+    from .viz.viewer import write_viewer
+
+    motions = []
+    for path in args.files:
+        motion = _read(path, args)
+        if args.frames:
+            motion = motion[_frames(args.frames, motion.num_frames)]
+        motions.append((Path(path).name, motion))
+    report = None
+    if args.report:
+        try:
+            report = json.loads(Path(args.report).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise RetargetError(f"{args.report}: not JSON ({exc})") from None
+        if not isinstance(report, dict):
+            raise RetargetError(f"{args.report}: expected a JSON object (a run's --report)")
+    out = write_viewer(
+        args.output,
+        motions,
+        report=report,
+        overlay=args.overlay,
+        inputs=[*args.files, *([args.report] if args.report else [])],
+    )
+    print(f"view: {len(motions)} motion(s) -> {out}")
+    return 0
+
+
 def cmd_transition(args: argparse.Namespace) -> int:
     from .editing.transition import transition
 
@@ -992,6 +1020,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-fit", action="store_true", help="do not enforce the footplants")
     motion_options(p)
     p.set_defaults(func=cmd_transition)
+
+    p = sub.add_parser(
+        "view", help="an HTML page playing motions side by side in 3-D (opens offline)"
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="motions (.bvh, .amc, .npz)")
+    p.add_argument("-o", "--output", required=True, help="the page (.html)")
+    p.add_argument("--report", metavar="REPORT.json", help="a run's report: goals, scene")
+    p.add_argument("--overlay", action="store_true", help="in one place, not side by side")
+    p.add_argument("--frames", metavar="A:B", help="only these frames of each motion")
+    motion_options(p)
+    p.set_defaults(func=cmd_view)
 
     p = sub.add_parser(
         "samples", help="fetch the public sample clips (or find them in RETARGET_DATA)"

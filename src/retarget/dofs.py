@@ -384,6 +384,7 @@ def twist_for_hinge(
     for f in range(len(roots)):  # frame by frame: a straight knee's roots swap places
         if r[f] > 1e-12:
             step = np.abs(np.angle(np.exp(1j * (roots[f] - last))))
-            last = float(roots[f, int(np.argmin(outside[f] * 1e3 + step))])
+            cost = np.where(outside[f] > 1e-12, 10.0 + outside[f], 0.0) + step  # inside first
+            last = float(roots[f, int(np.argmin(cost))])
         out[f] = last
     return out

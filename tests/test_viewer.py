@@ -1,0 +1,152 @@
+"""The HTML viewer in a real browser: headless Chromium driven by Playwright.
+
+Needs ``/usr/bin/chromium`` (Debian's ``chromium``; ``.ci/run`` installs it):
+skipped locally without it, failed under ``CI=true``. Screenshots of the page
+go to ``docs/screenshots/`` when ``RETARGET_UPDATE_SCREENSHOTS=1`` (how the
+committed ones were made), else to the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retarget.characters import make_character
+from retarget.cli import main
+from retarget.io import write_bvh
+from retarget.kinematics import forward_kinematics
+from retarget.methods import get_method
+from retarget.viz.viewer import viewer_html
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--use-angle=swiftshader",
+    "--enable-unsafe-swiftshader",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).is_file():
+        msg = "Chromium not found (Debian's chromium package: .ci/run installs it)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def walk_and_blubby(lafan):
+    """lafan_walk, whole, and the hierarchical method's blubby of it."""
+    blubby = make_character(lafan.skeleton, preset="blubby")
+    return lafan, get_method("hierarchical").run(lafan, blubby).motion
+
+
+def _open(browser, path, errors):
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    t0 = time.perf_counter()
+    page.goto(path.as_uri())
+    page.wait_for_function("window.viewer && window.viewer.ready", timeout=30_000)
+    return page, time.perf_counter() - t0
+
+
+def _shots(tmp_path):
+    if os.environ.get("RETARGET_UPDATE_SCREENSHOTS") == "1":
+        DOCS.mkdir(parents=True, exist_ok=True)
+        return DOCS
+    return tmp_path
+
+
+def test_viewer_plays_scrubs_and_shows_the_library_pose(browser, walk_and_blubby, tmp_path):
+    source, result = walk_and_blubby
+    path = tmp_path / "view.html"
+    path.write_text(
+        viewer_html([("lafan_walk.bvh", source), ("blubby (hierarchical)", result)]),
+        encoding="utf-8",
+    )
+    errors: list[str] = []
+    page, seconds = _open(browser, path, errors)
+    print(f"\nviewer start-up, {source.num_frames} frames x 2 skeletons: {seconds:.2f} s")
+    assert page.evaluate("viewer.frames") == source.num_frames
+
+    # not blank: the skeletons' colours are on the canvas
+    canvas = page.locator("canvas").screenshot()
+    from io import BytesIO
+
+    import matplotlib.image as mpimg
+
+    pixels = mpimg.imread(BytesIO(canvas), format="png")[..., :3]
+    background = np.array([0xF4, 0xF4, 0xF2]) / 255.0
+    differs = np.abs(pixels - background).max(axis=-1) > 0.1
+    assert differs.mean() > 0.002, f"canvas nearly blank: {differs.mean():.4%} drawn"
+
+    # play advances the frame counter
+    label = page.locator("#frame")
+    assert label.inner_text().startswith("frame 0 ")
+    page.click("#play")
+    page.wait_for_function("viewer.frame() > 5", timeout=10_000)
+    page.click("#play")
+    assert not page.evaluate("viewer.playing()")
+    assert int(label.inner_text().split()[1]) == page.evaluate("viewer.frame()") > 5
+
+    # scrubbing to frame N shows the pose of frame N (the library's FK, the file's unit)
+    for n in (0, 1234, source.num_frames - 1):
+        page.locator("#scrub").fill(str(n))
+        assert page.evaluate("viewer.frame()") == n
+        assert label.inner_text().startswith(f"frame {n} ")
+        for k, motion in enumerate((source, result)):
+            pos, _ = forward_kinematics(
+                motion.skeleton, motion.root_position[n], motion.rotations[n]
+            )
+            shown = np.array(page.evaluate(f"viewer.points({k})")).reshape(-1, 3)
+            np.testing.assert_allclose(shown, pos, rtol=0, atol=1e-3)
+
+    page.locator("#scrub").fill("2200")
+    page.screenshot(path=str(_shots(tmp_path) / "viewer-lafan-walk-blubby.png"))
+    assert errors == []
+    page.close()
+
+
+def test_cli_view_with_goals_and_a_box(browser, lafan, tmp_path):
+    """`retarget view` from files, a report's goals and scene drawn; the page opens with
+    no console error; a report that is not a motion file is refused in one line."""
+    clip = lafan[:120]
+    src = tmp_path / "walk.bvh"
+    write_bvh(src, clip)
+    report = tmp_path / "r.json"
+    import json
+
+    goal = [None if f % 2 else [10.0, 20.0, 30.0] for f in range(clip.num_frames)]
+    box = {"type": "box", "center": [0.0, 50.0, 0.0], "half_extents": [10.0, 10.0, 10.0]}
+    report.write_text(json.dumps({"goals": {"LeftHand": goal}, "scene": [box]}))
+    out = tmp_path / "v.html"
+    assert main(["view", str(src), str(src), "--report", str(report), "-o", str(out)]) == 0
+    errors: list[str] = []
+    page, _ = _open(browser, out, errors)
+    page.locator("#scrub").fill("60")
+    assert page.evaluate("viewer.frame()") == 60
+    assert errors == []
+    page.close()
+    # bad input: one line, exit 2
+    assert main(["view", str(report), "-o", str(tmp_path / "x.html")]) == 2
