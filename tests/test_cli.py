@@ -176,8 +176,12 @@ def test_demo_on_a_short_stretch(capsys, data_dir, tmp_path, monkeypatch):
         "walk_sally_hierarchical.bvh",
         "feet.png",
         "report.json",
+        "view.html",
     ):
         assert (out / name).is_file(), name
+    assert f"open {(out / 'view.html').resolve()}" in text
+    page = (out / "view.html").read_text()
+    assert page.count('"name":') == 5  # the source and 4 results
     report = json.loads((out / "report.json").read_text())
     assert set(report["characters"]) == {"blubby", "sally"}
     assert set(report["characters"]["sally"]) == {"copy", "hierarchical"}

@@ -129,23 +129,36 @@ def test_viewer_plays_scrubs_and_shows_the_library_pose(browser, walk_and_blubby
 
 
 def test_cli_view_with_goals_and_a_box(browser, lafan, tmp_path):
-    """`retarget view` from files, a report's goals and scene drawn; the page opens with
-    no console error; a report that is not a motion file is refused in one line."""
+    """`retarget run --terrain --report` carries the goals and the scene; `retarget view`
+    draws them (a box, a height field) with no console error; a report that is not a
+    motion file is refused in one line."""
+    import json
+
+    from retarget.environment import Box, random_height_field, write_environment
+
     clip = lafan[:120]
     src = tmp_path / "walk.bvh"
     write_bvh(src, clip)
-    report = tmp_path / "r.json"
-    import json
-
-    goal = [None if f % 2 else [10.0, 20.0, 30.0] for f in range(clip.num_frames)]
-    box = {"type": "box", "center": [0.0, 50.0, 0.0], "half_extents": [10.0, 10.0, 10.0]}
-    report.write_text(json.dumps({"goals": {"LeftHand": goal}, "scene": [box]}))
-    out = tmp_path / "v.html"
-    assert main(["view", str(src), str(src), "--report", str(report), "-o", str(out)]) == 0
+    ground = random_height_field(((-300.0, 300.0), (-300.0, 300.0)), 20.0, 3.0, 3)
+    box = Box([0.0, 200.0, 0.0], [10.0, 10.0, 10.0], [0.96, 0.0, 0.28, 0.0])
+    scene = tmp_path / "scene.json"
+    write_environment(scene, [ground, box])
+    out, report = tmp_path / "r.bvh", tmp_path / "r.json"
+    args = ["run", str(src), "--target-preset", "blubby", "--terrain", str(scene)]
+    assert main([*args, "-o", str(out), "--report", str(report)]) == 0
+    rep = json.loads(report.read_text())
+    assert [s["type"] for s in rep["scene"]] == ["heightfield", "box"]
+    goals = [f for frames in rep["goals"].values() for f in frames]
+    assert len(goals) == clip.num_frames * len(rep["goals"])
+    assert any(f is None for f in goals) and any(f is not None for f in goals)
+    page_path = tmp_path / "v.html"
+    assert main(["view", str(src), str(out), "--report", str(report), "-o", str(page_path)]) == 0
     errors: list[str] = []
-    page, _ = _open(browser, out, errors)
+    page, _ = _open(browser, page_path, errors)
     page.locator("#scrub").fill("60")
     assert page.evaluate("viewer.frame()") == 60
+    assert page.evaluate("viewer.goals()") == len(rep["goals"])
+    page.screenshot(path=str(tmp_path / "terrain.png"))
     assert errors == []
     page.close()
     # bad input: one line, exit 2

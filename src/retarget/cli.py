@@ -440,6 +440,7 @@ def cmd_map(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from . import quat
     from .io.formats import write_motion
     from .methods import get_method
     from .metrics import evaluate
@@ -476,6 +477,18 @@ def cmd_run(args: argparse.Namespace) -> int:
             "target": character,
         }
     )
+    goals = dict(result.goals or {})
+    if mapping is not None:  # the methods' goals are Y up: into the written motion's axes
+        goals = {name: quat.rotate(mapping.axes, g) for name, g in goals.items()}
+    if goals:  # per point, each frame's goal or null: `retarget view --report` draws them
+        report["goals"] = {
+            name: [row.tolist() if np.isfinite(row).all() else None for row in np.asarray(g)]
+            for name, g in goals.items()
+        }
+    if args.terrain:
+        from .environment import read_environment, shape_dicts
+
+        report["scene"] = shape_dicts(read_environment(args.terrain))
     report.setdefault("seconds", seconds)
     report.setdefault("frames_per_second", source.num_frames / seconds if seconds else float("inf"))
     try:
@@ -718,6 +731,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .motion import Motion
     from .samples import sample_path
     from .viz.plots import plot_feet
+    from .viz.viewer import write_viewer
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -778,11 +792,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     steps.set_postfix_str("plotting")
     plot_feet(source, results, out / "feet.png", contacts=contacts)
     _write_json(str(out / "report.json"), report, inputs=[str(walk_path)])
+    steps.set_postfix_str("writing the viewer")
+    viewer = write_viewer(
+        out / "view.html", [(walk_path.name, source), *results], inputs=[str(walk_path)]
+    )
     steps.update()
     steps.close()
     print(f"\n{source.num_frames} frames of {walk_path.name} retargeted:")
     print(_measure_table(rows))
     print(f"\nwrote {out}/: {', '.join(sorted(p.name for p in out.iterdir()))}")
+    print(f"open {viewer.resolve()} in a browser to watch them")
     return 0
 
 

@@ -95,6 +95,7 @@ __all__ = [
     "ground_height",
     "random_height_field",
     "read_environment",
+    "shape_dicts",
     "write_environment",
 ]
 
@@ -1410,6 +1411,16 @@ def _shape_to_dict(shape: Shape) -> dict[str, Any]:
             "heights": shape.heights.tolist(),
         }
     raise RetargetError(f"cannot write a {type(shape).__name__}; expected {', '.join(_TYPES)}")
+
+
+def shape_dicts(scene: Shape | Iterable[Shape]) -> list[dict[str, Any]]:
+    """The shapes as the JSON format's entries (module docstring), e.g. for a run's report."""
+    shapes = (
+        scene.shapes
+        if isinstance(scene, Scene)
+        else ((scene,) if isinstance(scene, Shape) else tuple(scene))
+    )
+    return [_shape_to_dict(shape) for shape in shapes]
 
 
 def _json_text(scene: Scene) -> str:

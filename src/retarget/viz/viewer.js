@@ -74,24 +74,63 @@
     scene.add(mesh);
     return mesh;
   });
+  // the environment of a report, in the last motion's unit and axes
   const last = motions[motions.length - 1];
+  const solid = () =>
+    new THREE.MeshLambertMaterial({ color: 0x8c6d46, transparent: true, opacity: 0.6 });
+  const turn = new THREE.Quaternion().setFromRotationMatrix(
+    new THREE.Matrix4().set(...last.turn[0], 0, ...last.turn[1], 0, ...last.turn[2], 0, 0, 0, 0, 1),
+  );
   for (const shape of DATA.scene) {
     if (shape.type === "box") {
       const size = shape.half_extents.map((h) => 2 * h * last.scale);
-      const box = new THREE.Mesh(
-        new THREE.BoxGeometry(size[0], size[1], size[2]),
-        new THREE.MeshLambertMaterial({ color: 0x8c6d46, transparent: true, opacity: 0.6 }),
-      );
+      const box = new THREE.Mesh(new THREE.BoxGeometry(size[0], size[1], size[2]), solid());
       toShown(last, shape.center, 0, box.position);
+      const [w, x, y, z] = shape.rotation || [1, 0, 0, 0];
+      box.quaternion.copy(turn).multiply(new THREE.Quaternion(x, y, z, w));
       scene.add(box);
     } else if (shape.type === "sphere") {
       const ball = new THREE.Mesh(
         new THREE.SphereGeometry(shape.radius * last.scale, 24, 16),
-        new THREE.MeshLambertMaterial({ color: 0x8c6d46, transparent: true, opacity: 0.6 }),
+        solid(),
       );
       toShown(last, shape.center, 0, ball.position);
       scene.add(ball);
+    } else if (shape.type === "heightfield") {
+      scene.add(heightField(shape));
     }
+  }
+
+  // a height field (x, z grid of heights) as a surface of triangles
+  function heightField(shape) {
+    const rows = shape.heights;
+    const nx = rows.length;
+    const nz = rows[0].length;
+    const xyz = new Float32Array(nx * nz * 3);
+    const at = new THREE.Vector3();
+    for (let i = 0; i < nx; i++) {
+      for (let j = 0; j < nz; j++) {
+        const x = shape.origin[0] + i * shape.spacing[0];
+        const z = shape.origin[1] + j * shape.spacing[1];
+        toShown(last, [x, rows[i][j], z], 0, at);
+        xyz.set([at.x, at.y, at.z], 3 * (i * nz + j));
+      }
+    }
+    const index = [];
+    for (let i = 0; i + 1 < nx; i++) {
+      for (let j = 0; j + 1 < nz; j++) {
+        const a = i * nz + j;
+        index.push(a, a + 1, a + nz, a + 1, a + nz + 1, a + nz);
+      }
+    }
+    const geometry = new THREE.BufferGeometry();
+    geometry.setAttribute("position", new THREE.BufferAttribute(xyz, 3));
+    geometry.setIndex(index);
+    geometry.computeVertexNormals();
+    return new THREE.Mesh(
+      geometry,
+      new THREE.MeshLambertMaterial({ color: 0xa9b89a, side: THREE.DoubleSide }),
+    );
   }
 
   // the floor: lines every `step` metres out to `half` metres, every second one darker, cut
@@ -302,6 +341,7 @@
       const i = Math.min(frame, m.frames - 1) * m.points * 3;
       return Array.from(m.raw.subarray(i, i + m.points * 3));
     },
+    goals: () => goals.length,
     ready: true,
   };
 })();

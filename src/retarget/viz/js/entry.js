@@ -7,6 +7,7 @@ export {
   Color,
   CylinderGeometry,
   DirectionalLight,
+  DoubleSide,
   InstancedMesh,
   LineBasicMaterial,
   LineSegments,
