@@ -163,3 +163,52 @@ def test_cli_view_with_goals_and_a_box(browser, lafan, tmp_path):
     page.close()
     # bad input: one line, exit 2
     assert main(["view", str(report), "-o", str(tmp_path / "x.html")]) == 2
+
+
+def test_cli_render_gif_and_mp4(lafan, tmp_path):
+    """A GIF and an MP4 of two motions: one video frame per clip frame at 30 fps."""
+    import imageio_ffmpeg
+    from PIL import Image
+
+    clip = lafan[:45]
+    src = tmp_path / "walk.bvh"
+    write_bvh(src, clip)
+    gif, mp4 = tmp_path / "a.gif", tmp_path / "a.mp4"
+    assert main(["render", str(src), str(src), "-o", str(gif), "--size", "320x180"]) == 0
+    with Image.open(gif) as im:
+        assert im.n_frames == 45 and im.size == (320, 180)
+    assert main(["render", str(src), "-o", str(mp4), "--rate", "15"]) == 0
+    frames, _ = imageio_ffmpeg.count_frames_and_secs(str(mp4))
+    assert frames == 23  # every second frame of 45
+    assert mp4.read_bytes()[4:8] == b"ftyp"
+    assert main(["render", str(src), "-o", str(tmp_path / "a.avi")]) == 2
+    assert main(["render", str(src), "-o", str(src.with_suffix(".gif")), "--size", "x"]) == 2
+    assert not (tmp_path / "a.avi").exists()
+
+
+def test_cli_plot_reports_and_motions(lafan, tmp_path):
+    """`retarget plot`: a hierarchical report's levels, a puppetry report's importance
+    and iterations, the feet and joint angles of motions; PNG and SVG; bad input exit 2."""
+    import json
+
+    clip = lafan[:150]
+    src = tmp_path / "walk.bvh"
+    write_bvh(src, clip)
+    for method in ("hierarchical", "puppetry"):
+        out, rep = tmp_path / f"{method}.bvh", tmp_path / f"{method}.json"
+        args = ["run", str(src), "--target-preset", "blubby", "--method", method]
+        assert main([*args, "-o", str(out), "--report", str(rep)]) == 0
+        png = tmp_path / f"{method}.png"
+        assert main(["plot", str(rep), "-o", str(png), "--fps", "30"]) == 0
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = tmp_path / "feet.svg"
+    assert main(["plot", str(src), str(tmp_path / "hierarchical.bvh"), "-o", str(svg)]) == 0
+    assert b"<svg" in svg.read_bytes()[:400]
+    angles = tmp_path / "angles.png"
+    args = ["plot", str(src), str(tmp_path / "puppetry.bvh"), "--kind", "angles"]
+    assert main([*args, "-o", str(angles)]) == 0
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"method": "copy"}))
+    assert main(["plot", str(empty), "-o", str(tmp_path / "e.png")]) == 2
+    assert main(["plot", str(src), "-o", str(tmp_path / "e.jpg")]) == 2
+    assert not (tmp_path / "e.png").exists()

@@ -695,6 +695,62 @@ def cmd_view(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_render(args: argparse.Namespace) -> int:
+    from .viz.render import render_video
+
+    motions = []
+    for path in args.files:
+        motion = _read(path, args)
+        if args.frames:
+            motion = motion[_frames(args.frames, motion.num_frames)]
+        motions.append((Path(path).name, motion))
+    width, _, high = args.size.partition("x")
+    try:
+        size = (int(width), int(high))
+    except ValueError:
+        raise RetargetError(f"--size: expected WIDTHxHEIGHT in pixels, got {args.size!r}") from None
+    out = render_video(args.output, motions, fps=args.rate, size=size, inputs=args.files)
+    print(f"render: {len(motions)} motion(s) -> {out}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from .viz.plots import plot_feet, plot_joint_angles, plot_report
+
+    ext = Path(args.output).suffix.lower()
+    if ext not in (".png", ".svg", ".pdf"):
+        raise RetargetError(
+            f"{args.output}: cannot write '{ext}' figures; writable: .png, .svg, .pdf"
+        )
+    first = args.inputs[0]
+    if Path(first).suffix.lower() == ".json":
+        if len(args.inputs) > 1:
+            raise RetargetError("give one report, or motion files (the source first)")
+        try:
+            report = json.loads(Path(first).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise RetargetError(f"{first}: not JSON ({exc})") from None
+        if not isinstance(report, dict):
+            raise RetargetError(f"{first}: expected a JSON object (a run's --report)")
+        try:
+            out = plot_report(report, args.output, fps=args.fps)
+        except ValueError as exc:
+            raise RetargetError(f"{first}: {exc}") from None
+    else:
+        source = _read(first, args)
+        results = [(Path(p).name, _read(p, args)) for p in args.inputs[1:]]
+        if args.frames:
+            pick = _frames(args.frames, source.num_frames)
+            source = source[pick]
+            results = [(name, m[pick]) for name, m in results]
+        if args.kind == "angles":
+            out = plot_joint_angles(source, results, args.output)
+        else:
+            out = plot_feet(source, results, args.output)
+    print(f"plot: {out}")
+    return 0
+
+
 def cmd_transition(args: argparse.Namespace) -> int:
     from .editing.transition import transition
 
@@ -1050,6 +1106,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--frames", metavar="A:B", help="only these frames of each motion")
     motion_options(p)
     p.set_defaults(func=cmd_view)
+
+    p = sub.add_parser(
+        "plot", help="figures: a run's report (levels, importance), or feet / joint angles"
+    )
+    p.add_argument(
+        "inputs", nargs="+", metavar="INPUT", help="REPORT.json, or SRC [RESULT ...] motions"
+    )
+    p.add_argument("-o", "--output", required=True, help=".png, .svg or .pdf")
+    p.add_argument(
+        "--kind",
+        choices=("feet", "angles"),
+        default="feet",
+        help="for motions: foot trajectories with contacts (default) or leg joint angles",
+    )
+    p.add_argument("--frames", metavar="A:B", help="only these frames of the motions")
+    p.add_argument("--fps", type=float, help="a report's time axis in seconds at this rate")
+    p.add_argument("--skeleton", help="the .asf of an .amc input (default: the .asf beside it)")
+    p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("render", help="a video (.gif or .mp4) of motions side by side")
+    p.add_argument("files", nargs="+", metavar="FILE", help="motions (.bvh, .amc, .npz)")
+    p.add_argument("-o", "--output", required=True, help="the video (.gif or .mp4)")
+    p.add_argument("--frames", metavar="A:B", help="only these frames of each motion")
+    p.add_argument("--rate", type=float, help="video frames per second (default: min(clip, 30))")
+    p.add_argument("--size", default="640x360", help="WIDTHxHEIGHT in pixels (default 640x360)")
+    motion_options(p)
+    p.set_defaults(func=cmd_render)
 
     p = sub.add_parser(
         "samples", help="fetch the public sample clips (or find them in RETARGET_DATA)"

@@ -20,7 +20,7 @@ from ..metrics import joint_angles
 from ..motion import Motion
 from ..roles import find_roles, height
 
-__all__ = ["plot_feet", "plot_joint_angles"]
+__all__ = ["plot_feet", "plot_joint_angles", "plot_report"]
 
 
 def plot_feet(
@@ -161,3 +161,86 @@ def plot_joint_angles(
     fig.savefig(buffer, format=fmt, dpi=110)
     plt.close(fig)
     return atomic_write(path, buffer.getvalue())
+
+
+def _save(fig, path: str | os.PathLike) -> Path:
+    buffer = io.BytesIO()
+    fmt = Path(path).suffix.lower().lstrip(".") or "png"
+    fig.savefig(buffer, format=fmt, dpi=110)
+    plt.close(fig)
+    return atomic_write(path, buffer.getvalue())
+
+
+def plot_report(report: dict, path: str | os.PathLike, *, fps: float | None = None) -> Path:
+    """The figures a method's report carries, one panel each (``retarget plot R.json``).
+
+    * ``levels`` (hierarchical fitting, Lee & Shin 1999): the largest and mean
+      footplant error after each level of the hierarchy, knot spacing on the
+      axis (the exact IK pass last), % of height on a log scale;
+    * ``importance`` (puppetry, Shin et al. 2001, eqs. 11-15): each
+      end-effector's importance over the frames, with ``iterations.per_frame``
+      (the body posture's conjugate-gradient iterations) beneath.
+
+    Parameters
+    ----------
+    report : dict
+        A run's ``--report`` (or a demo report's method entry).
+    path : path
+        ``.png``, ``.svg`` or ``.pdf``; written atomically.
+    fps : float, optional
+        Frames per second: the time axis in seconds instead of frames.
+
+    Raises
+    ------
+    ValueError
+        When the report holds none of these.
+    """
+    panels = []
+    if report.get("levels"):
+        panels.append("levels")
+    if report.get("importance"):
+        panels.append("importance")
+        if (report.get("iterations") or {}).get("per_frame"):
+            panels.append("iterations")
+    if not panels:
+        raise ValueError(
+            "the report holds no figure: expected 'levels' (hierarchical) or "
+            "'importance' (puppetry)"
+        )
+    fig, axes = plt.subplots(len(panels), 1, figsize=(10, 3.0 * len(panels)), squeeze=False)
+    for ax, panel in zip(axes[:, 0], panels, strict=True):
+        if panel == "levels":
+            levels = report["levels"]
+            names = [
+                "exact IK" if lv["spacing"] == 0 else f"{lv['spacing']:g} frames" for lv in levels
+            ]
+            x = np.arange(len(levels))
+            for key, style in (("max_error", "o-"), ("mean_error", "s--")):
+                values = np.maximum([lv[key] for lv in levels], 1e-16)
+                ax.semilogy(x, values, style, label=key.replace("_", " "))
+            ax.set_xticks(x, names)
+            ax.set_ylabel("footplant error, % of height")
+            ax.set_title("hierarchical fitting: error after each level (knot spacing)")
+            ax.legend(fontsize=8)
+        elif panel == "importance":
+            for name, w in report["importance"].items():
+                w = np.asarray(w, dtype=float)
+                t = np.arange(len(w)) / fps if fps else np.arange(len(w))
+                ax.plot(t, w, lw=1, label=name)
+            ax.set_ylim(-0.05, 1.05)
+            ax.set_ylabel("importance")
+            ax.set_title("puppetry: end-effector importance (eqs. 11-15)")
+            ax.legend(fontsize=8, loc="upper right")
+            ax.set_xlabel("seconds" if fps else "frame")
+        else:
+            it = np.asarray(report["iterations"]["per_frame"], dtype=float)
+            t = np.arange(len(it)) / fps if fps else np.arange(len(it))
+            ax.plot(t, it, lw=1, color="black")
+            ax.set_ylabel("CG iterations")
+            ax.set_title(
+                f"body posture (eqs. 18-20): {int(it.sum())} iterations on "
+                f"{int((it > 0).sum())} of {len(it)} frames"
+            )
+            ax.set_xlabel("seconds" if fps else "frame")
+    fig.tight_layout()
+    return _save(fig, path)
