@@ -106,6 +106,10 @@ def test_viewer_plays_scrubs_and_shows_the_library_pose(browser, walk_and_blubby
     assert label.inner_text().startswith("frame 0 ")
     page.click("#play")
     page.wait_for_function("viewer.frame() > 5", timeout=10_000)
+    before, t0 = page.evaluate("viewer.drawn()"), time.perf_counter()
+    page.wait_for_timeout(1000)
+    rate = (page.evaluate("viewer.drawn()") - before) / (time.perf_counter() - t0)
+    print(f"playback: {rate:.0f} frames drawn per second (software WebGL, headless)")
     page.click("#play")
     assert not page.evaluate("viewer.playing()")
     assert int(label.inner_text().split()[1]) == page.evaluate("viewer.frame()") > 5

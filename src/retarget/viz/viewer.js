@@ -293,7 +293,9 @@
   }
   window.addEventListener("resize", resize);
 
+  let drawn = 0; // frames drawn since the page opened (the test measures playback with it)
   function tick(time) {
+    drawn += 1;
     if (playing) {
       if (lastTime !== null) {
         clock += ((time - lastTime) / 1000) * fps * Number(speed.value);
@@ -342,6 +344,7 @@
       return Array.from(m.raw.subarray(i, i + m.points * 3));
     },
     goals: () => goals.length,
+    drawn: () => drawn,
     ready: true,
   };
 })();
