@@ -237,14 +237,16 @@ def test_acceptance_on_a_real_walk(lafan):
     noise = estimate_noise(*noisy(rng, still_p, still_q))
     positions, orientations = noisy(rng, truth_p, truth_q)
 
-    estimate = filter_stream(
-        positions, orientations, FPS, KalmanParameters(measurement_noise=noise)
-    )
+    def errors(lag):
+        """RMS errors at shifts 0..10 and the shifts where they are least."""
+        parameters = KalmanParameters(measurement_noise=noise, lag=lag)
+        estimate = filter_stream(positions, orientations, FPS, parameters)
+        out_p = [rms_position(estimate.positions, truth_p, s) for s in range(11)]
+        out_q = [rms_angle(estimate.orientations, truth_q, s) / DEG for s in range(11)]
+        return out_p, out_q, int(np.argmin(out_p)), int(np.argmin(out_q))
 
     raw_p, raw_q = rms_position(positions, truth_p), rms_angle(orientations, truth_q) / DEG
-    out_p = [rms_position(estimate.positions, truth_p, s) for s in range(11)]
-    out_q = [rms_angle(estimate.orientations, truth_q, s) / DEG for s in range(11)]
-    lag_p, lag_q = int(np.argmin(out_p)), int(np.argmin(out_q))
+    out_p, out_q, lag_p, lag_q = errors(0)
     print(
         f"\nlafan_walk at 120 Hz, {joints} sensors, {len(truth_p)} frames:\n"
         f"  position RMS raw {raw_p:.3f} cm, filtered {out_p[0]:.3f} cm, "
@@ -256,12 +258,7 @@ def test_acceptance_on_a_real_walk(lafan):
     assert out_q[0] <= 0.7 * raw_q
     assert lag_p <= 2 and lag_q <= 2
     # the acceptance: two frames of fixed-lag smoothing (17 ms at 120 Hz) halve the error
-    smoothed = filter_stream(
-        positions, orientations, FPS, KalmanParameters(measurement_noise=noise, lag=2)
-    )
-    out_p = [rms_position(smoothed.positions, truth_p, s) for s in range(11)]
-    out_q = [rms_angle(smoothed.orientations, truth_q, s) / DEG for s in range(11)]
-    lag_p, lag_q = int(np.argmin(out_p)), int(np.argmin(out_q))
+    out_p, out_q, lag_p, lag_q = errors(2)
     print(
         f"  with lag=2: position ratio {out_p[lag_p] / raw_p:.3f} at lag {lag_p} frames, "
         f"orientation ratio {out_q[lag_q] / raw_q:.3f} at lag {lag_q} frames"

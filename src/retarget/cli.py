@@ -667,23 +667,33 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_view(args: argparse.Namespace) -> int:
-    from .viz.viewer import write_viewer
-
+def _named_motions(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """``args.files`` read, each as (file name, motion), cut to ``--frames``."""
     motions = []
     for path in args.files:
         motion = _read(path, args)
         if args.frames:
             motion = motion[_frames(args.frames, motion.num_frames)]
         motions.append((Path(path).name, motion))
-    report = None
-    if args.report:
-        try:
-            report = json.loads(Path(args.report).read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise RetargetError(f"{args.report}: not JSON ({exc})") from None
-        if not isinstance(report, dict):
-            raise RetargetError(f"{args.report}: expected a JSON object (a run's --report)")
+    return motions
+
+
+def _read_report(path: str) -> dict[str, Any]:
+    """A run's ``--report`` JSON object."""
+    try:
+        report = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RetargetError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(report, dict):
+        raise RetargetError(f"{path}: expected a JSON object (a run's --report)")
+    return report
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from .viz.viewer import write_viewer
+
+    motions = _named_motions(args)
+    report = _read_report(args.report) if args.report else None
     out = write_viewer(
         args.output,
         motions,
@@ -698,12 +708,7 @@ def cmd_view(args: argparse.Namespace) -> int:
 def cmd_render(args: argparse.Namespace) -> int:
     from .viz.render import render_video
 
-    motions = []
-    for path in args.files:
-        motion = _read(path, args)
-        if args.frames:
-            motion = motion[_frames(args.frames, motion.num_frames)]
-        motions.append((Path(path).name, motion))
+    motions = _named_motions(args)
     width, _, high = args.size.partition("x")
     try:
         size = (int(width), int(high))
@@ -727,13 +732,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
         if len(args.inputs) > 1:
             raise RetargetError("give one report, or motion files (the source first)")
         try:
-            report = json.loads(Path(first).read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise RetargetError(f"{first}: not JSON ({exc})") from None
-        if not isinstance(report, dict):
-            raise RetargetError(f"{first}: expected a JSON object (a run's --report)")
-        try:
-            out = plot_report(report, args.output, fps=args.fps)
+            out = plot_report(_read_report(first), args.output, fps=args.fps)
         except ValueError as exc:
             raise RetargetError(f"{first}: {exc}") from None
     else:
