@@ -1,0 +1,137 @@
+"""Mass model and dynamics (Tak & Ko 2005, §4): against pinocchio, and the ZMP's basics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from retarget import Motion, quat
+from retarget.physics import body_model
+from retarget.physics.dynamics import (
+    center_of_mass,
+    inverse_dynamics,
+    project_to_support,
+    zmp,
+)
+
+
+@pytest.fixture(scope="module")
+def body(lafan):
+    return body_model(lafan.skeleton, 70.0, loads={"RightHand": 8.0})
+
+
+def test_mass_model_is_de_leva_scaled(body, lafan):
+    sk = lafan.skeleton
+    assert body.total_mass == pytest.approx(78.0)
+    left, right = sk.index("LeftUpLeg"), sk.index("RightUpLeg")
+    assert body.mass[left] == pytest.approx(0.1416 * 70.0)
+    assert body.mass[left] == pytest.approx(body.mass[right])
+    assert body.mass[sk.index("RightHand")] == pytest.approx(body.mass[sk.index("LeftHand")] + 8)
+    # the thigh's CM 40.95 % down the bone from the hip, in the hip's frame
+    knee = sk.offsets[sk.index("LeftLeg")] * body.metres
+    np.testing.assert_allclose(body.com[left], 0.4095 * knee, atol=1e-12)
+    for j in np.flatnonzero(body.mass > 0):
+        eig = np.linalg.eigvalsh(body.inertia[j])
+        assert (eig > 0).all() and np.allclose(body.inertia[j], body.inertia[j].T)
+
+
+def _pinocchio_model(body):
+    pin = pytest.importorskip("pinocchio")
+    sk = body.skeleton
+    model = pin.Model()
+    model.gravity = pin.Motion(np.array([0.0, -9.81, 0.0]), np.zeros(3))
+    ids = []
+    for j in range(sk.num_joints):
+        parent = 0 if j == 0 else ids[int(sk.parents[j])]
+        placement = pin.SE3(np.eye(3), np.zeros(3) if j == 0 else sk.offsets[j] * body.metres)
+        joint = pin.JointModelFreeFlyer() if j == 0 else pin.JointModelSpherical()
+        jid = model.addJoint(parent, joint, placement, sk.names[j])
+        model.appendBodyToJoint(
+            jid, pin.Inertia(body.mass[j], body.com[j], body.inertia[j]), pin.SE3.Identity()
+        )
+        ids.append(jid)
+    return pin, model
+
+
+def test_inverse_dynamics_equals_pinocchio_rnea(body):
+    """Random floating-base states: our torques and root wrench are pinocchio's ``rnea``
+    (relative error at most 1e-8)."""
+    pin, model = _pinocchio_model(body)
+    data = model.createData()
+    rng = np.random.default_rng(8)
+    n = body.skeleton.num_joints
+    frames = 20
+    root = rng.normal(scale=0.5, size=(frames, 3))
+    rot = quat.normalize(rng.normal(size=(frames, n, 4)))
+    v_local = rng.normal(size=(frames, 3))
+    omega = rng.normal(scale=2.0, size=(frames, n, 3))
+    a_local = rng.normal(size=(frames, 3))
+    omega_dot = rng.normal(scale=5.0, size=(frames, n, 3))
+    # our root velocity and acceleration are the origin's, in the world
+    r0 = quat.matrix_from_quat(rot[:, 0])
+    velocity = np.einsum("fab,fb->fa", r0, v_local)
+    acceleration = np.einsum("fab,fb->fa", r0, a_local + np.cross(omega[:, 0], v_local))
+    force, moment, torques = inverse_dynamics(
+        body, root, rot, velocity, omega, acceleration, omega_dot
+    )
+    for f in range(frames):
+        xyzw = rot[f][:, [1, 2, 3, 0]]
+        q = np.concatenate([root[f], xyzw[0], xyzw[1:].ravel()])
+        v = np.concatenate([v_local[f], omega[f].ravel()])
+        a = np.concatenate([a_local[f], omega_dot[f].ravel()])
+        tau = pin.rnea(model, data, q, v, a)
+        ours = np.concatenate([force[f], moment[f], torques[f, 1:].ravel()])
+        err = np.abs(ours - tau).max() / np.abs(tau).max()
+        assert err <= 1e-8, (f, err)
+
+
+def test_zmp_of_a_still_pose_is_the_centre_of_mass(body, lafan):
+    """Eq. (6) on a held pose reduces to the ground projection of the centre of mass."""
+    pose = lafan[100:101]
+    held = Motion(
+        lafan.skeleton,
+        np.repeat(pose.root_position, 10, axis=0),
+        np.repeat(pose.rotations, 10, axis=0),
+        lafan.fps,
+    )
+    point, vertical = zmp(body, held)
+    com = center_of_mass(body, held)
+    np.testing.assert_allclose(point, com[:, [0, 2]], atol=1e-12)
+    np.testing.assert_allclose(vertical, body.total_mass * 9.81)
+
+
+def test_free_fall_has_no_zmp(body, lafan):
+    """A body falling with g has no vertical support: the ZMP is undefined (flight)."""
+    pose = lafan[100:101]
+    t = np.arange(12) / lafan.fps
+    root = np.repeat(pose.root_position, 12, axis=0)
+    root[:, 1] -= 0.5 * 9.81 * t**2 / body.metres
+    fall = Motion(lafan.skeleton, root, np.repeat(pose.rotations, 12, axis=0), lafan.fps)
+    point, vertical = zmp(body, fall)
+    inner = slice(2, -2)  # the one-sided differences at the ends are not exact
+    assert np.abs(vertical[inner]).max() < 1e-6 * body.total_mass
+    assert np.isnan(point[inner]).all()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 7))
+def test_projection_onto_the_support_polygon(seed, count):
+    """Eq. (7): inside points stay; outside ones land on the hull, no farther than any
+    hull point (sampled densely)."""
+    rng = np.random.default_rng(seed)
+    contacts = rng.normal(size=(count, 2))
+    p = rng.normal(scale=2.0, size=2)
+    q, inside = project_to_support(p, contacts)
+    # dense samples of the hull: convex combinations of the contacts
+    w = rng.dirichlet(np.ones(count), size=4000) if count > 1 else np.ones((1, 1))
+    samples = np.vstack([w @ contacts, contacts])
+    best = np.linalg.norm(samples - p, axis=1).min()
+    if inside:
+        np.testing.assert_allclose(q, p)
+    else:
+        assert np.linalg.norm(q - p) <= best + 1e-9
+        if count >= 3:  # and q is on the hull: it projects onto itself
+            again, _ = project_to_support(q, contacts)
+            np.testing.assert_allclose(again, q, atol=1e-9)
