@@ -10,11 +10,14 @@ from hypothesis import strategies as st
 from retarget import Motion, quat
 from retarget.physics import body_model
 from retarget.physics.dynamics import (
+    body_motion,
     center_of_mass,
+    environment_wrench,
     inverse_dynamics,
-    project_to_support,
+    motion_rates,
     zmp,
 )
+from retarget.physics.support import project_to_support
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +138,70 @@ def test_projection_onto_the_support_polygon(seed, count):
         if count >= 3:  # and q is on the hull: it projects onto itself
             again, _ = project_to_support(q, contacts)
             np.testing.assert_allclose(again, q, atol=1e-9)
+
+
+def test_contact_shares_equal_pinocchio_rnea_with_external_forces(body):
+    """The environment's wrench split between two feet (Ko & Badler's approximation of
+    double support) is pinocchio's ``rnea`` with those forces as ``fext``; the root
+    then needs nothing from outside."""
+    pin, model = _pinocchio_model(body)
+    data = model.createData()
+    sk = body.skeleton
+    rng = np.random.default_rng(11)
+    n = sk.num_joints
+    frames = 10
+    root = rng.normal(scale=0.5, size=(frames, 3))
+    rot = quat.normalize(rng.normal(size=(frames, n, 4)))
+    velocity, acceleration = rng.normal(size=(2, frames, 3))
+    omega = rng.normal(scale=2.0, size=(frames, n, 3))
+    omega_dot = rng.normal(scale=5.0, size=(frames, n, 3))
+    feet = [sk.index("LeftFoot"), sk.index("RightFoot")]
+    shares = np.zeros((frames, n))
+    t = rng.uniform(size=frames)
+    shares[:, feet[0]], shares[:, feet[1]] = 1 - t, t
+    force, moment, torques = inverse_dynamics(
+        body, root, rot, velocity, omega, acceleration, omega_dot, shares=shares
+    )
+    np.testing.assert_allclose(force, 0.0, atol=1e-9)
+    np.testing.assert_allclose(moment, 0.0, atol=1e-9)
+    bm = body_motion(body, root / body.metres, rot, velocity, omega, acceleration, omega_dot)
+    total_f, total_mc, c = environment_wrench(body, bm)
+    total_m = total_mc + np.cross(c, total_f)  # about the world origin
+    r0 = quat.matrix_from_quat(rot[:, 0])
+    for f in range(frames):
+        xyzw = rot[f][:, [1, 2, 3, 0]]
+        q = np.concatenate([root[f], xyzw[0], xyzw[1:].ravel()])
+        v_local = r0[f].T @ velocity[f]
+        v = np.concatenate([v_local, omega[f].ravel()])
+        a_local = r0[f].T @ acceleration[f] - np.cross(omega[f, 0], v_local)
+        a = np.concatenate([a_local, omega_dot[f].ravel()])
+        fext = [pin.Force.Zero() for _ in range(model.njoints)]
+        for j in feet:
+            rj, pj = bm.frames[f, j], bm.origins[f, j]
+            lin = shares[f, j] * total_f[f]
+            ang = shares[f, j] * (total_m[f] - np.cross(pj, total_f[f]))
+            fext[j + 1] = pin.Force(rj.T @ lin, rj.T @ ang)
+        tau = pin.rnea(model, data, q, v, a, fext)
+        ours = np.concatenate([force[f], moment[f], torques[f, 1:].ravel()])
+        err = np.abs(ours - tau).max() / np.abs(tau).max()
+        assert err <= 1e-8, (f, err)
+
+
+def test_motion_rates_are_exact_on_a_uniform_spin(lafan):
+    """A joint turning at constant ω about a fixed axis and a root on a parabola: the
+    finite-difference rates are the exact ones."""
+    fps = 30.0
+    t = np.arange(20) / fps
+    motion = lafan[:20]
+    axis = np.array([0.3, -0.5, 0.81])
+    axis /= np.linalg.norm(axis)
+    rot = np.array(motion.rotations)
+    rot[:, 3] = quat.multiply(rot[0, 3], quat.exp(2.0 * t[:, None] * axis))
+    root = np.zeros((20, 3))
+    root[:, 1] = 100.0 + 50.0 * t**2
+    spun = Motion(motion.skeleton, root, rot, fps)
+    v, a, w, wd = motion_rates(spun, 0.01)
+    np.testing.assert_allclose(a[:, 1], 1.0, atol=1e-9)
+    np.testing.assert_allclose(v[1:-1, 1], t[1:-1], atol=1e-9)
+    np.testing.assert_allclose(w[:, 3], np.tile(2.0 * axis, (20, 1)), atol=1e-9)
+    np.testing.assert_allclose(wd[:, 3], 0.0, atol=1e-6)

@@ -14,8 +14,6 @@ mass, zero moment point and the support polygon.
   here: the root wrench is what the feet together must supply.
 * :func:`zmp`: eq. (6) from the bodies' centres of mass and their
   accelerations (central differences over frames).
-* :func:`project_to_support`: eq. (7), the ZMP moved onto the convex hull of
-  the contact points when outside.
 
 World axes are Y up (DESIGN.md); lengths in metres, time in seconds, mass in
 kg: motions in other units are converted with :attr:`Body.metres`.
@@ -27,11 +25,10 @@ point of every frame, batched; pinocchio works one configuration per call
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.spatial import ConvexHull, QhullError
 
 from .. import quat
 from ..kinematics import forward_kinematics
@@ -40,11 +37,17 @@ from .body import Body
 
 __all__ = [
     "GRAVITY",
+    "BodyMotion",
     "body_centres",
+    "body_motion",
     "center_of_mass",
+    "environment_wrench",
     "inverse_dynamics",
-    "project_to_support",
+    "motion_rates",
+    "second_difference",
+    "support_shares",
     "zmp",
+    "zmp_of",
 ]
 
 Array = NDArray[np.float64]
@@ -58,6 +61,138 @@ def _cross(a: Array, b: Array) -> Array:
     return np.cross(a, b)
 
 
+@dataclass(frozen=True, eq=False)
+class BodyMotion:
+    """The bodies' world kinematics at a batch of states (the forward pass of RNEA).
+
+    Leading axes ``(...)`` are those of the states (frames, sigma points).
+
+    Attributes
+    ----------
+    origins : ndarray, shape (..., J, 3)
+        Joint origins, metres.
+    frames : ndarray, shape (..., J, 3, 3)
+        World rotation matrices of the joints.
+    omega, alpha : ndarray, shape (..., J, 3)
+        World angular velocities (rad/s) and accelerations (rad/s²) of the bodies.
+    centres : ndarray, shape (..., J, 3)
+        World centres of mass ``r_i``, metres.
+    accelerations : ndarray, shape (..., J, 3)
+        ``r̈_i``, m/s² (gravity not included).
+    """
+
+    origins: Array
+    frames: Array
+    omega: Array
+    alpha: Array
+    centres: Array
+    accelerations: Array
+
+
+def body_motion(
+    body: Body,
+    root_position: ArrayLike,
+    rotations: ArrayLike,
+    velocity: ArrayLike,
+    angular_velocity: ArrayLike,
+    acceleration: ArrayLike,
+    angular_acceleration: ArrayLike,
+) -> BodyMotion:
+    """World motion of every body from a state (q, q̇, q̈), batched over leading axes.
+
+    Parameters
+    ----------
+    body : Body
+    root_position : array_like, shape (..., 3)
+        In the skeleton's unit (converted with :attr:`Body.metres`).
+    rotations : array_like, shape (..., J, 4)
+        Local joint rotations.
+    velocity, acceleration : array_like, shape (..., 3)
+        The root origin's world velocity (m/s) and acceleration (m/s²).
+    angular_velocity, angular_acceleration : array_like, shape (..., J, 3)
+        Each joint's angular velocity (rad/s) and its rate (rad/s²) relative to
+        its parent, in the joint's own frame: ``q̇ = q ⊗ (0, ω/2)`` (the
+        library's tangent space, DESIGN.md).
+    """
+    sk = body.skeleton
+    n = sk.num_joints
+    rot = np.asarray(rotations, dtype=np.float64)
+    batch = rot.shape[:-2]
+    root = np.broadcast_to(np.asarray(root_position, dtype=np.float64), (*batch, 3))
+    pos, world = forward_kinematics(sk.scaled(body.metres), root * body.metres, rot)
+    pos = pos[..., :n, :].reshape(-1, n, 3)
+    mats = quat.matrix_from_quat(world[..., :n, :]).reshape(-1, n, 3, 3)
+    count = len(pos)
+
+    def flat(a: ArrayLike, tail: tuple[int, ...]) -> Array:
+        return np.broadcast_to(np.asarray(a, dtype=np.float64), (*batch, *tail)).reshape(
+            count, *tail
+        )
+
+    rel_w = np.einsum("fjab,fjb->fja", mats, flat(angular_velocity, (n, 3)))
+    rel_a = np.einsum("fjab,fjb->fja", mats, flat(angular_acceleration, (n, 3)))
+    w = np.empty_like(rel_w)
+    alpha = np.empty_like(rel_w)
+    acc = np.empty_like(rel_w)  # joint origins' accelerations
+    w[:, 0] = rel_w[:, 0]
+    alpha[:, 0] = rel_a[:, 0]
+    acc[:, 0] = flat(acceleration, (3,))
+    parents = sk.parents
+    for j in range(1, n):
+        p = int(parents[j])
+        r = pos[:, j] - pos[:, p]
+        acc[:, j] = acc[:, p] + _cross(alpha[:, p], r) + _cross(w[:, p], _cross(w[:, p], r))
+        w[:, j] = w[:, p] + rel_w[:, j]
+        alpha[:, j] = alpha[:, p] + _cross(w[:, p], rel_w[:, j]) + rel_a[:, j]
+    s = np.einsum("fjab,jb->fja", mats, body.com)  # joint origin → body CM, world
+    acc_c = acc + _cross(alpha, s) + _cross(w, _cross(w, s))
+
+    def shaped(a: Array) -> Array:
+        return a.reshape(*batch, *a.shape[1:])
+
+    return BodyMotion(
+        shaped(pos), shaped(mats), shaped(w), shaped(alpha), shaped(pos + s), shaped(acc_c)
+    )
+
+
+def _body_wrenches(body: Body, bm: BodyMotion, gravity: Array) -> tuple[Array, Array]:
+    """Each body's inertial force ``m (r̈ − g)`` and moment about its centre, world."""
+    f = body.mass[:, None] * (bm.accelerations - gravity)
+    inertia = np.einsum("...jab,jbc,...jdc->...jad", bm.frames, body.inertia, bm.frames)
+    moment = np.einsum("...jab,...jb->...ja", inertia, bm.alpha) + _cross(
+        bm.omega, np.einsum("...jab,...jb->...ja", inertia, bm.omega)
+    )
+    return f, moment
+
+
+def environment_wrench(
+    body: Body, bm: BodyMotion, gravity: ArrayLike = GRAVITY
+) -> tuple[Array, Array, Array]:
+    """The wrench the environment must supply for a motion: the rates of momentum
+    minus gravity (Newton–Euler for the whole body).
+
+    Returns
+    -------
+    force : ndarray, shape (..., 3)
+        ``Σ m_i (r̈_i − g) = Ṗ − m g`` (N, world).
+    moment : ndarray, shape (..., 3)
+        ``L̇_c = Σ I_i α_i + ω_i × I_i ω_i + (r_i − c) × m_i (r̈_i − g)``, about the
+        centre of mass ``c`` (N m, world).
+    centre : ndarray, shape (..., 3)
+        ``c`` (metres).
+
+    In flight gravity is the only external force, so both are zero for a
+    physical motion: eq. (11)'s momentum constraints (the paper prints the
+    momentum for its rate; ``Ṗ = m g`` and ``L̇ = 0`` is what Newton's law
+    asks, and rigid bodies add their spin to the point masses).
+    """
+    g = np.asarray(gravity, dtype=np.float64)
+    f, n_c = _body_wrenches(body, bm, g)
+    c = np.einsum("j,...ja->...a", body.mass, bm.centres) / body.total_mass
+    arm = bm.centres - c[..., None, :]
+    return f.sum(axis=-2), (n_c + _cross(arm, f)).sum(axis=-2), c
+
+
 def inverse_dynamics(
     body: Body,
     root_position: ArrayLike,
@@ -67,6 +202,8 @@ def inverse_dynamics(
     acceleration: ArrayLike,
     angular_acceleration: ArrayLike,
     gravity: ArrayLike = GRAVITY,
+    *,
+    shares: ArrayLike | None = None,
 ) -> tuple[Array, Array, Array]:
     """Joint torques and the root wrench of a state (recursive Newton–Euler).
 
@@ -83,6 +220,13 @@ def inverse_dynamics(
         Each joint's angular velocity (rad/s) and its rate (rad/s²) relative to
         its parent, in the joint's own frame: ``q̇ = q ⊗ (0, ω/2)``.
     gravity : array_like, shape (3,)
+    shares : array_like, shape (F, J), optional
+        The share of the environment's wrench (:func:`environment_wrench`)
+        each body receives at its joint's origin: the feet in contact, summing
+        to 1 in support, 0 in flight. Ko and Badler's (1996) approximation of
+        the closed loop of double support splits it between the feet
+        (:func:`support_shares`). The root wrench is then what the contacts
+        could not give (zero in support).
 
     Returns
     -------
@@ -94,45 +238,101 @@ def inverse_dynamics(
         0 is the root's moment again).
     """
     sk = body.skeleton
-    n = sk.num_joints
-    root = np.asarray(root_position, dtype=np.float64)
-    rot = np.asarray(rotations, dtype=np.float64)
-    pos, world = forward_kinematics(sk.scaled(body.metres), root, rot)
-    pos, world = pos[:, :n], world[:, :n]
-    mats = quat.matrix_from_quat(world)  # (F, J, 3, 3)
-    omega = np.asarray(angular_velocity, dtype=np.float64)
-    omega_dot = np.asarray(angular_acceleration, dtype=np.float64)
-    rel_w = np.einsum("fjab,fjb->fja", mats, omega)  # relative angular velocity, world
-    rel_a = np.einsum("fjab,fjb->fja", mats, omega_dot)
-    w = np.empty_like(rel_w)
-    alpha = np.empty_like(rel_w)
-    acc = np.empty_like(rel_w)  # joint origins' accelerations, gravity taken into them
-    w[:, 0] = rel_w[:, 0]
-    alpha[:, 0] = rel_a[:, 0]
-    acc[:, 0] = np.asarray(acceleration, dtype=np.float64) - np.asarray(gravity, np.float64)
-    parents = sk.parents
-    for j in range(1, n):
-        p = int(parents[j])
-        r = pos[:, j] - pos[:, p]
-        acc[:, j] = acc[:, p] + _cross(alpha[:, p], r) + _cross(w[:, p], _cross(w[:, p], r))
-        w[:, j] = w[:, p] + rel_w[:, j]
-        alpha[:, j] = alpha[:, p] + _cross(w[:, p], rel_w[:, j]) + rel_a[:, j]
-    s = np.einsum("fjab,jb->fja", mats, body.com)  # joint origin → body CM, world
-    acc_c = acc + _cross(alpha, s) + _cross(w, _cross(w, s))
-    f = body.mass[:, None] * acc_c
-    inertia = np.einsum("fjab,jbc,fjdc->fjad", mats, body.inertia, mats)
-    n_c = np.einsum("fjab,fjb->fja", inertia, alpha) + _cross(
-        w, np.einsum("fjab,fjb->fja", inertia, w)
+    root = np.asarray(root_position, dtype=np.float64) / body.metres
+    bm = body_motion(
+        body, root, rotations, velocity, angular_velocity, acceleration, angular_acceleration
     )
+    g = np.asarray(gravity, dtype=np.float64)
+    f, n_c = _body_wrenches(body, bm, g)
+    pos, mats = bm.origins, bm.frames
     force = f.copy()
-    moment = n_c + _cross(s, f)  # about each joint's origin
-    for j in range(n - 1, 0, -1):
-        p = int(parents[j])
+    moment = n_c + _cross(bm.centres - pos, f)  # about each joint's origin
+    if shares is not None:
+        share = np.asarray(shares, dtype=np.float64)
+        total_f = f.sum(axis=-2)
+        total_m = (n_c + _cross(bm.centres, f)).sum(axis=-2)  # about the world origin
+        force -= share[..., None] * total_f[..., None, :]
+        moment -= share[..., None] * (total_m[..., None, :] - _cross(pos, total_f[..., None, :]))
+    for j in range(sk.num_joints - 1, 0, -1):
+        p = int(sk.parents[j])
         force[:, p] += force[:, j]
         moment[:, p] += moment[:, j] + _cross(pos[:, j] - pos[:, p], force[:, j])
-    torques = np.einsum("fjba,fjb->fja", mats, moment)
-    root_force = np.einsum("fba,fb->fa", mats[:, 0], force[:, 0])
-    return root_force, torques[:, 0].copy(), torques
+    torques = np.einsum("...jba,...jb->...ja", mats, moment)
+    root_force = np.einsum("...ba,...b->...a", mats[..., 0, :, :], force[..., 0, :])
+    return root_force, torques[..., 0, :].copy(), torques
+
+
+def support_shares(zmp_point: ArrayLike, left: ArrayLike, right: ArrayLike) -> Array:
+    """Ko and Badler's (1996) split of the ground's wrench between two feet.
+
+    In double support the share of each foot falls linearly with the ZMP's
+    distance from it along the line between the feet (1 at its own foot, 0
+    at the other's); a single foot in contact takes everything, flight
+    nothing.
+
+    Parameters
+    ----------
+    zmp_point : array_like, shape (F, 2)
+        ``(x, z)``, metres (NaN in flight is fine).
+    left, right : array_like, shape (F, 2)
+        Each foot's contact centre ``(x, z)``, NaN where that foot is off the ground.
+
+    Returns
+    -------
+    ndarray, shape (F, 2)
+        Left and right shares.
+    """
+    p = np.asarray(zmp_point, dtype=np.float64)
+    a = np.asarray(left, dtype=np.float64)
+    b = np.asarray(right, dtype=np.float64)
+    on_a = np.isfinite(a).all(axis=-1)
+    on_b = np.isfinite(b).all(axis=-1)
+    ab = np.where((on_a & on_b)[:, None], b - a, 0.0)
+    length2 = np.einsum("fa,fa->f", ab, ab)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.einsum("fa,fa->f", np.where(np.isfinite(p), p, a) - a, ab) / length2
+    t = np.clip(np.where(np.isfinite(t), t, 0.5), 0.0, 1.0)
+    out = np.zeros((len(p), 2))
+    both = on_a & on_b
+    out[both, 0], out[both, 1] = 1.0 - t[both], t[both]
+    out[on_a & ~on_b, 0] = 1.0
+    out[on_b & ~on_a, 1] = 1.0
+    return out
+
+
+def motion_rates(motion: Motion, metres: float) -> tuple[Array, Array, Array, Array]:
+    """Velocities and accelerations of a motion in the tangent space, by finite differences.
+
+    Central differences on the compact stencil (``(x_{k+1} − 2x_k + x_{k−1}) /
+    Δt²``), the rotations' through the right increments ``log(q_k⁻¹ q_{k+1})``;
+    the end frames repeat their neighbours' second differences.
+
+    Returns
+    -------
+    velocity, acceleration : ndarray, shape (F, 3)
+        Root origin, world, m/s and m/s².
+    angular_velocity, angular_acceleration : ndarray, shape (F, J, 3)
+        Local, rad/s and rad/s² (``q̇ = q ⊗ (0, ω/2)``).
+    """
+    fps = motion.fps
+    root = motion.root_position * metres
+    rot = motion.rotations
+    n = len(root)
+    if n < 3:
+        zeros = np.zeros_like(root)
+        zero_w = np.zeros((*rot.shape[:-1], 3))
+        return zeros, zeros.copy(), zero_w, zero_w.copy()
+    half_v = np.diff(root, axis=0) * fps  # at k + 1/2
+    half_w = quat.log(quat.multiply(quat.conjugate(rot[:-1]), rot[1:])) * fps
+
+    def centre(h: Array) -> Array:
+        return np.concatenate([h[:1], 0.5 * (h[:-1] + h[1:]), h[-1:]])
+
+    def rate(h: Array) -> Array:
+        inner = np.diff(h, axis=0) * fps
+        return np.concatenate([inner[:1], inner, inner[-1:]])
+
+    return centre(half_v), rate(half_v), centre(half_w), rate(half_w)
 
 
 def body_centres(body: Body, motion: Motion) -> Array:
@@ -151,85 +351,53 @@ def center_of_mass(body: Body, motion: Motion) -> Array:
     return np.einsum("j,fja->fa", body.mass, c) / body.total_mass
 
 
-def _second_difference(x: Array, fps: float) -> Array:
-    """d²x/dt² by central differences (one-sided at the ends), over axis 0."""
+def second_difference(x: Array, fps: float) -> Array:
+    """d²x/dt² on the compact stencil over axis 0 (the ends repeat their neighbours')."""
     if len(x) < 3:
         return np.zeros_like(x)
-    return np.gradient(np.gradient(x, axis=0), axis=0) * fps**2
+    inner = (x[2:] - 2.0 * x[1:-1] + x[:-2]) * fps**2
+    return np.concatenate([inner[:1], inner, inner[-1:]])
 
 
-def zmp(body: Body, motion: Motion, gravity: float = 9.81) -> tuple[Array, Array]:
-    """Zero moment point of eq. (6), on the ground plane (x, z), metres.
+def zmp_of(
+    mass: Array, centres: ArrayLike, accelerations: ArrayLike, gravity: float = 9.81
+) -> tuple[Array, Array]:
+    """Eq. (6): the ZMP of point masses ``m_i`` at ``r_i`` accelerating with ``r̈_i``.
 
     ``P = (Σ m_i (ÿ_i + g) x_i − Σ m_i ẍ_i y_i) / Σ m_i (ÿ_i + g)`` and likewise
-    for z, with the bodies' centres of mass ``r_i`` and their accelerations
-    (central differences).
-
-    Returns
-    -------
-    point : ndarray, shape (F, 2)
-        ``(x, z)``; NaN where the vertical force ``Σ m_i (ÿ_i + g)`` is not
-        positive (nothing could hold the body up: flight or a fall).
-    vertical : ndarray, shape (F,)
-        ``Σ m_i (ÿ_i + g)`` (N).
-    """
-    r = body_centres(body, motion)
-    a = _second_difference(r, motion.fps)
-    m = body.mass
-    up = np.einsum("j,fj->f", m, a[..., 1] + gravity)
-    point = np.empty((len(r), 2))
-    for k, axis in enumerate((0, 2)):
-        num = np.einsum("j,fj->f", m, (a[..., 1] + gravity) * r[..., axis]) - np.einsum(
-            "j,fj->f", m, a[..., axis] * r[..., 1]
-        )
-        with np.errstate(divide="ignore", invalid="ignore"):
-            point[:, k] = np.where(up > 1e-9, num / up, np.nan)
-    return point, up
-
-
-def project_to_support(point: ArrayLike, contacts: Sequence[ArrayLike]) -> tuple[Array, bool]:
-    """Eq. (7): the point itself when inside the support polygon, else its projection.
+    for z.
 
     Parameters
     ----------
-    point : array_like, shape (2,)
-        ``(x, z)``.
-    contacts : sequence of array_like, shape (2,)
-        The ground positions of the points in contact; their convex hull is
-        the support polygon (a segment for two points, a point for one).
+    mass : ndarray, shape (J,)
+    centres, accelerations : array_like, shape (..., J, 3)
+        Metres, m/s².
 
     Returns
     -------
-    projected : ndarray, shape (2,)
-    inside : bool
+    point : ndarray, shape (..., 2)
+        ``(x, z)``; NaN where the vertical force ``Σ m_i (ÿ_i + g)`` is not
+        positive (nothing could hold the body up: flight or a fall).
+    vertical : ndarray, shape (...)
+        ``Σ m_i (ÿ_i + g)`` (N).
     """
-    p = np.asarray(point, dtype=np.float64)
-    pts = np.unique(np.asarray(contacts, dtype=np.float64).reshape(-1, 2), axis=0)
-    if len(pts) == 0:
-        raise ValueError("no contact point: the support polygon is empty")
-    hull = pts
-    if len(pts) >= 3:
-        try:
-            hull = pts[ConvexHull(pts).vertices]  # counter-clockwise
-        except QhullError:  # collinear points: the segment between the extremes
-            d = pts - pts.mean(axis=0)
-            axis = np.linalg.svd(d)[2][0]
-            t = d @ axis
-            hull = pts[[int(np.argmin(t)), int(np.argmax(t))]]
-    if len(hull) >= 3:
-        edges = np.roll(hull, -1, axis=0) - hull
-        to_p = p - hull
-        cross = edges[:, 0] * to_p[:, 1] - edges[:, 1] * to_p[:, 0]
-        if (cross >= -1e-12).all():
-            return p.copy(), True
-    best, best_d = hull[0], np.inf
-    n = len(hull)
-    for k in range(n if n >= 3 else max(n - 1, 1)):
-        a, b = hull[k], hull[(k + 1) % n] if n > 1 else hull[k]
-        ab = b - a
-        t = 0.0 if ab @ ab == 0 else float(np.clip((p - a) @ ab / (ab @ ab), 0.0, 1.0))
-        q = a + t * ab
-        d = float(np.linalg.norm(p - q))
-        if d < best_d:
-            best, best_d = q, d
-    return np.asarray(best, dtype=np.float64), bool(best_d <= 1e-12)
+    r = np.asarray(centres, dtype=np.float64)
+    a = np.asarray(accelerations, dtype=np.float64)
+    lift = a[..., 1] + gravity
+    up = np.einsum("j,...j->...", mass, lift)
+    num = np.einsum("j,...ja->...a", mass, lift[..., None] * r[..., [0, 2]]) - np.einsum(
+        "j,...ja->...a", mass, a[..., [0, 2]] * r[..., 1:2]
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        point = np.where((up > 1e-9)[..., None], num / up[..., None], np.nan)
+    return point, up
+
+
+def zmp(body: Body, motion: Motion, gravity: float = 9.81) -> tuple[Array, Array]:
+    """Eq. (6) on a motion: the bodies' centres by forward kinematics, their
+    accelerations by second differences (:func:`second_difference`).
+
+    Returns ``(point (F, 2), vertical (F,))`` as :func:`zmp_of`.
+    """
+    r = body_centres(body, motion)
+    return zmp_of(body.mass, r, second_difference(r, motion.fps), gravity)
