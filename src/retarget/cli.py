@@ -238,6 +238,97 @@ def _parse_scales(items: Sequence[str]) -> dict[str, float]:
     return out
 
 
+def _parse_named(items: Sequence[str], option: str, unit: str) -> dict[str, float]:
+    """``JOINT=VALUE[unit]`` items (``RightHand=8kg``) → {joint: value}."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        try:
+            out[key.strip()] = float(value.strip().removesuffix(unit).strip())
+        except ValueError:
+            sep = ""
+        if not sep or not key.strip():
+            raise RetargetError(
+                f"{option} expects JOINT=VALUE (e.g. RightHand=8{unit}), got {item!r}"
+            )
+    return out
+
+
+def cmd_physics(args: argparse.Namespace) -> int:
+    from .contacts import detect_contacts
+    from .editing.constraints import parse_constraints
+    from .physics import body_model
+    from .physics.filter import (
+        FilterSettings,
+        PhysicsGoals,
+        footplant_goals,
+        parse_passes,
+        physics_filter,
+    )
+
+    source = _read(args.source, args)
+    source = source[_frames(args.frames, source.num_frames)]
+    sk = source.skeleton
+    passes = parse_passes(args.passes)
+
+    def joint(name: str, option: str) -> int:
+        if name not in sk.names:
+            raise RetargetError(f"{option}: no joint named {name!r} in {args.source}")
+        return sk.index(name)
+
+    loads = _parse_named(args.load, "--load", "kg")
+    for name in loads:
+        joint(name, "--load")
+    limits = {
+        joint(k, "--torque-limit"): v
+        for k, v in _parse_named(args.torque_limit, "--torque-limit", "Nm").items()
+    }
+    if any(v <= 0 for v in limits.values()):
+        raise RetargetError("--torque-limit: limits must be positive (N m)")
+    body = body_model(sk, args.mass, loads=loads)
+    contacts = detect_contacts(source)
+    positions = footplant_goals(source, contacts, args.widen) if not args.free_feet else {}
+    inputs = [args.source]
+    if args.constraints:
+        try:
+            text = Path(args.constraints).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise RetargetError(
+                f"{args.constraints}: cannot read the file ({exc.strerror})"
+            ) from None
+        extra = parse_constraints(text, source, name=args.constraints)
+        for p, goal in extra.positions.items():
+            merged = positions.get(p, np.full((source.num_frames, 3), np.nan)).copy()
+            have = np.isfinite(goal).all(axis=1)
+            merged[have] = goal[have]
+            positions[p] = merged
+        inputs.append(args.constraints)
+    hint = None
+    if args.hint:
+        hint = _read(args.hint, args)[_frames(args.frames, source.num_frames)]
+        if hint.skeleton.names != sk.names or hint.num_frames != source.num_frames:
+            raise RetargetError(f"{args.hint}: a hint must have the source's joints and frames")
+        inputs.append(args.hint)
+    goals = PhysicsGoals(
+        contacts,
+        positions,
+        balance=not args.no_balance,
+        torque_limits=limits,
+        momentum=not args.no_momentum,
+    )
+    settings = FilterSettings(spacing=args.spacing, iterations=args.iterations)
+    result = physics_filter(source, body, goals, passes, settings, hint=hint)
+    report = {**result.report, "source": args.source, "output": args.output}
+    _write_result(args, result.motion, report, inputs)
+    first, last = report["stages"][0], report["stages"][-1]
+    print(
+        f"physics: {source.num_frames} frames, {'+'.join(passes)} in {report['seconds']:.2f} s; "
+        f"ZMP outside the support on {100 * first['zmp_outside']:.1f} % -> "
+        f"{100 * last['zmp_outside']:.1f} % of support frames -> {args.output}"
+    )
+    return 0
+
+
 def cmd_character(args: argparse.Namespace) -> int:
     from .characters import make_character
     from .io.formats import write_motion
@@ -1036,6 +1127,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="R.json")
     motion_options(p)
     p.set_defaults(func=cmd_noise)
+
+    p = sub.add_parser(
+        "physics",
+        help="make a motion physically plausible (Tak & Ko 2005): balance, torque limits, momentum",
+        description="Kinematic (K) and dynamic (D) filter applications in sequence; the report "
+        "gives the ZMP, torque and momentum measures of the source and after each.",
+    )
+    p.add_argument("source")
+    p.add_argument("--passes", default="2D+1K", help="e.g. 1K+3D+1K (default 2D+1K)")
+    p.add_argument("--mass", type=float, default=70.0, help="body mass in kg, loads excluded")
+    p.add_argument("--load", action="append", default=[], metavar="JOINT=KG")
+    p.add_argument("--torque-limit", action="append", default=[], metavar="JOINT=NM")
+    p.add_argument(
+        "--widen",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="move the feet outward by this share of height (wide steps)",
+    )
+    p.add_argument("--constraints", metavar="C.json", help="more position goals (as for edit)")
+    p.add_argument("--hint", metavar="HINT.bvh", help="a kinematic hint: the first prior")
+    p.add_argument("--free-feet", action="store_true", help="no footplant goals")
+    p.add_argument("--no-balance", action="store_true")
+    p.add_argument("--no-momentum", action="store_true")
+    p.add_argument("--spacing", type=float, default=4.0, help="frames per knot (least squares)")
+    p.add_argument("--iterations", type=int, default=3, help="Kalman updates per application")
+    p.add_argument("--frames", metavar="A:B", help="only these frames")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--report", metavar="REPORT.json")
+    motion_options(p)
+    p.set_defaults(func=cmd_physics)
 
     p = sub.add_parser(
         "edit",

@@ -98,6 +98,7 @@ def unscented_update(
     noise: ArrayLike | None = None,
     *,
     kappa: float | None = None,
+    at: ArrayLike | None = None,
 ) -> UnscentedResult:
     """Eqs. (13)-(16) for a batch of frames with a common measurement function.
 
@@ -117,10 +118,17 @@ def unscented_update(
         ``N_z`` (default zero: hard constraints).
     kappa : float, optional
         See :func:`sigma_points`.
+    at : array_like, shape (B, n), optional
+        Linearise about this estimate instead of the prior mean: the iterated
+        form (Gauss–Newton on ``‖x − x̂⁻‖²_P⁻¹`` subject to ``H(x) = Z``). The
+        sigma points spread about ``at``, ``Hₛ = P_xzᵀ P⁻¹`` is their
+        statistical Jacobian, and ``x̂ = x̂⁻ + K (Z − Ẑ − Hₛ (x̂⁻ − at))``; with
+        ``at = x̂⁻`` this is eq. (16).
     """
     x = np.asarray(mean, dtype=np.float64)
     p = np.broadcast_to(np.asarray(covariance, dtype=np.float64), (*x.shape, x.shape[-1]))
-    points, w = sigma_points(x, p, kappa)
+    centre = x if at is None else np.asarray(at, dtype=np.float64)
+    points, w = sigma_points(centre, p, kappa)
     z_pts = np.asarray(measure(points), dtype=np.float64)  # (B, S, m)
     target = np.asarray(goal, dtype=np.float64)
     m = z_pts.shape[-1]
@@ -129,24 +137,31 @@ def unscented_update(
     on = np.isfinite(target)
     z_hat = np.einsum("s,bsm->bm", w, z_pts)
     dz = z_pts - z_hat[:, None, :]
-    dx = points - x[:, None, :]
-    p_zz = np.einsum("s,bsi,bsj->bij", w, dz, dz)
+    dx = points - centre[:, None, :]
+    wdz = np.swapaxes(dz * w[:, None], -1, -2)  # (B, m, S): BLAS products, not einsum
+    p_zz = wdz @ dz
     if noise is not None:
         p_zz = p_zz + np.asarray(noise, dtype=np.float64)
-    p_xz = np.einsum("s,bsi,bsj->bij", w, dx, dz)
+    p_xz = np.swapaxes(dx * w[:, None], -1, -2) @ dz
     # rows switched off: no cross-covariance, unit variance, no innovation
     off = ~on
     p_xz = np.where(off[:, None, :], 0.0, p_xz)
     p_zz = np.where(off[:, :, None] | off[:, None, :], 0.0, p_zz)
     p_zz = p_zz + np.einsum("bi,ij->bij", off.astype(np.float64), np.eye(m))
-    innovation = np.where(on, target - z_hat, 0.0)
-    # K = P_xz P_zz⁻¹: solve P_zzᵀ Kᵀ = P_xzᵀ (P_zz symmetric); the smallest ridge that
-    # keeps a rank-deficient P_zz (a constraint the chosen DOFs cannot move) solvable
-    scale = np.maximum(np.einsum("bii->b", p_zz) / m, 1e-300)
-    ridge = 1e-12 * scale[:, None, None] * np.eye(m)
+    innovation = target - z_hat
+    if at is not None:  # Hₛ (x̂⁻ − at) with Hₛ = P_xzᵀ P⁻¹
+        step = np.linalg.solve(p, (x - centre)[..., None])[..., 0]
+        innovation = innovation - np.einsum("bnm,bn->bm", p_xz, step)
+    innovation = np.where(on, innovation, 0.0)
+    # K = P_xz P_zz⁻¹: solve P_zzᵀ Kᵀ = P_xzᵀ (P_zz symmetric). A ridge of 1e-12 of the
+    # active rows' mean variance keeps a rank-deficient P_zz (goals the chosen DOFs
+    # cannot move, or cannot reach together) from turning into an enormous gain
+    count = np.maximum(on.sum(axis=-1), 1)
+    scale = np.einsum("bii,bi->b", p_zz, on.astype(np.float64)) / count
+    ridge = 1e-12 * np.maximum(scale, 1e-300)[:, None, None] * np.eye(m)
     gain = np.swapaxes(np.linalg.solve(p_zz + ridge, np.swapaxes(p_xz, -1, -2)), -1, -2)
     post = x + np.einsum("bnm,bm->bn", gain, innovation)
-    cov = p - np.einsum("bnm,bmk,bjk->bnj", gain, p_zz, gain)
+    cov = p - gain @ (p_zz + ridge) @ np.swapaxes(gain, -1, -2)
     after = np.asarray(measure(post[:, None, :]), dtype=np.float64)[:, 0]
     residual = np.where(on, target - after, np.nan)
     return UnscentedResult(post, cov, z_hat, residual)

@@ -285,8 +285,8 @@ def support_shares(zmp_point: ArrayLike, left: ArrayLike, right: ArrayLike) -> A
     p = np.asarray(zmp_point, dtype=np.float64)
     a = np.asarray(left, dtype=np.float64)
     b = np.asarray(right, dtype=np.float64)
-    on_a = np.isfinite(a).all(axis=-1)
-    on_b = np.isfinite(b).all(axis=-1)
+    on_a = np.asarray(np.isfinite(a).all(axis=-1))
+    on_b = np.asarray(np.isfinite(b).all(axis=-1))
     ab = np.where((on_a & on_b)[:, None], b - a, 0.0)
     length2 = np.einsum("fa,fa->f", ab, ab)
     with np.errstate(invalid="ignore", divide="ignore"):

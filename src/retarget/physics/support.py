@@ -67,7 +67,7 @@ class Support:
         p = np.asarray(points, dtype=np.float64)
         out = np.zeros(len(p), bool)
         for f in np.flatnonzero(~self.flight & np.isfinite(p).all(axis=-1)):
-            out[f] = _distance(p[f], self._hull(f)) <= tolerance
+            out[f] = _distance(p[f], self._hull(int(f))) <= tolerance
         return out
 
     def distance(self, points: ArrayLike) -> Array:
@@ -75,7 +75,7 @@ class Support:
         p = np.asarray(points, dtype=np.float64)
         out = np.full(len(p), np.nan)
         for f in np.flatnonzero(~self.flight & np.isfinite(p).all(axis=-1)):
-            out[f] = _distance(p[f], self._hull(f))
+            out[f] = _distance(p[f], self._hull(int(f)))
         return out
 
     def project(self, points: ArrayLike, margin: float = 0.0) -> Array:
@@ -83,7 +83,7 @@ class Support:
         p = np.asarray(points, dtype=np.float64)
         out = np.full_like(p, np.nan)
         for f in np.flatnonzero(~self.flight & np.isfinite(p).all(axis=-1)):
-            out[f] = project_to_support(p[f], self._hull(f), margin)[0]
+            out[f] = project_to_support(p[f], self._hull(int(f)), margin)[0]
         return out
 
     def _hull(self, frame: int) -> Array:
@@ -150,7 +150,7 @@ def support_polygons(
         mask = contacts.mask[:, list(cols.values())]
         names = list(cols)
         front_point = int(toe) if toe is not None else (int(tip) if tip is not None else None)
-        for f in np.flatnonzero(mask.any(axis=1)):
+        for f in map(int, np.flatnonzero(mask.any(axis=1))):
             planted = [names[c] for c in np.flatnonzero(mask[f])]
             a = pos[f, ankle]
             t = pos[f, front_point] if front_point is not None else a + np.array([1e-3, 0.0])

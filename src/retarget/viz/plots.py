@@ -6,6 +6,7 @@ import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -171,6 +172,40 @@ def _save(fig, path: str | os.PathLike) -> Path:
     return atomic_write(path, buffer.getvalue())
 
 
+def _series(values: list) -> np.ndarray:
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
+
+
+def _physics_panel(ax: Any, panel: str, report: dict, fps: float | None) -> None:
+    """The physics filter's curves (Tak & Ko 2005): source against result."""
+    src, res = report["curves"]["source"], report["curves"]["result"]
+    n = len(src["flight"])
+    t = np.arange(n) / fps if fps else np.arange(n)
+    if panel == "zmp":
+        for name, c, style in (("source", src, "--"), ("result", res, "-")):
+            ax.plot(t, 100 * _series(c["zmp_outside"]), style, lw=1, label=name)
+        ax.set_ylabel("ZMP outside support, cm")
+        ax.set_title("balance (eqs. 6-8): distance of the ZMP outside the support polygon")
+    elif panel == "torque":
+        limits = report.get("torque_limits", {})
+        for k, (name, values) in enumerate(res["torque"].items()):
+            colour = f"C{k}"
+            ax.plot(t, src["torque"][name], "--", lw=1, color=colour, label=f"{name} source")
+            ax.plot(t, values, "-", lw=1, color=colour, label=f"{name} result")
+            if name in limits:
+                ax.axhline(limits[name], color=colour, lw=0.8, ls=":")
+        ax.set_ylabel("|torque|, N m")
+        ax.set_title("torque limits (eqs. 9-10): dotted lines")
+    else:
+        for name, c, style in (("source", src, "--"), ("result", res, "-")):
+            ax.plot(t, _series(c["momentum_force"]), style, lw=1, label=f"|Ṗ − mg| {name}")
+            ax.plot(t, _series(c["momentum_moment"]), style, lw=1, label=f"|L̇| {name}")
+        ax.set_ylabel("N, N m")
+        ax.set_title("momentum in flight (eq. 11)")
+    ax.legend(fontsize=7, loc="upper right")
+    ax.set_xlabel("seconds" if fps else "frame")
+
+
 def plot_report(report: dict, path: str | os.PathLike, *, fps: float | None = None) -> Path:
     """The figures a method's report carries, one panel each (``retarget plot R.json``).
 
@@ -179,7 +214,10 @@ def plot_report(report: dict, path: str | os.PathLike, *, fps: float | None = No
       axis (the exact IK pass last), % of height on a log scale;
     * ``importance`` (puppetry, Shin et al. 2001, eqs. 11-15): each
       end-effector's importance over the frames, with ``iterations.per_frame``
-      (the body posture's conjugate-gradient iterations) beneath.
+      (the body posture's conjugate-gradient iterations) beneath;
+    * ``curves`` (physics, Tak & Ko 2005): the ZMP's distance outside the
+      support polygon, torques against their limits and the momentum
+      residual in flight, source against result.
 
     Parameters
     ----------
@@ -202,10 +240,17 @@ def plot_report(report: dict, path: str | os.PathLike, *, fps: float | None = No
         panels.append("importance")
         if (report.get("iterations") or {}).get("per_frame"):
             panels.append("iterations")
+    curves = report.get("curves") or {}
+    if curves.get("source") and curves.get("result"):
+        panels.append("zmp")
+        if curves["result"].get("torque"):
+            panels.append("torque")
+        if any(curves["result"].get("flight", [])):
+            panels.append("momentum")
     if not panels:
         raise ValueError(
-            "the report holds no figure: expected 'levels' (hierarchical) or "
-            "'importance' (puppetry)"
+            "the report holds no figure: expected 'levels' (hierarchical), "
+            "'importance' (puppetry) or 'curves' (physics)"
         )
     fig, axes = plt.subplots(len(panels), 1, figsize=(10, 3.0 * len(panels)), squeeze=False)
     for ax, panel in zip(axes[:, 0], panels, strict=True):
@@ -232,6 +277,8 @@ def plot_report(report: dict, path: str | os.PathLike, *, fps: float | None = No
             ax.set_title("puppetry: end-effector importance (eqs. 11-15)")
             ax.legend(fontsize=8, loc="upper right")
             ax.set_xlabel("seconds" if fps else "frame")
+        elif panel in ("zmp", "torque", "momentum"):
+            _physics_panel(ax, panel, report, fps)
         else:
             it = np.asarray(report["iterations"]["per_frame"], dtype=float)
             t = np.arange(len(it)) / fps if fps else np.arange(len(it))

@@ -1,0 +1,697 @@
+"""The physically based motion retargeting filter (Tak & Ko 2005, §§3–6).
+
+One *filter application* is a per-frame unscented Kalman stage (§5, eqs.
+12–16, :func:`retarget.filters.ukf.unscented_update`) followed, for dynamic
+applications, by the least-squares B-spline filter (§6, eqs. 17–19,
+:func:`retarget.filters.lsq.lsq_filter`). Applications run in any sequence:
+``"2D+1K"`` is two dynamic applications then a kinematic one (Table I).
+
+* **State** (§5.2): the displacement of ``(q, q̇, q̈)`` from the frame's prior,
+  in the library's tangent space (DESIGN.md): root translation in metres,
+  one rotation vector per joint applied on the right, ``q ⊗ exp(v)``, and the
+  rates of both (``q̇ = q ⊗ (0, ω/2)``). The prior is the motion being
+  filtered — the source, a kinematic hint, or the previous application's
+  result — with its rates by finite differences
+  (:func:`retarget.physics.dynamics.motion_rates`); the prior covariance is
+  ``diag(V_pos, α V_pos, α² V_pos)`` (eq. 12) with §7's guidelines
+  (``V_pos = 1e-9``, ``α = 10``). A kinematic application's state holds
+  positions only (footnote 3).
+* **Degrees of freedom**: kinematic applications move every joint, dynamic
+  ones the root and the joints of :func:`dynamic_joints` (the paper leaves
+  out wrists, elbows, ankles and neck: 27 DOF on lafan_walk.bvh). Joints no
+  active constraint depends on are left out of the state: with the paper's
+  ``κ = 3 − n`` their sigma points would reproduce the mean and change
+  neither the predicted measurement nor the gain (§5.3), so the result is
+  the same, faster.
+* **Constraints** (§4), each switchable, rows normalised (height, limit,
+  weight) so that one ridge fits all:
+
+  - kinematic (eq. 4): points at position goals (footplants, user goals) —
+    :class:`~retarget.tasks.PositionTask` residuals (the one task contract);
+  - balance (eqs. 6–8): the ZMP of the state, analytic in ``(q, q̇, q̈)``, at
+    the prior's ZMP projected onto the support polygon
+    (:mod:`retarget.physics.support`), on support frames;
+  - torque limits (eqs. 9–10): the magnitude of a joint's torque (a ball
+    joint's three components as one, by the recursive Newton–Euler algorithm
+    with Ko & Badler's split of the ground's wrench between the feet) at the
+    limit, on frames where the prior exceeds it — elsewhere the row is off
+    (the paper's goal there is the torque itself, which would freeze it);
+  - momentum (eq. 11, read as ``Ṗ = m g``, ``L̇_c = 0``): the environment's
+    wrench zero, in flight.
+
+* **Least-squares filter** after each dynamic Kalman stage on the moved
+  DOFs: root translation, and the four components of each moved quaternion
+  with their first two derivatives, renormalised (§6); ``β = 0.1`` and a
+  knot every 4 frames (§7, Table I).
+
+The report gives, for the source and after each application, the share of
+support frames whose ZMP (of the positions, by finite differences) leaves
+the support polygon, the torque-limit violations, the momentum residual in
+flight, the kinematic error and the centre-of-mass shift from the source.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .. import quat
+from ..contacts import Contacts
+from ..errors import RetargetError
+from ..filters.lsq import lsq_filter
+from ..filters.ukf import unscented_update
+from ..kinematics import Pose, positions
+from ..motion import Motion, oplus
+from ..result import Result
+from ..roles import Roles, find_roles, height
+from ..tasks import PositionTask
+from .body import Body
+from .dynamics import (
+    body_motion,
+    center_of_mass,
+    environment_wrench,
+    inverse_dynamics,
+    motion_rates,
+    support_shares,
+    zmp,
+    zmp_of,
+)
+from .support import Support, support_polygons
+
+__all__ = [
+    "FilterSettings",
+    "PhysicsGoals",
+    "dynamic_joints",
+    "footplant_goals",
+    "parse_passes",
+    "physics_curves",
+    "physics_filter",
+    "physics_measures",
+]
+
+Array = NDArray[np.float64]
+
+_PASS = re.compile(r"^(\d*)([KD])$")
+
+
+def parse_passes(text: str) -> tuple[str, ...]:
+    """``"1K+3D+1K"`` → ``("K", "D", "D", "D", "K")`` (Table I's notation)."""
+    out: list[str] = []
+    for part in str(text).replace(" ", "").upper().split("+"):
+        m = _PASS.match(part)
+        if not m:
+            raise RetargetError(
+                f"expected filter passes like 1K+3D+1K (a count, then K or D), got {text!r}"
+            )
+        out += [m.group(2)] * int(m.group(1) or 1)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class PhysicsGoals:
+    """What the filter enforces.
+
+    Attributes
+    ----------
+    contacts : Contacts
+        Foot contacts: the support polygons, and flight where none.
+    positions : mapping of point index to ndarray (F, 3)
+        Kinematic goals in the skeleton's unit, NaN rows where free.
+    balance : bool
+        ZMP inside the support polygon on support frames.
+    torque_limits : mapping of joint index to float
+        N m, on the magnitude of the joint's torque.
+    momentum : bool
+        ``Ṗ = m g`` and ``L̇ = 0`` in flight.
+    """
+
+    contacts: Contacts
+    positions: Mapping[int, Array] = field(default_factory=dict)
+    balance: bool = True
+    torque_limits: Mapping[int, float] = field(default_factory=dict)
+    momentum: bool = True
+
+
+@dataclass(frozen=True)
+class FilterSettings:
+    """Filter parameters (§7's guidelines by default).
+
+    Attributes
+    ----------
+    position_variance : float
+        ``V_x,pos`` (eq. 12); ``V_x,vel = α V_x,pos``, ``V_x,acc = α² V_x,pos``.
+    alpha : float
+    kappa : float or None
+        Sigma-point spread (default ``3 − n``).
+    spacing : float
+        Frames per knot of the least-squares filter.
+    beta : float
+        ``W = diag(I, β I, β² I)`` (eq. 18).
+    window : int or None
+        Sliding window of the least-squares filter (frames; None: global).
+    joints : tuple of int or None
+        The joints dynamic applications move (default :func:`dynamic_joints`).
+    margin : float
+        Balance goals this far inside the support polygon (share of height).
+    iterations : int
+        Kalman updates per frame and application, each linearised about the
+        last (the iterated UKF; 1 is the paper's single update).
+    noise : float
+        ``N_z`` of the first of several iterations (constraint rows normalised
+        by height, limit or weight), divided by 10 at each next one and zero
+        at the last: §7's soft start for goals far from the prior.
+    chunk : int
+        Frames per batch of the Kalman stage (memory: chunk × sigma points × joints).
+    """
+
+    position_variance: float = 1e-9
+    alpha: float = 10.0
+    kappa: float | None = None
+    spacing: float = 4.0
+    beta: float = 0.1
+    window: int | None = 64
+    joints: tuple[int, ...] | None = None
+    margin: float = 0.0
+    chunk: int = 48
+    iterations: int = 3
+    noise: float = 0.0
+
+
+def dynamic_joints(roles: Roles) -> tuple[int, ...]:
+    """The joints of dynamic filtering: hips, knees, the middle spine joint and
+    shoulders (the paper's 27 DOF with the root: wrists, elbows, ankles, neck out)."""
+    names = ("left_hip", "right_hip", "left_knee", "right_knee", "left_shoulder", "right_shoulder")
+    out = [int(roles.points[n]) for n in names if n in roles.points]
+    if roles.spine:
+        out.append(int(roles.spine[len(roles.spine) // 2]))
+    return tuple(sorted(set(out)))
+
+
+# --------------------------------------------------------------------------------------
+# measures
+# --------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class _Setting:
+    """Everything about the clip that does not change within an application."""
+
+    body: Body
+    goals: PhysicsGoals
+    roles: Roles
+    height: float  # skeleton unit
+
+
+def _support(s: _Setting, motion: Motion) -> Support:
+    pos = np.array(positions(motion))
+    for p, goal in s.goals.positions.items():
+        have = np.isfinite(goal).all(axis=1)
+        pos[have, p] = goal[have]
+    return support_polygons(pos, s.goals.contacts, s.roles, s.height, s.body.metres)
+
+
+def _shares(s: _Setting, support: Support, point: Array) -> Array:
+    """(F, J): each foot's share of the ground's wrench (Ko & Badler)."""
+    two = support_shares(point, support.centres[:, 0], support.centres[:, 1])
+    out = np.zeros((len(point), s.body.skeleton.num_joints))
+    out[:, support.feet[0]] += two[:, 0]
+    out[:, support.feet[1]] += two[:, 1]
+    return out
+
+
+def _torque_norms(s: _Setting, motion: Motion, shares: Array) -> Array:
+    """(F, L): torque magnitudes of the limited joints, N m."""
+    joints = list(s.goals.torque_limits)
+    if not joints:
+        return np.zeros((len(motion), 0))
+    v, a, w, wd = motion_rates(motion, s.body.metres)
+    _, _, tau = inverse_dynamics(
+        s.body, motion.root_position * s.body.metres, motion.rotations, v, w, a, wd, shares=shares
+    )
+    return np.asarray(np.linalg.norm(tau[:, joints], axis=-1))
+
+
+def physics_measures(
+    body: Body, goals: PhysicsGoals, motion: Motion, reference: Motion | None = None
+) -> dict[str, Any]:
+    """The report's measures of a motion (module docstring); JSON-serialisable.
+
+    Keys: ``support_frames``, ``zmp_outside`` (share of support frames),
+    ``zmp_distance_max`` (metres outside at worst), ``flight_frames``,
+    ``momentum_force`` and ``momentum_moment`` (mean in flight of ``|Ṗ − m g|``
+    in N and ``|L̇_c|`` in N m), ``torque`` (per limited joint: limit, peak,
+    frames over the limit, worst ratio), ``kinematic_error_max`` and
+    ``kinematic_error_mean`` (% of height), ``com_shift_max`` (% of height,
+    horizontal, from ``reference``).
+    """
+    s = _Setting(body, goals, find_roles(body.skeleton), height(body.skeleton))
+    support = _support(s, motion)
+    point, _ = zmp(body, motion)
+    flight = support.flight
+    on = ~flight
+    dist = support.distance(point)
+    outside = on & ~(dist <= 1e-6)
+    out: dict[str, Any] = {
+        "support_frames": int(on.sum()),
+        "zmp_outside": float(outside.sum() / max(on.sum(), 1)),
+        "zmp_distance_max": float(np.nanmax(np.where(on, dist, np.nan))) if on.any() else 0.0,
+        "flight_frames": int(flight.sum()),
+    }
+    if flight.any():
+        v, a, w, wd = motion_rates(motion, body.metres)
+        bm = body_motion(body, motion.root_position, motion.rotations, v, w, a, wd)
+        force, moment, _ = environment_wrench(body, bm)
+        out["momentum_force"] = float(np.linalg.norm(force[flight], axis=-1).mean())
+        out["momentum_moment"] = float(np.linalg.norm(moment[flight], axis=-1).mean())
+    if goals.torque_limits:
+        norms = _torque_norms(s, motion, _shares(s, support, point))
+        torque = {}
+        for k, (j, limit) in enumerate(goals.torque_limits.items()):
+            torque[body.skeleton.names[j]] = {
+                "limit": float(limit),
+                "peak": float(norms[:, k].max()),
+                "frames_over": int((norms[:, k] > limit).sum()),
+                "worst_ratio": float(norms[:, k].max() / limit),
+            }
+        out["torque"] = torque
+    if goals.positions:
+        pos = positions(motion)
+        errs = [
+            np.linalg.norm(
+                pos[np.isfinite(g).all(axis=1), p] - g[np.isfinite(g).all(axis=1)], axis=1
+            )
+            for p, g in goals.positions.items()
+        ]
+        e = np.concatenate(errs) * 100.0 / s.height if errs else np.zeros(0)
+        out["kinematic_error_max"] = float(e.max()) if len(e) else 0.0
+        out["kinematic_error_mean"] = float(e.mean()) if len(e) else 0.0
+    if reference is not None:
+        shift = center_of_mass(body, motion) - center_of_mass(body, reference)
+        out["com_shift_max"] = float(
+            np.linalg.norm(shift[:, [0, 2]], axis=1).max() * 100.0 / (s.height * body.metres)
+        )
+    return out
+
+
+def physics_curves(body: Body, goals: PhysicsGoals, motion: Motion) -> dict[str, Any]:
+    """Per-frame series for plots (JSON lists; None where undefined).
+
+    Keys: ``zmp_outside`` (metres outside the support polygon, 0 inside, None
+    in flight), ``flight`` (bools), ``momentum_force`` (N, in flight),
+    ``momentum_moment`` (N m, in flight), ``torque`` (joint name → N m).
+    """
+    s = _Setting(body, goals, find_roles(body.skeleton), height(body.skeleton))
+    support = _support(s, motion)
+    point, _ = zmp(body, motion)
+    flight = support.flight
+    v, a, w, wd = motion_rates(motion, body.metres)
+    bm = body_motion(body, motion.root_position, motion.rotations, v, w, a, wd)
+    force, moment, _ = environment_wrench(body, bm)
+
+    def listed(x: Array, on: NDArray[np.bool_]) -> list[float | None]:
+        return [float(v) if o and np.isfinite(v) else None for v, o in zip(x, on, strict=True)]
+
+    out: dict[str, Any] = {
+        "zmp_outside": listed(support.distance(point), ~flight),
+        "flight": [bool(f) for f in flight],
+        "momentum_force": listed(np.linalg.norm(force, axis=-1), flight),
+        "momentum_moment": listed(np.linalg.norm(moment, axis=-1), flight),
+    }
+    if goals.torque_limits:
+        norms = _torque_norms(s, motion, _shares(s, support, point))
+        out["torque"] = {
+            body.skeleton.names[j]: [float(x) for x in norms[:, k]]
+            for k, j in enumerate(goals.torque_limits)
+        }
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# one application
+# --------------------------------------------------------------------------------------
+def _ancestors(skeleton: Any, points: Sequence[int]) -> set[int]:
+    out: set[int] = set()
+    for p in points:
+        j = int(skeleton.point_parents[p]) if p >= skeleton.num_joints else int(p)
+        while j >= 0 and j not in out:
+            out.add(j)
+            j = int(skeleton.parents[j])
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class _Rows:
+    """The constraint goals of one application, per frame, normalised."""
+
+    kinematic: list[tuple[int, Array]]  # (point, goal (F, 3)) skeleton units
+    balance: Array | None  # (F, 2) metres, NaN off
+    torque: Array | None  # (F, L) N m, NaN off
+    flight: NDArray[np.bool_] | None  # (F,) momentum rows on
+    shares: Array  # (F, J)
+
+
+def _apply(
+    s: _Setting,
+    prior: Motion,
+    rows: _Rows,
+    joints: Sequence[int],
+    dynamic: bool,
+    st: FilterSettings,
+) -> tuple[Motion, Array, Array]:
+    """The Kalman stage over every frame; returns the motion and its posterior rates
+    ``q̇, q̈`` (F, 3 + 3J) (the prior's where the state does not reach)."""
+    sk = s.body.skeleton
+    n_j = sk.num_joints
+    metres = s.body.metres
+    moved = np.asarray(joints, dtype=np.intp)
+    cols = np.concatenate(
+        [np.arange(3), 3 + 3 * np.repeat(joints, 3) + np.tile(np.arange(3), len(joints))]
+    )
+    n = len(cols)
+    width = 3 * n if dynamic else n
+    var = np.full(width, st.position_variance)
+    if dynamic:
+        var[n : 2 * n] *= st.alpha
+        var[2 * n :] *= st.alpha**2
+    cov = np.diag(var)
+    v0, a0, w0, wd0 = motion_rates(prior, metres)
+    qd0 = np.concatenate([v0, w0.reshape(len(prior), -1)], axis=1)
+    qdd0 = np.concatenate([a0, wd0.reshape(len(prior), -1)], axis=1)
+    limited = list(s.goals.torque_limits)
+    limits = np.array([s.goals.torque_limits[j] for j in limited])
+    h_m = s.height * metres
+    weight = s.body.total_mass * 9.81
+
+    goal_parts: list[Array] = []
+    for _, g in rows.kinematic:
+        goal_parts.append(np.where(np.isfinite(g), 0.0, np.nan))
+    if rows.balance is not None:
+        goal_parts.append(rows.balance / h_m)
+    if rows.torque is not None:
+        goal_parts.append(rows.torque / limits)
+    if rows.flight is not None:
+        goal_parts.append(np.where(rows.flight[:, None], 0.0, np.nan) * np.ones((1, 6)))
+    if not goal_parts:  # nothing to enforce
+        return prior, qd0, qdd0
+    goal_all = np.concatenate(goal_parts, axis=1)
+
+    num = len(prior)
+    out_root = np.array(prior.root_position)
+    out_rot = np.array(prior.rotations)
+    out_qd, out_qdd = qd0.copy(), qdd0.copy()
+    for start in range(0, num, st.chunk):
+        fr = slice(start, min(start + st.chunk, num))
+        root0, rot0 = prior.root_position[fr], prior.rotations[fr]
+
+        def measure(x: Array, fr: slice = fr, root0: Array = root0, rot0: Array = rot0) -> Array:
+            b, m = x.shape[:2]
+            root = root0[:, None] + x[..., :3] / metres
+            rot = np.repeat(rot0[:, None], m, axis=1)  # only the state's joints turn
+            rot[:, :, moved] = quat.multiply(
+                rot[:, :, moved], quat.exp(x[..., 3:n].reshape(b, m, len(moved), 3))
+            )
+            pose = Pose.of(sk, root, rot)
+            parts = [
+                PositionTask(p, g[fr][:, None]).residual(pose) / s.height for p, g in rows.kinematic
+            ]
+            if dynamic and (
+                rows.balance is not None or rows.torque is not None or rows.flight is not None
+            ):
+                qd = np.broadcast_to(qd0[fr][:, None], (b, m, 3 + 3 * n_j)).copy()
+                qdd = np.broadcast_to(qdd0[fr][:, None], (b, m, 3 + 3 * n_j)).copy()
+                qd[..., cols] += x[..., n : 2 * n]
+                qdd[..., cols] += x[..., 2 * n :]
+                wv = qd[..., 3:].reshape(b, m, n_j, 3)
+                wa = qdd[..., 3:].reshape(b, m, n_j, 3)
+                if rows.balance is not None:
+                    bm = body_motion(s.body, root, rot, qd[..., :3], wv, qdd[..., :3], wa)
+                    parts.append(zmp_of(s.body.mass, bm.centres, bm.accelerations)[0] / h_m)
+                if rows.torque is not None:
+                    flat = b * m
+                    _, _, tau = inverse_dynamics(
+                        s.body,
+                        root.reshape(flat, 3) * metres,
+                        rot.reshape(flat, n_j, 4),
+                        qd[..., :3].reshape(flat, 3),
+                        wv.reshape(flat, n_j, 3),
+                        qdd[..., :3].reshape(flat, 3),
+                        wa.reshape(flat, n_j, 3),
+                        shares=np.repeat(rows.shares[fr], m, axis=0),
+                    )
+                    norms = np.linalg.norm(tau[:, limited], axis=-1).reshape(b, m, -1)
+                    parts.append(norms / limits)
+                if rows.flight is not None:
+                    if rows.balance is None:
+                        bm = body_motion(s.body, root, rot, qd[..., :3], wv, qdd[..., :3], wa)
+                    force, moment, _ = environment_wrench(s.body, bm)
+                    parts.append(np.concatenate([force / weight, moment / (weight * h_m)], axis=-1))
+            return np.concatenate(parts, axis=-1)
+
+        goal = goal_all[fr]
+        active = np.asarray(np.isfinite(goal).any(axis=1))
+        if not active.any():
+            continue
+        x = np.zeros((fr.stop - fr.start, width))
+        m_rows = goal.shape[1]
+        for it in range(st.iterations):
+            last = it == st.iterations - 1
+            noise = None if last or not st.noise else st.noise * 0.1**it * np.eye(m_rows)
+            x = unscented_update(
+                np.zeros_like(x), cov, measure, goal, noise, kappa=st.kappa, at=x
+            ).mean
+        x = np.where(active[:, None], x, 0.0)
+        dq = np.zeros((len(x), 3 + 3 * n_j))
+        dq[:, cols] = x[:, :n]
+        dq[:, :3] /= metres
+        out_root[fr], out_rot[fr] = oplus(root0, rot0, dq)
+        if dynamic:
+            out_qd[fr][:, cols] += x[:, n : 2 * n]
+            out_qdd[fr][:, cols] += x[:, 2 * n :]
+    motion = prior.replace(root_position=out_root, rotations=quat.normalize(out_rot))
+    return motion, out_qd, out_qdd
+
+
+def _least_squares(
+    motion: Motion, qd: Array, qdd: Array, joints: Sequence[int], st: FilterSettings, metres: float
+) -> Motion:
+    """§6 on the moved DOFs: root translation and quaternion components, renormalised."""
+    fps = motion.fps
+    n_j = motion.skeleton.num_joints
+    root = motion.root_position * metres
+    fit_root = lsq_filter(
+        root, qd[:, :3], qdd[:, :3], fps, spacing=st.spacing, beta=st.beta, window=st.window
+    )
+    rot = np.array(motion.rotations)
+    moved = [0, *[j for j in joints if j != 0]]
+    q = quat.unroll(rot[:, moved])  # one hemisphere along time: components fit as curves
+    w = qd[:, 3:].reshape(-1, n_j, 3)[:, moved]
+    wd = qdd[:, 3:].reshape(-1, n_j, 3)[:, moved]
+    half = np.concatenate([np.zeros((*w.shape[:-1], 1)), 0.5 * w], axis=-1)
+    half_d = np.concatenate([np.zeros((*wd.shape[:-1], 1)), 0.5 * wd], axis=-1)
+    dq = quat.multiply(q, half)
+    ddq = quat.multiply(q, quat.multiply(half, half) + half_d)
+    f = len(q)
+    fitted, _, _ = lsq_filter(
+        q.reshape(f, -1),
+        dq.reshape(f, -1),
+        ddq.reshape(f, -1),
+        fps,
+        spacing=st.spacing,
+        beta=st.beta,
+        window=st.window,
+    )
+    rot[:, moved] = quat.normalize(fitted.reshape(q.shape))
+    return motion.replace(root_position=fit_root[0] / metres, rotations=rot)
+
+
+def _rows(s: _Setting, prior: Motion, dynamic: bool, st: FilterSettings) -> _Rows:
+    """The goals of one application from its prior (eqs. 4, 7, 9, 11)."""
+    g = s.goals
+    kinematic = [(p, goal) for p, goal in g.positions.items() if np.isfinite(goal).any()]
+    if not dynamic:
+        return _Rows(kinematic, None, None, None, np.zeros((len(prior), 0)))
+    support = _support(s, prior)
+    point, _ = zmp(s.body, prior)
+    shares = _shares(s, support, point)
+    balance = torque = flight = None
+    if g.balance:
+        balance = support.project(point, st.margin * s.height * s.body.metres)
+    if g.torque_limits:
+        norms = _torque_norms(s, prior, shares)
+        limits = np.array(list(g.torque_limits.values()))
+        torque = np.where(norms > limits, limits, np.nan)
+        if not np.isfinite(torque).any():
+            torque = None
+    if g.momentum and support.flight.any():
+        flight = support.flight
+    return _Rows(kinematic, balance, torque, flight, shares)
+
+
+def physics_filter(
+    source: Motion,
+    body: Body,
+    goals: PhysicsGoals,
+    passes: str | Sequence[str] = "2D+1K",
+    settings: FilterSettings | None = None,
+    *,
+    hint: Motion | None = None,
+) -> Result:
+    """Tak & Ko's retargeting filter: ``passes`` applications of it to ``source``.
+
+    Parameters
+    ----------
+    source : Motion
+        On ``body.skeleton``.
+    body : Body
+        The mass model (:func:`retarget.physics.body_model`), loads included.
+    goals : PhysicsGoals
+    passes : str or sequence of "K"/"D"
+        ``"1K+3D+1K"`` (:func:`parse_passes`).
+    settings : FilterSettings, optional
+    hint : Motion, optional
+        A kinematic hint (§7): a rough edit that replaces the source as the
+        first application's prior; the report still measures from ``source``.
+
+    Returns
+    -------
+    Result
+        ``report["stages"]``: ``[{"stage": "source", ...}, {"stage": "1D", ...}, …]``
+        with :func:`physics_measures` of each, and per application its time,
+        DOF count and active constraint rows.
+    """
+    st = settings or FilterSettings()
+    sequence = parse_passes(passes) if isinstance(passes, str) else tuple(passes)
+    if source.skeleton is not body.skeleton and source.skeleton.names != body.skeleton.names:
+        raise RetargetError("the mass model was built for another skeleton")
+    for p, goal in goals.positions.items():
+        if np.shape(goal) != (len(source), 3):
+            raise RetargetError(f"position goals of point {p} must have shape ({len(source)}, 3)")
+    roles = find_roles(body.skeleton)
+    s = _Setting(body, goals, roles, height(body.skeleton))
+    joints_d = st.joints if st.joints is not None else dynamic_joints(roles)
+    all_joints = tuple(range(body.skeleton.num_joints))
+    stages: list[dict[str, Any]] = [{"stage": "source", **physics_measures(body, goals, source)}]
+    motion = hint if hint is not None else source
+    counts = {"K": 0, "D": 0}
+    total = 0.0
+    for kind in sequence:
+        t0 = time.perf_counter()
+        dynamic = kind == "D"
+        rows = _rows(s, motion, dynamic, st)
+        reach = [p for p, _ in rows.kinematic]
+        if dynamic:
+            chosen = [0, *(j for j in joints_d if j != 0)]
+        else:  # only the joints some goal hangs from (the same result, see module docstring)
+            chosen = sorted(_ancestors(body.skeleton, reach) | {0})
+        filtered, qd, qdd = _apply(
+            s, motion, rows, [j for j in chosen if j in all_joints], dynamic, st
+        )
+        if dynamic:
+            filtered = _least_squares(filtered, qd, qdd, chosen, st, body.metres)
+        elapsed = time.perf_counter() - t0
+        total += elapsed
+        motion = filtered
+        counts[kind] += 1
+        label = f"{len(stages)}{kind}"
+        stages.append(
+            {
+                "stage": label,
+                "seconds": elapsed,
+                "frames_per_second": len(motion) / max(elapsed, 1e-12),
+                "dofs": 3 + 3 * len(chosen),
+                "balance_frames": int(np.isfinite(rows.balance).all(axis=1).sum())
+                if rows.balance is not None
+                else 0,
+                "torque_frames": int(np.isfinite(rows.torque).any(axis=1).sum())
+                if rows.torque is not None
+                else 0,
+                "momentum_frames": int(rows.flight.sum()) if rows.flight is not None else 0,
+                **physics_measures(body, goals, motion, source),
+            }
+        )
+    report = {
+        "method": "physics",
+        "passes": "+".join(sequence),
+        "total_mass": body.total_mass,
+        "settings": {
+            "position_variance": st.position_variance,
+            "alpha": st.alpha,
+            "spacing": st.spacing,
+            "beta": st.beta,
+            "window": st.window,
+            "dynamic_joints": [body.skeleton.names[j] for j in joints_d],
+        },
+        "seconds": total,
+        "stages": stages,
+        "torque_limits": {body.skeleton.names[j]: float(v) for j, v in goals.torque_limits.items()},
+        "curves": {
+            "source": physics_curves(body, goals, source),
+            "result": physics_curves(body, goals, motion),
+        },
+    }
+    names = body.skeleton.point_names
+    goal_map = {names[p]: np.asarray(g) for p, g in goals.positions.items()}
+    return Result(motion, report, goal_map)
+
+
+def footplant_goals(source: Motion, contacts: Contacts, outward: float = 0.0) -> dict[int, Array]:
+    """Position goals of the foot points.
+
+    Without ``outward``: each run of contact of a foot point holds it at its
+    mean position over the run (a fixed footprint); swing frames are free
+    (NaN). With ``outward`` (share of height), the paper's *wide steps* (§8):
+    each foot's whole path is moved that far away from the body's midline,
+    along the hips' left–right axis, so the foot keeps its shape; the shift
+    is held over each stance of the foot (the axis at the stance's middle
+    frame: a planted foot does not slide when the walker turns) and
+    interpolated across each swing.
+
+    Returns
+    -------
+    dict of point index to ndarray (F, 3)
+        In the skeleton's unit.
+    """
+    roles = find_roles(source.skeleton)
+    h = height(source.skeleton, roles)
+    pos = positions(source)
+    n = len(source)
+    lateral = pos[:, roles.points["left_hip"]] - pos[:, roles.points["right_hip"]]
+    lateral[:, 1] = 0.0
+    lateral /= np.maximum(np.linalg.norm(lateral, axis=1, keepdims=True), 1e-12)
+    goals: dict[int, Array] = {}
+    for side in ("left", "right"):
+        cols = [k for k, sd in enumerate(contacts.sides) if sd == side]
+        if not outward:
+            for k in cols:
+                p = int(contacts.points[k])
+                goal = np.full((n, 3), np.nan)
+                for a, b in _runs(contacts.mask[:, k]):
+                    goal[a:b] = pos[a:b, p].mean(axis=0)
+                goals[p] = goal
+            continue
+        sign = 1.0 if side == "left" else -1.0
+        stances = _runs(np.asarray(contacts.mask[:, cols].any(axis=1)))
+        keys: list[float] = []
+        held: list[Array] = []
+        for a, b in stances:  # the axis at mid-stance, held from its first frame to its last
+            keys += [float(a), float(b - 1)]
+            held += [lateral[(a + b - 1) // 2]] * 2
+        if not stances:
+            keys, held = [0.0], [lateral[n // 2]]
+        values = np.array(held)
+        shift = np.stack([np.interp(np.arange(n), keys, values[:, d]) for d in range(3)], axis=1)
+        shift /= np.maximum(np.linalg.norm(shift, axis=1, keepdims=True), 1e-12)
+        shift *= sign * outward * h
+        for k in cols:
+            p = int(contacts.points[k])
+            goals[p] = pos[:, p] + shift
+    return goals
+
+
+def _runs(mask: NDArray[np.bool_]) -> list[tuple[int, int]]:
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(int), [0]])))
+    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]

@@ -1,0 +1,183 @@
+"""The physically based retargeting filter (Tak & Ko 2005) on lafan_walk.bvh."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from retarget import Motion, detect_contacts, height, positions
+from retarget.cli import main
+from retarget.errors import RetargetError
+from retarget.physics import body_model
+from retarget.physics import filter as pf
+from retarget.physics.dynamics import body_motion, environment_wrench, zmp_of
+
+
+@pytest.fixture
+def run_cli(capsys):
+    def run(*args):
+        code = main([str(a) for a in args])
+        out = capsys.readouterr()
+        return code, out.out + out.err
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def walk(lafan):
+    return lafan[100:360]
+
+
+@pytest.fixture(scope="module")
+def wide(walk):
+    contacts = detect_contacts(walk)
+    goals = pf.PhysicsGoals(contacts, pf.footplant_goals(walk, contacts, 0.15))
+    return body_model(walk.skeleton, 70.0), goals
+
+
+def test_passes_are_table_one_notation():
+    assert pf.parse_passes("1K+3D+1K") == ("K", "D", "D", "D", "K")
+    assert pf.parse_passes("2d + k") == ("D", "D", "K")
+    with pytest.raises(RetargetError, match="1K\\+3D\\+1K"):
+        pf.parse_passes("2X")
+
+
+def test_wide_steps_move_each_foot_outward_rigidly(walk, wide):
+    """The goals put each foot 15 % of height farther from the midline, every point of a
+    foot by the same shift (the foot keeps its shape: the goals can be met)."""
+    _, goals = wide
+    pos = positions(walk)
+    h = height(walk.skeleton)
+    for side in ("left", "right"):
+        pts = [
+            int(p)
+            for p, s in zip(goals.contacts.points, goals.contacts.sides, strict=True)
+            if s == side
+        ]
+        shifts = np.stack([goals.positions[p] - pos[:, p] for p in pts])
+        np.testing.assert_allclose(shifts - shifts[0], 0.0, atol=1e-9)
+        np.testing.assert_allclose(np.linalg.norm(shifts[0], axis=1), 0.15 * h, rtol=1e-9)
+
+
+def test_kinematic_filtering_meets_the_footplants(walk, wide):
+    """1K: every foot point within 0.5 % of height of its goal on every frame; the report
+    says how often the ZMP then leaves the support polygon (more than the source's)."""
+    body, goals = wide
+    result = pf.physics_filter(walk, body, goals, "1K")
+    source, after = result.report["stages"]
+    assert after["stage"] == "1K" and after["dofs"] < 3 + 3 * walk.skeleton.num_joints
+    assert after["kinematic_error_max"] <= 0.5
+    assert source["kinematic_error_max"] == pytest.approx(15.0, abs=0.1)
+    assert after["zmp_outside"] > source["zmp_outside"]
+    assert after["support_frames"] == walk.num_frames  # a walk: no flight
+
+
+def test_dynamic_kalman_stage_meets_balance_and_feet(walk, wide):
+    """One dynamic Kalman stage (before the least-squares filter): the ZMP of the filtered
+    state is at its projected goal within 1 mm on every support frame, and the feet at
+    theirs within 0.1 % of height."""
+    body, goals = wide
+    s = pf._Setting(body, goals, pf.find_roles(walk.skeleton), height(walk.skeleton))
+    st = pf.FilterSettings()
+    rows = pf._rows(s, walk, True, st)
+    chosen = [0, *pf.dynamic_joints(s.roles)]
+    assert 3 + 3 * len(chosen) == 27  # the paper's dynamic DOFs
+    out, qd, qdd = pf._apply(s, walk, rows, chosen, True, st)
+    n = walk.skeleton.num_joints
+    bm = body_motion(
+        body,
+        out.root_position,
+        out.rotations,
+        qd[:, :3],
+        qd[:, 3:].reshape(-1, n, 3),
+        qdd[:, :3],
+        qdd[:, 3:].reshape(-1, n, 3),
+    )
+    point, _ = zmp_of(body.mass, bm.centres, bm.accelerations)
+    assert np.nanmax(np.linalg.norm(point - rows.balance, axis=1)) < 1e-3
+    pos = positions(out)
+    h = height(walk.skeleton)
+    for p, goal in goals.positions.items():
+        assert np.linalg.norm(pos[:, p] - goal, axis=1).max() / h * 100 < 0.1
+
+
+def test_momentum_rows_make_flight_ballistic(walk):
+    """A jump built by lifting the root: in flight the Kalman stage's state needs no
+    wrench from outside (eq. 11), where the source needed one."""
+    root = np.array(walk.root_position[:120])
+    t = np.arange(120)
+    u = np.clip((t - 40) / 30, 0, 1)
+    root[:, 1] += 20.0 * np.where((t >= 40) & (t <= 70), np.sin(np.pi * u) ** 2, 0.0)
+    jump = Motion(walk.skeleton, root, walk.rotations[:120], walk.fps)
+    contacts = detect_contacts(jump)
+    body = body_model(jump.skeleton, 70.0)
+    goals = pf.PhysicsGoals(contacts, balance=False)
+    s = pf._Setting(body, goals, pf.find_roles(jump.skeleton), height(jump.skeleton))
+    rows = pf._rows(s, jump, True, pf.FilterSettings())
+    assert rows.flight is not None and rows.flight.sum() >= 5
+    chosen = [0, *pf.dynamic_joints(s.roles)]
+    out, qd, qdd = pf._apply(s, jump, rows, chosen, True, pf.FilterSettings())
+    n = jump.skeleton.num_joints
+
+    def wrench(m, qd, qdd):
+        bm = body_motion(
+            body,
+            m.root_position,
+            m.rotations,
+            qd[:, :3],
+            qd[:, 3:].reshape(-1, n, 3),
+            qdd[:, :3],
+            qdd[:, 3:].reshape(-1, n, 3),
+        )
+        f, mo, _ = environment_wrench(body, bm)
+        return np.linalg.norm(f[rows.flight], axis=1), np.linalg.norm(mo[rows.flight], axis=1)
+
+    v, a, w, wd = pf.motion_rates(jump, body.metres)
+    src_f, src_m = wrench(
+        jump,
+        np.concatenate([v, w.reshape(120, -1)], 1),
+        np.concatenate([a, wd.reshape(120, -1)], 1),
+    )
+    f, m = wrench(out, qd, qdd)
+    assert src_f.mean() > 100.0  # the lifted root is not ballistic
+    assert f.max() < 1e-3 * src_f.mean() and m.max() < 1e-2 * src_m.mean()
+
+
+def test_cli_physics_writes_motion_and_report(tmp_path, data_dir, run_cli):
+    out, report = tmp_path / "wide.bvh", tmp_path / "wide.json"
+    code, text = run_cli(
+        "physics",
+        str(data_dir / "lafan_walk.bvh"),
+        "--frames",
+        "100:200",
+        "--widen",
+        "0.15",
+        "--passes",
+        "1K",
+        "-o",
+        str(out),
+        "--report",
+        str(report),
+    )
+    assert code == 0 and out.exists() and "ZMP outside" in text
+    data = json.loads(report.read_text())
+    assert [s["stage"] for s in data["stages"]] == ["source", "1K"]
+    assert len(data["curves"]["result"]["zmp_outside"]) == 100
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--load", "Nose=3kg"], "no joint named 'Nose'"),
+        (["--torque-limit", "RightLeg=-5"], "positive"),
+        (["--passes", "2Q"], "1K+3D+1K"),
+    ],
+)
+def test_cli_physics_bad_options_exit_2(tmp_path, data_dir, run_cli, args, message):
+    code, text = run_cli(
+        "physics", str(data_dir / "lafan_walk.bvh"), *args, "-o", str(tmp_path / "x.bvh")
+    )
+    assert code == 2 and message in text and len(text.strip().splitlines()) == 1
+    assert not (tmp_path / "x.bvh").exists()
