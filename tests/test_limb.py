@@ -654,7 +654,7 @@ def test_soft_reach_eases_monotonically_below_the_reach(a, b, reach, softness):
     lo, hi = sorted((a * reach, b * reach))
     eased = soft_reach(np.array([lo, hi]), reach, softness)
     assert eased[0] <= eased[1] + 1e-12
-    assert (eased <= reach).all()
+    assert (eased <= reach * (1 + 1e-15)).all()  # below, to rounding far past the reach
     knee = (1.0 - softness) * reach
     if hi <= knee:
         assert np.array_equal(eased, [lo, hi])

@@ -126,9 +126,10 @@ def unscented_update(
         ``at = x̂⁻`` this is eq. (16).
     """
     x = np.asarray(mean, dtype=np.float64)
-    p = np.broadcast_to(np.asarray(covariance, dtype=np.float64), (*x.shape, x.shape[-1]))
+    given = np.asarray(covariance, dtype=np.float64)
+    p = np.broadcast_to(given, (*x.shape, x.shape[-1]))
     centre = x if at is None else np.asarray(at, dtype=np.float64)
-    points, w = sigma_points(centre, p, kappa)
+    points, w = sigma_points(centre, given, kappa)  # one factorisation when P is shared
     z_pts = np.asarray(measure(points), dtype=np.float64)  # (B, S, m)
     target = np.asarray(goal, dtype=np.float64)
     m = z_pts.shape[-1]
