@@ -10,10 +10,10 @@ stacked profile ``q̌ = (q, q̇, q̈)`` (eq. 17),
 
 so ``c = (Bᵀ W B)⁻¹ Bᵀ W q̌`` (eq. 19; the paper's print drops the ``Bᵀ``), and
 returns the curve and its two derivatives at the frames. ``B`` stacks the
-basis functions and their first and second time derivatives (seconds). The
-paper's sentence giving ``β`` was lost in the extraction; ``β = Δt²`` (the
-default) weighs a velocity residual as the position change it makes in one
-frame, and an acceleration's likewise (``β² = Δt⁴``).
+basis functions and their first and second time derivatives (seconds). §7
+gives ``β ≈ 0.1``, which the physics filter uses; this function's default,
+``β = Δt²``, weighs a velocity residual as the position change it makes in
+one frame, and an acceleration's likewise (``β² = Δt⁴``): a plain smoother.
 
 ``window`` gives the sliding form of Figure 5: each control point is solved
 from the frames within ``window`` frames centred on its knot only, so the
@@ -90,7 +90,7 @@ def lsq_filter(
     spacing : float
         Frames between knots.
     beta : float, optional
-        Default ``Δt²`` (module docstring).
+        Default ``Δt²`` (module docstring; §7's value is 0.1).
     window : int, optional
         Frames of the sliding window (Figure 5); default: the global fit.
 
