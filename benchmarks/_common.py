@@ -123,6 +123,13 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return t1 - t0, out
 
 
+def median_seconds(fn: Callable[[], Any], repeats: int, *, warm_up: bool = False) -> float:
+    """Median seconds of ``repeats`` calls of ``fn`` (one untimed call first with ``warm_up``)."""
+    if warm_up:
+        fn()
+    return float(np.median([timed(fn)[0] for _ in range(repeats)]))
+
+
 def attempts(
     contenders: Iterable[C],
     timer: Callable[[Callable[[], Any]], tuple[float, Any]] = timed,

@@ -15,7 +15,7 @@ default ``../shared/data``), the wide-steps goals (feet 15 % of height outward):
 4. **inverse dynamics**, ours batched over frames against pinocchio's ``rnea``
    called once per frame from Python, on the same model.
 
-Medians of ``REPEATS`` runs; the table is printed and saved to
+Medians of ``REPEATS`` runs; the table is printed and appended to
 ``benchmarks/results/YYYY-MM-DD-physics.md``. The paper: 150 frames/s
 kinematic, 10-15 dynamic (Pentium 4); the issue's goals 5000 and 500.
 """
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import datetime
 import statistics
-import time
 
 import _common as common
 import numpy as np
@@ -41,16 +40,6 @@ from retarget.physics.filter import (
 )
 
 REPEATS = 3
-
-
-def _median_time(fn) -> float:
-    fn()  # warm-up (numba caches, first allocations)
-    times = []
-    for _ in range(REPEATS):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def _ukf_problem(batch: int, n: int = 66, m: int = 12):
@@ -97,7 +86,7 @@ def main() -> None:
         rows.append((label, n / t, t / n * 1e3))
 
     x, p, h, z = _ukf_problem(n)
-    t_ours = _median_time(lambda: unscented_update(x, p, h, z))
+    t_ours = common.median_seconds(lambda: unscented_update(x, p, h, z), REPEATS, warm_up=True)
     rows.append(("UKF update 66x12, ours (batched)", n / t_ours, t_ours / n * 1e3))
     try:
         from filterpy.kalman import JulierSigmaPoints, UnscentedKalmanFilter
@@ -115,7 +104,7 @@ def main() -> None:
                 ukf.sigmas_f = points.sigma_points(x[b], p)
                 ukf.update(z[b])
 
-        t_peer = _median_time(peer)
+        t_peer = common.median_seconds(peer, REPEATS, warm_up=True)
         rows.append(("UKF update 66x12, filterpy", a_rows / t_peer, t_peer / a_rows * 1e3))
     except ImportError:
         rows.append(("UKF update 66x12, filterpy", float("nan"), float("nan")))
@@ -126,7 +115,9 @@ def main() -> None:
     rot = quat.normalize(rng.normal(size=(n, nj, 4)))
     v, a = rng.normal(size=(2, n, 3))
     w, wd = rng.normal(size=(2, n, nj, 3))
-    t_rnea = _median_time(lambda: inverse_dynamics(body, root, rot, v, w, a, wd))
+    t_rnea = common.median_seconds(
+        lambda: inverse_dynamics(body, root, rot, v, w, a, wd), REPEATS, warm_up=True
+    )
     rows.append(("RNEA, ours (batched)", n / t_rnea, t_rnea / n * 1e3))
     try:
         import pinocchio as pin
@@ -152,7 +143,7 @@ def main() -> None:
             for f in range(n):
                 pin.rnea(model, data, qs[f], vs[f], accs[f])
 
-        t_pin = _median_time(pin_loop)
+        t_pin = common.median_seconds(pin_loop, REPEATS, warm_up=True)
         rows.append(("RNEA, pinocchio (Python loop)", n / t_pin, t_pin / n * 1e3))
     except ImportError:
         rows.append(("RNEA, pinocchio (Python loop)", float("nan"), float("nan")))
@@ -168,11 +159,7 @@ def main() -> None:
         "",
         "Paper: 150 frames/s kinematic, 10-15 dynamic. Goals: 5000 and 500.",
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    out = common.results_path("physics.md")
-    out.write_text(text, encoding="utf-8")
-    print(f"-> {out}")
+    common.publish(lines, "physics", save=True)
 
 
 if __name__ == "__main__":

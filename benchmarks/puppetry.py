@@ -37,15 +37,6 @@ from retarget.online.puppetry import Puppeteer
 REPEATS = 3
 
 
-def _median_time(fn) -> float:
-    times = []
-    for _ in range(REPEATS):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
 def _filterpy_stream(pos: np.ndarray, ori: np.ndarray, fps: float) -> None:
     from filterpy.kalman import KalmanFilter
 
@@ -87,7 +78,7 @@ def main() -> None:
         def run(character=character, result=result) -> None:
             result["r"] = puppetry_retarget(walk, character)
 
-        t = _median_time(run)
+        t = common.median_seconds(run, REPEATS)
         rep = result["r"].report
         rows.append((f"file, {name}", n / t, t / n * 1e3))
         stages_rows.append((name, rep["stage_seconds"], rep["iterations"]["total"]))
@@ -109,9 +100,9 @@ def main() -> None:
         stream(character)
         t = statistics.median(stream(character) for _ in range(REPEATS))
         rows.append((f"stream (step), {name}", 1.0 / t, t * 1e3))
-    t_ours = _median_time(lambda: filter_stream(pos, ori, clip.fps))
+    t_ours = common.median_seconds(lambda: filter_stream(pos, ori, clip.fps), REPEATS)
     rows.append(("filter stage, ours", len(clip) / t_ours, t_ours / len(clip) * 1e3))
-    t_peer = _median_time(lambda: _filterpy_stream(pos, ori, clip.fps))
+    t_peer = common.median_seconds(lambda: _filterpy_stream(pos, ori, clip.fps), REPEATS)
     rows.append(("filter stage, filterpy", len(clip) / t_peer, t_peer / len(clip) * 1e3))
 
     lines = [

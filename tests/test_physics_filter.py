@@ -25,6 +25,20 @@ def run_cli(capsys):
     return run
 
 
+def _state_motion(body, motion, qd, qdd):
+    """The bodies' motion at a motion's poses with rates ``qd, qdd`` (F, 3 + 3J)."""
+    n = motion.skeleton.num_joints
+    return body_motion(
+        body,
+        motion.root_position,
+        motion.rotations,
+        qd[:, :3],
+        qd[:, 3:].reshape(-1, n, 3),
+        qdd[:, :3],
+        qdd[:, 3:].reshape(-1, n, 3),
+    )
+
+
 @pytest.fixture(scope="module")
 def walk(lafan):
     return lafan[100:360]
@@ -85,16 +99,7 @@ def test_dynamic_kalman_stage_meets_balance_and_feet(walk, wide):
     chosen = [0, *pf.dynamic_joints(s.roles)]
     assert 3 + 3 * len(chosen) == 27  # the paper's dynamic DOFs
     out, qd, qdd = pf._apply(s, walk, rows, chosen, True, st)
-    n = walk.skeleton.num_joints
-    bm = body_motion(
-        body,
-        out.root_position,
-        out.rotations,
-        qd[:, :3],
-        qd[:, 3:].reshape(-1, n, 3),
-        qdd[:, :3],
-        qdd[:, 3:].reshape(-1, n, 3),
-    )
+    bm = _state_motion(body, out, qd, qdd)
     point, _ = zmp_of(body.mass, bm.centres, bm.accelerations)
     assert np.nanmax(np.linalg.norm(point - rows.balance, axis=1)) < 1e-3
     pos = positions(out)
@@ -119,19 +124,9 @@ def test_momentum_rows_make_flight_ballistic(walk):
     assert rows.flight is not None and rows.flight.sum() >= 5
     chosen = [0, *pf.dynamic_joints(s.roles)]
     out, qd, qdd = pf._apply(s, jump, rows, chosen, True, pf.FilterSettings())
-    n = jump.skeleton.num_joints
 
     def wrench(m, qd, qdd):
-        bm = body_motion(
-            body,
-            m.root_position,
-            m.rotations,
-            qd[:, :3],
-            qd[:, 3:].reshape(-1, n, 3),
-            qdd[:, :3],
-            qdd[:, 3:].reshape(-1, n, 3),
-        )
-        f, mo, _ = environment_wrench(body, bm)
+        f, mo, _ = environment_wrench(body, _state_motion(body, m, qd, qdd))
         return np.linalg.norm(f[rows.flight], axis=1), np.linalg.norm(mo[rows.flight], axis=1)
 
     v, a, w, wd = pf.motion_rates(jump, body.metres)
