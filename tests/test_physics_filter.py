@@ -12,6 +12,7 @@ from retarget.cli import main
 from retarget.errors import RetargetError
 from retarget.physics import body_model
 from retarget.physics import filter as pf
+from retarget.physics.curve import curve_update
 from retarget.physics.dynamics import body_motion, environment_wrench, zmp_of
 
 
@@ -176,3 +177,23 @@ def test_cli_physics_bad_options_exit_2(tmp_path, data_dir, run_cli, args, messa
     )
     assert code == 2 and message in text and len(text.strip().splitlines()) == 1
     assert not (tmp_path / "x.bvh").exists()
+
+
+def test_curve_application_balances_wide_steps(walk, wide):
+    """One dynamic application on one curve (the default form): its merit falls, the
+    ZMP comes nearer the widened support polygon than after kinematic filtering
+    alone, and the legs' analytic IK keeps the feet within 0.5 % of height."""
+    body, goals = wide
+    s = pf._Setting(body, goals, pf.find_roles(walk.skeleton), height(walk.skeleton))
+    st = pf.FilterSettings()
+    rows = pf._rows(s, walk, True, st)
+    chosen = [0, *pf.dynamic_joints(s.roles)]
+    out, info = curve_update(
+        body, walk, pf._curve_goals(s, walk, rows, st), chosen, spacing=st.spacing
+    )
+    assert info["merit_after"] < 0.2 * info["merit_before"]
+    kinematic = pf.physics_measures(body, goals, pf.physics_filter(walk, body, goals, "1K").motion)
+    after = pf.physics_measures(body, goals, out)
+    assert after["zmp_distance_max"] < 0.7 * kinematic["zmp_distance_max"]
+    assert after["zmp_outside"] < kinematic["zmp_outside"]
+    assert after["kinematic_error_max"] <= 0.5

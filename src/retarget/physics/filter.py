@@ -39,7 +39,12 @@ applications, by the least-squares B-spline filter (§6, eqs. 17–19,
   - momentum (eq. 11, read as ``Ṗ = m g``, ``L̇_c = 0``): the environment's
     wrench zero, in flight.
 
-* **Least-squares filter** after each dynamic Kalman stage on the moved
+* **Form of dynamic applications**: by default (``FilterSettings.form =
+  "curve"``) a dynamic application is :func:`retarget.physics.curve.curve_update`:
+  the same constraints and Kalman update with the B-spline's control points as
+  the state, legs by analytic IK (a departure, see that module and
+  ``docs/architecture.md``); ``form="paper"`` runs §§5–6 as printed, below.
+* **Least-squares filter** after each dynamic Kalman stage (``form="paper"``) on the moved
   DOFs: root translation, and the four components of each moved quaternion
   with their first two derivatives, renormalised (§6); ``β = 0.1`` and a
   knot every 4 frames (§7, Table I).
@@ -54,7 +59,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,12 +71,14 @@ from ..contacts import Contacts
 from ..errors import RetargetError
 from ..filters.lsq import lsq_filter
 from ..filters.ukf import unscented_update
-from ..kinematics import Pose, positions
+from ..ik.limb import limb_from_roles
+from ..kinematics import Pose, forward_kinematics, positions
 from ..motion import Motion, oplus
 from ..result import Result
 from ..roles import Roles, find_roles, height
 from ..tasks import PositionTask
 from .body import Body
+from .curve import CurveGoals, curve_update
 from .dynamics import (
     body_motion,
     center_of_mass,
@@ -168,6 +175,18 @@ class FilterSettings:
         at the last: §7's soft start for goals far from the prior.
     chunk : int
         Frames per batch of the Kalman stage (memory: chunk × sigma points × joints).
+    form : {"curve", "paper"}
+        How dynamic applications run: ``"curve"`` (default) updates the control
+        points of one B-spline displacement with the legs solved analytically
+        (:mod:`retarget.physics.curve`, a departure: the paper's form does not
+        converge on captured motion); ``"paper"`` is §§5–6 as printed (per-frame
+        Kalman stage on independent ``q, q̇, q̈``, then the least-squares filter).
+    curve_iterations : int
+        Gauss–Newton relinearisations per curve application.
+    tolerance : float
+        Kinematic applications leave a goal alone on frames where its point is
+        already this close (share of height): re-solving a met goal per frame
+        only adds frame-to-frame noise, which the ZMP amplifies.
     """
 
     position_variance: float = 1e-9
@@ -177,10 +196,13 @@ class FilterSettings:
     beta: float = 0.1
     window: int | None = 64
     joints: tuple[int, ...] | None = None
-    margin: float = 0.0
+    margin: float = 0.008
     chunk: int = 48
     iterations: int = 3
     noise: float = 0.0
+    form: str = "curve"
+    curve_iterations: int = 12
+    tolerance: float = 1e-3
 
 
 def dynamic_joints(roles: Roles) -> tuple[int, ...]:
@@ -354,6 +376,82 @@ class _Rows:
     shares: Array  # (F, J)
 
 
+def _measurement(
+    s: _Setting,
+    rows: _Rows,
+    root0: Array,
+    rot0: Array,
+    qd0: Array,
+    qdd0: Array,
+    fr: slice,
+    moved: NDArray[np.intp],
+    dynamic: bool,
+) -> Callable[[Array], Array]:
+    """The constraint function of frames ``fr`` (eqs. 4, 6, 9, 11), normalised rows.
+
+    ``root0, rot0, qd0, qdd0``: the frames' prior pose and rates; the state
+    ``x`` (B, m, n or 3n) displaces the root and the ``moved`` joints (and, for
+    dynamic applications, their rates). Returns z (B, m, rows).
+    """
+    sk = s.body.skeleton
+    n_j = sk.num_joints
+    metres = s.body.metres
+    cols = np.concatenate(
+        [np.arange(3), 3 + 3 * np.repeat(moved, 3) + np.tile(np.arange(3), len(moved))]
+    )
+    n = len(cols)
+    limited = list(s.goals.torque_limits)
+    limits = np.array([s.goals.torque_limits[j] for j in limited])
+    h_m = s.height * metres
+    weight = s.body.total_mass * 9.81
+
+    def measure(x: Array) -> Array:
+        b, m = x.shape[:2]
+        root = root0[:, None] + x[..., :3] / metres
+        rot = np.repeat(rot0[:, None], m, axis=1)  # only the state's joints turn
+        rot[:, :, moved] = quat.multiply(
+            rot[:, :, moved], quat.exp(x[..., 3:n].reshape(b, m, len(moved), 3))
+        )
+        pose = Pose.of(sk, root, rot)
+        parts = [
+            PositionTask(p, g[fr][:, None]).residual(pose) / s.height for p, g in rows.kinematic
+        ]
+        if dynamic and (
+            rows.balance is not None or rows.torque is not None or rows.flight is not None
+        ):
+            qd = np.broadcast_to(qd0[:, None], (b, m, 3 + 3 * n_j)).copy()
+            qdd = np.broadcast_to(qdd0[:, None], (b, m, 3 + 3 * n_j)).copy()
+            qd[..., cols] += x[..., n : 2 * n]
+            qdd[..., cols] += x[..., 2 * n :]
+            wv = qd[..., 3:].reshape(b, m, n_j, 3)
+            wa = qdd[..., 3:].reshape(b, m, n_j, 3)
+            if rows.balance is not None:
+                bm = body_motion(s.body, root, rot, qd[..., :3], wv, qdd[..., :3], wa)
+                parts.append(zmp_of(s.body.mass, bm.centres, bm.accelerations)[0] / h_m)
+            if rows.torque is not None:
+                flat = b * m
+                _, _, tau = inverse_dynamics(
+                    s.body,
+                    root.reshape(flat, 3) * metres,
+                    rot.reshape(flat, n_j, 4),
+                    qd[..., :3].reshape(flat, 3),
+                    wv.reshape(flat, n_j, 3),
+                    qdd[..., :3].reshape(flat, 3),
+                    wa.reshape(flat, n_j, 3),
+                    shares=np.repeat(rows.shares[fr], m, axis=0),
+                )
+                norms = np.linalg.norm(tau[:, limited], axis=-1).reshape(b, m, -1)
+                parts.append(norms / limits)
+            if rows.flight is not None:
+                if rows.balance is None:
+                    bm = body_motion(s.body, root, rot, qd[..., :3], wv, qdd[..., :3], wa)
+                force, moment, _ = environment_wrench(s.body, bm)
+                parts.append(np.concatenate([force / weight, moment / (weight * h_m)], axis=-1))
+        return np.concatenate(parts, axis=-1)
+
+    return measure
+
+
 def _apply(
     s: _Setting,
     prior: Motion,
@@ -384,7 +482,6 @@ def _apply(
     limited = list(s.goals.torque_limits)
     limits = np.array([s.goals.torque_limits[j] for j in limited])
     h_m = s.height * metres
-    weight = s.body.total_mass * 9.81
 
     goal_parts: list[Array] = []
     for _, g in rows.kinematic:
@@ -406,51 +503,7 @@ def _apply(
     for start in range(0, num, st.chunk):
         fr = slice(start, min(start + st.chunk, num))
         root0, rot0 = prior.root_position[fr], prior.rotations[fr]
-
-        def measure(x: Array, fr: slice = fr, root0: Array = root0, rot0: Array = rot0) -> Array:
-            b, m = x.shape[:2]
-            root = root0[:, None] + x[..., :3] / metres
-            rot = np.repeat(rot0[:, None], m, axis=1)  # only the state's joints turn
-            rot[:, :, moved] = quat.multiply(
-                rot[:, :, moved], quat.exp(x[..., 3:n].reshape(b, m, len(moved), 3))
-            )
-            pose = Pose.of(sk, root, rot)
-            parts = [
-                PositionTask(p, g[fr][:, None]).residual(pose) / s.height for p, g in rows.kinematic
-            ]
-            if dynamic and (
-                rows.balance is not None or rows.torque is not None or rows.flight is not None
-            ):
-                qd = np.broadcast_to(qd0[fr][:, None], (b, m, 3 + 3 * n_j)).copy()
-                qdd = np.broadcast_to(qdd0[fr][:, None], (b, m, 3 + 3 * n_j)).copy()
-                qd[..., cols] += x[..., n : 2 * n]
-                qdd[..., cols] += x[..., 2 * n :]
-                wv = qd[..., 3:].reshape(b, m, n_j, 3)
-                wa = qdd[..., 3:].reshape(b, m, n_j, 3)
-                if rows.balance is not None:
-                    bm = body_motion(s.body, root, rot, qd[..., :3], wv, qdd[..., :3], wa)
-                    parts.append(zmp_of(s.body.mass, bm.centres, bm.accelerations)[0] / h_m)
-                if rows.torque is not None:
-                    flat = b * m
-                    _, _, tau = inverse_dynamics(
-                        s.body,
-                        root.reshape(flat, 3) * metres,
-                        rot.reshape(flat, n_j, 4),
-                        qd[..., :3].reshape(flat, 3),
-                        wv.reshape(flat, n_j, 3),
-                        qdd[..., :3].reshape(flat, 3),
-                        wa.reshape(flat, n_j, 3),
-                        shares=np.repeat(rows.shares[fr], m, axis=0),
-                    )
-                    norms = np.linalg.norm(tau[:, limited], axis=-1).reshape(b, m, -1)
-                    parts.append(norms / limits)
-                if rows.flight is not None:
-                    if rows.balance is None:
-                        bm = body_motion(s.body, root, rot, qd[..., :3], wv, qdd[..., :3], wa)
-                    force, moment, _ = environment_wrench(s.body, bm)
-                    parts.append(np.concatenate([force / weight, moment / (weight * h_m)], axis=-1))
-            return np.concatenate(parts, axis=-1)
-
+        measure = _measurement(s, rows, root0, rot0, qd0[fr], qdd0[fr], fr, moved, dynamic)
         goal = goal_all[fr]
         active = np.asarray(np.isfinite(goal).any(axis=1))
         if not active.any():
@@ -512,7 +565,16 @@ def _rows(s: _Setting, prior: Motion, dynamic: bool, st: FilterSettings) -> _Row
     """The goals of one application from its prior (eqs. 4, 7, 9, 11)."""
     g = s.goals
     kinematic = [(p, goal) for p, goal in g.positions.items() if np.isfinite(goal).any()]
-    if not dynamic:
+    if not dynamic:  # goals already met within the tolerance are left alone
+        pos = positions(prior)
+        met = [
+            np.linalg.norm(pos[:, p] - goal, axis=1) <= st.tolerance * s.height
+            for p, goal in kinematic
+        ]
+        kinematic = [
+            (p, np.where(m[:, None], np.nan, goal))
+            for (p, goal), m in zip(kinematic, met, strict=True)
+        ]
         return _Rows(kinematic, None, None, None, np.zeros((len(prior), 0)))
     support = _support(s, prior)
     point, _ = zmp(s.body, prior)
@@ -529,6 +591,34 @@ def _rows(s: _Setting, prior: Motion, dynamic: bool, st: FilterSettings) -> _Row
     if g.momentum and support.flight.any():
         flight = support.flight
     return _Rows(kinematic, balance, torque, flight, shares)
+
+
+def _curve_goals(s: _Setting, prior: Motion, rows: _Rows, st: FilterSettings) -> CurveGoals:
+    """The goals of a dynamic application on one curve (:mod:`retarget.physics.curve`)."""
+    sk = s.body.skeleton
+    _, world = forward_kinematics(sk, prior.root_position, prior.rotations)
+    legs = []
+    for side in ("left", "right"):
+        key = f"{side}_ankle"
+        if key not in s.roles.points:
+            continue
+        ankle = int(s.roles.points[key])
+        goal = s.goals.positions.get(ankle)
+        if goal is None or not np.isfinite(goal).any():
+            continue
+        limb = limb_from_roles(sk, s.roles.points, side, "leg", prior)
+        held = np.isfinite(goal).all(axis=1, keepdims=True)
+        legs.append((limb, goal, np.where(held, world[:, ankle], np.nan)))
+    g = s.goals
+    return CurveGoals(
+        legs,
+        _support(s, prior),
+        rows.shares,
+        balance=g.balance,
+        torque_limits=dict(g.torque_limits),
+        momentum=g.momentum and rows.flight is not None,
+        margin=st.margin * s.height * s.body.metres,
+    )
 
 
 def physics_filter(
@@ -587,11 +677,21 @@ def physics_filter(
             chosen = [0, *(j for j in joints_d if j != 0)]
         else:  # only the joints some goal hangs from (the same result, see module docstring)
             chosen = sorted(_ancestors(body.skeleton, reach) | {0})
-        filtered, qd, qdd = _apply(
-            s, motion, rows, [j for j in chosen if j in all_joints], dynamic, st
-        )
-        if dynamic:
-            filtered = _least_squares(filtered, qd, qdd, chosen, st, body.metres)
+        if dynamic and st.form == "curve":
+            filtered, _ = curve_update(
+                body,
+                motion,
+                _curve_goals(s, motion, rows, st),
+                chosen,
+                spacing=st.spacing,
+                iterations=st.curve_iterations,
+            )
+        else:
+            filtered, qd, qdd = _apply(
+                s, motion, rows, [j for j in chosen if j in all_joints], dynamic, st
+            )
+            if dynamic:
+                filtered = _least_squares(filtered, qd, qdd, chosen, st, body.metres)
         elapsed = time.perf_counter() - t0
         total += elapsed
         motion = filtered
