@@ -79,8 +79,13 @@ def main() -> None:
     for label, passes, st in (
         ("kinematic 1K, 3 iterations", "1K", FilterSettings()),
         ("kinematic 1K, 1 update (paper)", "1K", FilterSettings(iterations=1)),
-        ("dynamic 1D, 27 DOF, 3 iterations", "1D", FilterSettings()),
-        ("dynamic 1D, 27 DOF, 1 update (paper)", "1D", FilterSettings(iterations=1)),
+        ("dynamic 1D, 27 DOF, curve form (default)", "1D", FilterSettings()),
+        ("dynamic 1D, 27 DOF, paper form, 3 iterations", "1D", FilterSettings(form="paper")),
+        (
+            "dynamic 1D, 27 DOF, paper form, 1 update",
+            "1D",
+            FilterSettings(form="paper", iterations=1),
+        ),
     ):
         t = stage_time(passes, st)
         rows.append((label, n / t, t / n * 1e3))
