@@ -287,7 +287,11 @@ def cmd_physics(args: argparse.Namespace) -> int:
         raise RetargetError("--torque-limit: limits must be positive (N m)")
     body = body_model(sk, args.mass, loads=loads)
     contacts = detect_contacts(source)
-    positions = footplant_goals(source, contacts, args.widen) if not args.free_feet else {}
+    positions = (
+        footplant_goals(source, contacts, args.widen, footprints=args.footprints)
+        if not args.free_feet
+        else {}
+    )
     inputs = [args.source]
     if args.constraints:
         try:
@@ -1149,6 +1153,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--constraints", metavar="C.json", help="more position goals (as for edit)")
     p.add_argument("--hint", metavar="HINT.bvh", help="a kinematic hint: the first prior")
     p.add_argument("--free-feet", action="store_true", help="no footplant goals")
+    p.add_argument(
+        "--footprints",
+        action="store_true",
+        help="hold each footplant at its mean position (default: where the source has it)",
+    )
     p.add_argument("--no-balance", action="store_true")
     p.add_argument("--no-momentum", action="store_true")
     p.add_argument("--spacing", type=float, default=4.0, help="frames per knot (least squares)")

@@ -20,7 +20,11 @@ acceleration are one curve by construction and nothing is cancelled:
   (:func:`retarget.ik.limb.solve_limb`, Lee & Shin 1999 §5.3) puts the ankle
   on it and the foot in its prior orientation, so footplants hold on every
   frame of every trial and the constraint rows that remain are the ones the
-  legs cannot reach (out of reach: the root has to come down);
+  legs cannot reach (out of reach: the root has to come down). The legs are
+  soft over the last 1 % of their reach (:func:`retarget.ik.limb.soft_reach`):
+  at full extension the knee angle changes without bound per unit of goal
+  distance, the rows' Jacobian is meaningless there, and on the wide steps
+  the solver stalled with the ZMP outside on 15 % of the frames (7 % soft);
 * **constraint rows**, all from the positions of the frames by the same
   central differences as the report's measures (:func:`retarget.physics.
   dynamics.zmp`, :func:`~retarget.physics.dynamics.motion_rates`): the ZMP
@@ -66,6 +70,7 @@ __all__ = ["CurveGoals", "curve_update"]
 
 Array = NDArray[np.float64]
 _GRAVITY = 9.81
+_SOFTNESS = 0.01  # legs eased over the last 1 % of their reach (soft_reach)
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,7 +133,7 @@ class _Problem:
         for limb, goal, orientation in self.goals.legs:
             g = np.broadcast_to(goal[frames], root.shape)
             o = np.broadcast_to(orientation[frames], (*root.shape[:-1], 4))
-            sol = solve_limb(b.skeleton, limb, root, rot, g, orientation=o)
+            sol = solve_limb(b.skeleton, limb, root, rot, g, orientation=o, softness=_SOFTNESS)
             rot = sol.rotations
             reach.append(np.where(np.isfinite(g), g - sol.reached, 0.0))
         unit = self.height / b.metres
