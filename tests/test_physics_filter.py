@@ -238,3 +238,21 @@ def test_wide_steps_after_two_dynamic_applications(walk, wide):
     stages = pf.physics_filter(walk, body, goals, "2D+1K").report["stages"]
     assert stages[-1]["zmp_outside"] <= 0.02
     assert stages[-1]["kinematic_error_max"] <= 0.5
+
+
+def test_curve_application_makes_flight_ballistic(walk):
+    """A jump built by lifting the root: one dynamic application on one curve cuts
+    the environment's force in flight (eq. 11) at least tenfold, the feet held."""
+    root = np.array(walk.root_position[:120])
+    t = np.arange(120)
+    u = np.clip((t - 40) / 30, 0, 1)
+    root[:, 1] += 20.0 * np.where((t >= 40) & (t <= 70), np.sin(np.pi * u) ** 2, 0.0)
+    jump = Motion(walk.skeleton, root, walk.rotations[:120], walk.fps)
+    contacts = detect_contacts(jump)
+    body = body_model(jump.skeleton, 70.0)
+    goals = pf.PhysicsGoals(contacts, pf.footplant_goals(jump, contacts))
+    settings = pf.FilterSettings(reach_weight=100.0)
+    source, after = pf.physics_filter(jump, body, goals, "1D", settings).report["stages"]
+    assert source["flight_frames"] >= 5
+    assert after["momentum_force"] < 0.1 * source["momentum_force"]
+    assert after["kinematic_error_max"] <= 0.5

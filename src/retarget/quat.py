@@ -494,7 +494,11 @@ def quat_between(u: ArrayLike, v: ArrayLike) -> Array:
     cross = np.cross(un, vn)
     sin_norm = np.linalg.norm(cross, axis=-1, keepdims=True)
     half = 0.5 * np.linalg.norm(un - vn, axis=-1, keepdims=True)
-    xyz = cross * (half / np.maximum(sin_norm, 1e-300))
+    # near θ = 0 the cross product is all rounding, so its norm and |u − v| disagree:
+    # there sin(θ/2) axis = (u × v) / (2 cos(θ/2)) instead, exact as θ → 0
+    xyz = np.where(
+        w > 0.5, cross / (2.0 * np.maximum(w, 0.5)), cross * (half / np.maximum(sin_norm, 1e-300))
+    )
     opposite = (sin_norm[..., 0] < 1e-300) & (w[..., 0] < 0.5)
     if np.any(opposite):
         # any axis perpendicular to u: cross with the least aligned basis vector

@@ -187,6 +187,9 @@ class FilterSettings:
         Kalman stage on independent ``q, q̇, q̈``, then the least-squares filter).
     curve_iterations : int
         Gauss–Newton relinearisations per curve application.
+    reach_weight : float
+        Weight of the legs' reach residual against the dynamic rows in curve
+        applications (a share of height against a share of the body's weight).
     tolerance : float
         Kinematic applications leave a goal alone on frames where its point is
         already this close (share of height): re-solving a met goal per frame
@@ -206,6 +209,7 @@ class FilterSettings:
     noise: float = 0.0
     form: str = "curve"
     curve_iterations: int = 12
+    reach_weight: float = 10.0
     tolerance: float = 1e-3
 
 
@@ -699,6 +703,7 @@ def physics_filter(
                 chosen,
                 spacing=st.spacing,
                 iterations=st.curve_iterations,
+                reach_weight=st.reach_weight,
             )
         else:
             filtered, qd, qdd = _apply(
