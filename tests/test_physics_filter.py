@@ -46,6 +46,16 @@ def walk(lafan):
 
 
 @pytest.fixture(scope="module")
+def jump(walk):
+    """A jump built by lifting the root of 120 walking frames 20 cm over frames 40-70."""
+    root = np.array(walk.root_position[:120])
+    t = np.arange(120)
+    u = np.clip((t - 40) / 30, 0, 1)
+    root[:, 1] += 20.0 * np.where((t >= 40) & (t <= 70), np.sin(np.pi * u) ** 2, 0.0)
+    return Motion(walk.skeleton, root, walk.rotations[:120], walk.fps)
+
+
+@pytest.fixture(scope="module")
 def wide(walk):
     contacts = detect_contacts(walk)
     goals = pf.PhysicsGoals(contacts, pf.footplant_goals(walk, contacts, 0.15))
@@ -109,14 +119,9 @@ def test_dynamic_kalman_stage_meets_balance_and_feet(walk, wide):
         assert np.linalg.norm(pos[:, p] - goal, axis=1).max() / h * 100 < 0.1
 
 
-def test_momentum_rows_make_flight_ballistic(walk):
+def test_momentum_rows_make_flight_ballistic(jump):
     """A jump built by lifting the root: in flight the Kalman stage's state needs no
     wrench from outside (eq. 11), where the source needed one."""
-    root = np.array(walk.root_position[:120])
-    t = np.arange(120)
-    u = np.clip((t - 40) / 30, 0, 1)
-    root[:, 1] += 20.0 * np.where((t >= 40) & (t <= 70), np.sin(np.pi * u) ** 2, 0.0)
-    jump = Motion(walk.skeleton, root, walk.rotations[:120], walk.fps)
     contacts = detect_contacts(jump)
     body = body_model(jump.skeleton, 70.0)
     goals = pf.PhysicsGoals(contacts, balance=False)
@@ -240,14 +245,9 @@ def test_wide_steps_after_two_dynamic_applications(walk, wide):
     assert stages[-1]["kinematic_error_max"] <= 0.5
 
 
-def test_curve_application_makes_flight_ballistic(walk):
+def test_curve_application_makes_flight_ballistic(jump):
     """A jump built by lifting the root: one dynamic application on one curve cuts
     the environment's force in flight (eq. 11) at least tenfold, the feet held."""
-    root = np.array(walk.root_position[:120])
-    t = np.arange(120)
-    u = np.clip((t - 40) / 30, 0, 1)
-    root[:, 1] += 20.0 * np.where((t >= 40) & (t <= 70), np.sin(np.pi * u) ** 2, 0.0)
-    jump = Motion(walk.skeleton, root, walk.rotations[:120], walk.fps)
     contacts = detect_contacts(jump)
     body = body_model(jump.skeleton, 70.0)
     goals = pf.PhysicsGoals(contacts, pf.footplant_goals(jump, contacts))
