@@ -17,7 +17,7 @@ from retarget.physics.dynamics import (
     motion_rates,
     zmp,
 )
-from retarget.physics.support import project_to_support
+from retarget.physics.support import Support, _convex_hull, project_to_support
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +116,51 @@ def test_free_fall_has_no_zmp(body, lafan):
     inner = slice(2, -2)  # the one-sided differences at the ends are not exact
     assert np.abs(vertical[inner]).max() < 1e-6 * body.total_mass
     assert np.isnan(point[inner]).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_support_queries_over_frames_match_one_frame_at_a_time(seed):
+    """Support.project / distance (all frames at once) equal eq. (7) frame by frame
+    (:func:`project_to_support`), flight frames NaN; ``inset`` keeps points deeper
+    than the margin, brings the others to the margin (or the centroid) and agrees
+    with ``project`` outside the polygon."""
+    rng = np.random.default_rng(seed)
+    f, margin = 30, 0.1
+    polygons = np.full((f, 16, 2), np.nan)
+    for k in range(f):
+        if rng.random() > 0.15:  # else flight
+            hull = _convex_hull(rng.normal(size=(int(rng.integers(1, 9)), 2)))
+            polygons[k, : len(hull)] = hull
+    support = Support(polygons, np.full((f, 2, 2), np.nan), (0, 1))
+    points = rng.normal(scale=1.5, size=(f, 2))
+    projected, distance = support.project(points, margin), support.distance(points)
+    inset = support.inset(points, margin)
+    for k in range(f):
+        hull = polygons[k][np.isfinite(polygons[k]).all(axis=1)]
+        if not len(hull):
+            assert np.isnan(projected[k]).all() and np.isnan(distance[k])
+            continue
+        q, inside = project_to_support(points[k], hull, margin)
+        np.testing.assert_allclose(projected[k], q, atol=1e-12)
+        assert distance[k] == pytest.approx(
+            np.linalg.norm(project_to_support(points[k], hull)[0] - points[k]), abs=1e-12
+        )
+        if not inside:
+            np.testing.assert_allclose(inset[k], q, atol=1e-12)
+        elif len(hull) >= 3:
+            edges = np.roll(hull, -1, axis=0) - hull
+            cross = edges[:, 0] * (points[k, 1] - hull[:, 1]) - edges[:, 1] * (
+                points[k, 0] - hull[:, 0]
+            )
+            depth = (cross / np.linalg.norm(edges, axis=1)).min()
+            moved = np.linalg.norm(inset[k] - points[k])
+            if depth >= margin:
+                assert moved == 0.0
+            else:
+                centre = hull.mean(axis=0)
+                expected = min(margin - depth, np.linalg.norm(centre - points[k]))
+                assert moved == pytest.approx(expected, abs=1e-12)
 
 
 @settings(max_examples=80, deadline=None)

@@ -27,19 +27,29 @@ acceleration are one curve by construction and nothing is cancelled:
   the solver stalled with the ZMP outside on 15 % of the frames (7 % soft);
 * **constraint rows**, all from the positions of the frames by the same
   central differences as the report's measures (:func:`retarget.physics.
-  dynamics.zmp`, :func:`~retarget.physics.dynamics.motion_rates`): the ZMP
-  (eq. 6) at its projection into the support polygon shrunk by ``margin``
-  (eq. 7) on support frames where it is outside; torque magnitudes at their
-  limits where above (eqs. 9–10); the environment's wrench zero in flight
-  (eq. 11); the legs' reach residual;
+  dynamics.zmp`, :func:`~retarget.physics.dynamics.motion_rates`):
+  **balance** (eqs. 6–7) as a hinge on the support polygon shrunk by
+  ``margin`` (:meth:`~retarget.physics.support.Support.inset`): on support
+  frames whose ZMP is less than ``margin`` inside, the ground's moment about
+  the inset target is driven to zero — eq. (6) multiplied by its vertical
+  force, so that frames where that force nears zero (the ZMP far away and
+  changing fast) do not dominate the step — and the vertical force itself is
+  held at 5 % of the weight at least (the ground can only push); rows are
+  switched on inside the margin, not only outside the polygon, because a
+  hinge switched on at the edge let frames just inside cross it unseen by the
+  linearisation (the wide steps kept 0.8 % of the frames outside after
+  2D+1K; 0 % now, and after 1D alone); torque magnitudes at their limits
+  where above (eqs. 9–10); the environment's wrench zero in flight (eq. 11);
+  the legs' reach residual;
 * **update**: Gauss–Newton on the stacked rows with a Levenberg–Marquardt
   ridge (the Kalman update of the control points with prior covariance
   ``V I`` and a vanishing ``N_z``, eqs. 14–16, in information form, the ridge
-  the ratio ``N_z / V``), relinearised ``iterations`` times. Each control
-  point moves at most ``4 spacing + 4`` frames, so the Jacobian is found by
-  perturbing each control point's DOFs on those frames only — one batched
-  evaluation of ``M n`` short windows — and the normal equations are banded
-  (sparse solve).
+  the ratio ``N_z / V``), relinearised ``iterations`` times. A frame's
+  displacement moves its own pose and, through the central differences, the
+  rows of its two neighbours only, so the Jacobian is found per frame —
+  ``F n`` perturbed poses in one batched call, chained to the control points
+  through the B-spline (``∂d/∂c`` is sparse) — and the normal equations are
+  banded (LAPACK's banded Cholesky).
 
 The result stays a per-frame process in the paper's sense only as far as
 the B-spline's window (Figure 5) reaches: a dynamic application needs the
@@ -52,8 +62,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg as linalg
 import scipy.sparse as sparse
-import scipy.sparse.linalg as sparse_linalg
 from numpy.typing import NDArray
 
 from .. import quat
@@ -69,8 +79,10 @@ from .support import Support
 __all__ = ["CurveGoals", "curve_update"]
 
 Array = NDArray[np.float64]
+_Frame = tuple[Array, Array, Array]  # root (..., 3), rotations (..., J, 4), centres (..., J, 3)
 _GRAVITY = 9.81
 _SOFTNESS = 0.01  # legs eased over the last 1 % of their reach (soft_reach)
+_LIFT = 0.05  # on support frames the ground pushes up with at least 5 % of the weight
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,6 +128,25 @@ class _Problem:
     def n(self) -> int:
         return 3 + 3 * len(self.moved)
 
+    @property
+    def legged(self) -> NDArray[np.bool_]:
+        """Which of the ``n`` DOFs move a leg's solution (n,): the root translation and
+        the rotations of the legs' joints and their ancestors."""
+        sk = self.body.skeleton
+        chains = {int(j) for limb, _, _ in self.goals.legs for j in sk.chain(limb.lower)}
+        joints = [int(j) in chains for j in self.moved]
+        return np.concatenate([np.ones(3, bool), np.repeat(joints, 3)])
+
+    @property
+    def reach_rows(self) -> int:
+        return 3 * len(self.goals.legs)
+
+    @property
+    def width(self) -> int:
+        """Rows per frame: ZMP and lift, torques, wrench (:meth:`values`), then reach."""
+        limits = len(self.goals.torque_limits or {})
+        return 3 + limits + 6 * self.goals.momentum + self.reach_rows
+
     def pose(self, d: Array, frames: NDArray[np.intp]) -> tuple[Array, Array, Array]:
         """Prior frames ⊕ displacement ``d`` (..., L, n), legs solved: root, rotations,
         and the legs' reach residual (..., L, 3 × legs) as shares of height."""
@@ -142,40 +173,54 @@ class _Problem:
         )
         return root, rot, residual
 
-    def values(self, root: Array, rot: Array, frames: NDArray[np.intp]) -> Array:
-        """Per interior frame of each window (..., L − 2, R): ZMP (x, z) / height,
-        torque norms / limits, wrench / (weight, weight × height)."""
+    def centres(self, root: Array, rot: Array) -> Array:
+        """Segment centres of mass (..., J, 3), metres, of poses ``root`` (..., 3) and
+        ``rot`` (..., J, 4)."""
+        b = self.body
+        n_j = b.skeleton.num_joints
+        pos, world = forward_kinematics(b.skeleton.scaled(b.metres), root * b.metres, rot)
+        return pos[..., :n_j, :] + quat.rotate(world[..., :n_j, :], b.com)
+
+    def values(self, prev: _Frame, mid: _Frame, nxt: _Frame, frames: NDArray[np.intp]) -> Array:
+        """The rows' values (..., V) at frames ``frames`` (...) from the poses of those
+        frames and of their neighbours (central differences, as the report's
+        measures): each of ``prev``, ``mid``, ``nxt`` is (root (..., 3), rotations
+        (..., J, 4), :meth:`centres` (..., J, 3)), all broadcast together.
+
+        Columns: the ground's moment about the origin that puts the ZMP where it is,
+        ``P f`` (x, z) / (weight × height), and its vertical force ``f = Σ m (ÿ + g)``
+        / weight (eq. 6 without its division, :meth:`linear`); torque norms / limits
+        (eqs. 9–10); the environment's wrench / (weight, weight × height) (eq. 11)."""
         b = self.body
         fps = self.prior.fps
         n_j = b.skeleton.num_joints
-        pos, world = forward_kinematics(b.skeleton.scaled(b.metres), root * b.metres, rot)
-        centres = pos[..., :n_j, :] + quat.rotate(world[..., :n_j, :], b.com)
-        acc = (
-            centres[..., 2:, :, :] - 2 * centres[..., 1:-1, :, :] + centres[..., :-2, :, :]
-        ) * fps**2
-        parts = [zmp_of(b.mass, centres[..., 1:-1, :, :], acc)[0] / self.height]
+        weight = b.total_mass * _GRAVITY
+        acc = (prev[2] - 2.0 * mid[2] + nxt[2]) * fps**2
+        point, up = zmp_of(b.mass, mid[2], acc)
+        moment = np.where(np.isfinite(point), point, 0.0) * up[..., None]
+        parts = [moment / (weight * self.height), up[..., None] / weight]
         limits = self.goals.torque_limits or {}
         if limits or self.goals.momentum:
-            half_v = np.diff(root * b.metres, axis=-2) * fps
-            half_w = (
-                quat.log(quat.multiply(quat.conjugate(rot[..., :-1, :, :]), rot[..., 1:, :, :]))
-                * fps
-            )
-            v = 0.5 * (half_v[..., :-1, :] + half_v[..., 1:, :])
-            a = np.diff(half_v, axis=-2) * fps
-            w = 0.5 * (half_w[..., :-1, :, :] + half_w[..., 1:, :, :])
-            wd = np.diff(half_w, axis=-3) * fps
-            inner = root[..., 1:-1, :]
-            inner_rot = rot[..., 1:-1, :, :]
+            half_v = [(mid[0] - prev[0]) * b.metres * fps, (nxt[0] - mid[0]) * b.metres * fps]
+            half_w = [
+                quat.log(quat.multiply(quat.conjugate(x[1]), y[1])) * fps
+                for x, y in ((prev, mid), (mid, nxt))
+            ]
+            v, a = 0.5 * (half_v[0] + half_v[1]), (half_v[1] - half_v[0]) * fps
+            w, wd = 0.5 * (half_w[0] + half_w[1]), (half_w[1] - half_w[0]) * fps
+            batch = np.broadcast_shapes(w.shape[:-2], mid[1].shape[:-2], frames.shape)
+            rot = np.broadcast_to(mid[1], (*batch, n_j, 4))
+            root = np.broadcast_to(mid[0], (*batch, 3))
+            v, a = np.broadcast_to(v, (*batch, 3)), np.broadcast_to(a, (*batch, 3))
+            w, wd = np.broadcast_to(w, (*batch, n_j, 3)), np.broadcast_to(wd, (*batch, n_j, 3))
             if limits:
                 joints = list(limits)
-                batch = inner.shape[:-1]
                 flat = int(np.prod(batch))
-                shares = np.broadcast_to(self.goals.shares[frames[..., 1:-1]], (*batch, n_j))
+                shares = np.broadcast_to(self.goals.shares[frames], (*batch, n_j))
                 _, _, tau = inverse_dynamics(
                     b,
-                    inner.reshape(flat, 3) * b.metres,
-                    inner_rot.reshape(flat, n_j, 4),
+                    root.reshape(flat, 3) * b.metres,
+                    rot.reshape(flat, n_j, 4),
                     v.reshape(flat, 3),
                     w.reshape(flat, n_j, 3),
                     a.reshape(flat, 3),
@@ -185,32 +230,63 @@ class _Problem:
                 norms = np.linalg.norm(tau[:, joints], axis=-1).reshape(*batch, len(joints))
                 parts.append(norms / np.array([limits[j] for j in joints]))
             if self.goals.momentum:
-                bm = body_motion(b, inner, inner_rot, v, w, a, wd)
-                force, moment, _ = environment_wrench(b, bm)
-                weight = b.total_mass * _GRAVITY
-                parts += [force / weight, moment / (weight * self.height)]
-        return np.concatenate(parts, axis=-1)
+                force, torque, _ = environment_wrench(b, body_motion(b, root, rot, v, w, a, wd))
+                parts += [force / weight, torque / (weight * self.height)]
+        shape = np.broadcast_shapes(*(x.shape[:-1] for x in parts))
+        return np.concatenate([np.broadcast_to(x, (*shape, x.shape[-1])) for x in parts], -1)
 
-    def rows(self, values: Array, reach: Array) -> tuple[Array, Array]:
-        """Goals (F, R) of the stacked rows at the current values (NaN: row off) and the
-        values themselves (F, R); ``values`` (F − 2, V) of the interior frames."""
+    def frame_values(self, root: Array, rot: Array, centres: Array | None = None) -> Array:
+        """:meth:`values` of the whole clip (F, V), NaN on its first and last frames."""
+        c = self.centres(root, rot) if centres is None else centres
         f = len(self.prior)
+        inner = self.values(
+            (root[:-2], rot[:-2], c[:-2]),
+            (root[1:-1], rot[1:-1], c[1:-1]),
+            (root[2:], rot[2:], c[2:]),
+            np.arange(1, f - 1),
+        )
+        full = np.full((f, inner.shape[1]), np.nan)
+        full[1:-1] = inner
+        return full
+
+    @staticmethod
+    def linear(values: Array, target: Array) -> Array:
+        """Rows (..., V) from :meth:`values` (..., V) for balance targets ``target``
+        (..., 2) / height: the ground's moment about the target, ``(P − T) f``, zero
+        exactly when the ZMP is on it — eq. (6)'s constraint without its division, so
+        that frames whose vertical force nears zero (the ZMP far away and changing
+        fast) do not dominate the step; the other rows as they are. Linear in
+        ``values``."""
+        balance = values[..., :2] - np.nan_to_num(target) * values[..., 2:3]
+        return np.concatenate([balance, values[..., 2:]], axis=-1)
+
+    def rows(self, values: Array, reach: Array) -> tuple[Array, Array, Array]:
+        """Goals (F, R) of the stacked rows at the current ``values`` (F, V) and
+        ``reach`` (F, 3 × legs) (NaN: row off), the rows' values (F, R), and the balance
+        targets (F, 2) / height, NaN where balance is off."""
         g = self.goals
-        full = np.full((f, values.shape[1]), np.nan)
-        full[1:-1] = values
-        goal = np.full_like(full, np.nan)
+        f = len(self.prior)
+        goal = np.full((f, values.shape[1]), np.nan)
+        target = np.full((f, 2), np.nan)
         flight = g.support.flight
         if g.balance:
-            point = full[:, :2] * self.height
-            projected = g.support.project(point, g.margin)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                point = np.where(
+                    values[:, 2:3] > 1e-9, values[:, :2] / values[:, 2:3] * self.height, np.nan
+                )
+            projected = g.support.inset(point, g.margin)
             moved = np.linalg.norm(projected - point, axis=1) > 1e-12
             on = ~flight & moved & np.isfinite(projected).all(axis=1)
             on[[0, -1]] = False
-            goal[on, :2] = projected[on] / self.height
-        k = 2
+            goal[on, :2] = 0.0
+            target[on] = projected[on] / self.height
+            weak = ~flight & (values[:, 2] < _LIFT)
+            weak[[0, -1]] = False
+            goal[weak, 2] = _LIFT
+        k = 3
         limits = g.torque_limits or {}
         if limits:
-            over = full[:, k : k + len(limits)] > 1.0
+            over = values[:, k : k + len(limits)] > 1.0
             goal[:, k : k + len(limits)] = np.where(over, 1.0, np.nan)
             k += len(limits)
         if g.momentum:
@@ -218,16 +294,123 @@ class _Problem:
             on[[0, -1]] = False
             goal[on, k : k + 6] = 0.0
         reach_goal = np.where(np.isfinite(reach), 0.0, np.nan)
-        return np.concatenate([goal, reach_goal], axis=1), np.concatenate([full, reach], axis=1)
+        rows = np.concatenate([goal, reach_goal], axis=1)
+        return rows, np.concatenate([self.linear(values, target), reach], axis=1), target
+
+    def spread(self) -> sparse.csr_matrix:
+        """∂d/∂c: the per-frame displacements (F n) from the control points (M n)."""
+        eye = sparse.identity(self.n, format="csr")
+        return sparse.csr_matrix(sparse.kron(sparse.csr_matrix(self.basis), eye, "csr"))
 
     def merit(self, c: Array) -> float:
-        everything = np.arange(len(self.prior))
-        root, rot, reach = self.pose(self.basis @ c, everything)
-        goal, value = self.rows(self.values(root, rot, everything), reach)
+        root, rot, reach = self.pose(self.basis @ c, np.arange(len(self.prior)))
+        goal, value, _ = self.rows(self.frame_values(root, rot), reach)
         r = np.where(np.isfinite(goal), goal - value, 0.0)
         if reach.shape[1]:
             r[:, -reach.shape[1] :] *= self.reach_weight
         return float(np.sum(r**2))
+
+
+def _lower_band(a: sparse.coo_matrix) -> Array:
+    """A symmetric banded matrix in LAPACK's lower band storage (bandwidth + 1, N) (the
+    normal equations of the control points are banded: a control point meets the
+    rows of at most ``4 spacing + 6`` frames)."""
+    below = a.row >= a.col
+    offset = (a.row - a.col)[below]
+    band = np.zeros((int(offset.max(initial=0)) + 1, a.shape[0]))
+    np.add.at(band, (offset, a.col[below]), a.data[below])
+    return band
+
+
+def _problem(
+    body: Body,
+    prior: Motion,
+    goals: CurveGoals,
+    joints: Sequence[int],
+    spacing: float,
+    reach_weight: float,
+) -> _Problem:
+    basis = bspline_basis(len(prior), spacing, prior.fps)[0]
+    moved = np.asarray(list(joints), dtype=np.intp)
+    metres = height(body.skeleton) * body.metres
+    return _Problem(body, prior, goals, moved, basis, metres, reach_weight)
+
+
+def _jacobian(
+    p: _Problem,
+    d: Array,
+    root: Array,
+    rot: Array,
+    centres: Array,
+    values: Array,
+    reach: Array,
+    target: Array,
+    active: NDArray[np.bool_],
+    step: float,
+) -> sparse.csr_matrix:
+    """∂(active rows)/∂d, shape (rows, F n), by forward differences of each frame's
+    displacement ``d`` (F, n) at the poses ``root``, ``rot``, ``centres`` it gives, their
+    :meth:`_Problem.frame_values` and ``reach`` and the balance ``target``: frame s
+    moves its own reach rows and the values of frames s − 1, s, s + 1 (central
+    differences), so each perturbed frame is posed once and its three values are
+    found with its neighbours as they are — and only where an active value row can
+    feel it. A DOF no leg hangs from is turned alone, the legs' solution kept."""
+    f, n = d.shape
+    v = values.shape[1]
+    row_of = np.full(active.shape, -1)
+    row_of[active] = np.arange(int(active.sum()))
+    trial = np.repeat(d[:, None], n, axis=1)  # (F, n, n)
+    trial[:, np.arange(n), np.arange(n)] += step
+    legged = p.legged
+    t_root = np.repeat(root[:, None], n, axis=1)
+    t_rot = np.repeat(rot[:, None], n, axis=1)
+    t_reach = np.repeat(reach[:, None], n, axis=1)
+    k = np.flatnonzero(legged)
+    t_root[:, k], t_rot[:, k], t_reach[:, k] = p.pose(trial[:, k], np.arange(f)[:, None])
+    k = np.flatnonzero(~legged)
+    joint = (k - 3) // 3
+    turn = trial[:, k][:, np.arange(len(k))[:, None], 3 + 3 * joint[:, None] + np.arange(3)]
+    t_rot[:, k, p.moved[joint]] = quat.multiply(
+        p.prior.rotations[:, p.moved[joint]], quat.exp(turn)
+    )
+    columns = np.arange(f)[:, None] * n + np.arange(n)  # (F, n)
+    slope = (t_reach - reach[:, None]) / step  # (F, n, reach)
+    rows_ = [np.broadcast_to(row_of[:, None, v:], slope.shape)]
+    cols_ = [np.broadcast_to(columns[..., None], slope.shape)]
+    vals_ = [slope]
+    felt = np.flatnonzero(
+        np.convolve(active[:, :v].any(axis=1).astype(float), np.ones(3), "same") > 0
+    )
+    if len(felt):
+        moved = (t_root[felt], t_rot[felt], p.centres(t_root[felt], t_rot[felt]))
+
+        def kept(i: NDArray[np.intp]) -> _Frame:
+            j = np.clip(i, 0, f - 1)
+            return root[j][:, None], rot[j][:, None], centres[j][:, None]
+
+        t = felt[:, None] + np.arange(-1, 2)  # (S, 3): the frames whose values moved
+        inside = (t >= 1) & (t <= f - 2)
+        t = np.clip(t, 0, f - 1)
+        t_values = np.stack(
+            [
+                p.values(kept(felt - 2), kept(felt - 1), moved, t[:, :1]),
+                p.values(kept(felt - 1), moved, kept(felt + 1), t[:, 1:2]),
+                p.values(moved, kept(felt + 1), kept(felt + 2), t[:, 2:]),
+            ],
+            axis=2,
+        )  # (S, n, 3, v)
+        slope = p.linear((t_values - values[t][:, None]) / step, target[t][:, None])
+        r = np.where(inside[:, None, :, None], row_of[t][:, None, :, :v], -1)
+        rows_.append(np.broadcast_to(r, slope.shape))
+        cols_.append(np.broadcast_to(columns[felt][:, :, None, None], slope.shape))
+        vals_.append(slope)
+    rows = np.concatenate([x.ravel() for x in rows_])
+    cols = np.concatenate([x.ravel() for x in cols_])
+    vals = np.concatenate([x.ravel() for x in vals_])
+    keep = (rows >= 0) & np.isfinite(vals) & (vals != 0.0)
+    return sparse.csr_matrix(
+        (vals[keep], (rows[keep], cols[keep])), shape=(int(active.sum()), f * n)
+    )
 
 
 def curve_update(
@@ -250,58 +433,37 @@ def curve_update(
         ``merit`` before and after (sum of squared normalised rows), ``iterations``.
     """
     f = len(prior)
-    basis = bspline_basis(f, spacing, prior.fps)[0]
-    m = basis.shape[1]
-    moved = np.asarray(list(joints), dtype=np.intp)
-    p = _Problem(
-        body, prior, goals, moved, basis, height(body.skeleton) * body.metres, reach_weight
-    )
-    n = p.n
+    p = _problem(body, prior, goals, joints, spacing, reach_weight)
+    basis = p.basis
+    m, n = basis.shape[1], p.n
     c = np.zeros((m, n))
     everything = np.arange(f)
-    length = min(int(np.ceil(4 * spacing)) + 5, f)
-    first = np.array([np.flatnonzero(basis[:, j])[0] for j in range(m)])
-    windows = np.clip(first - 2, 0, f - length)[:, None] + np.arange(length)  # (M, L)
-    weights = basis[windows, np.arange(m)[:, None]]  # (M, L)
-    columns = np.arange(m)[:, None] * n + np.arange(n)  # (M, n)
     step = 1e-6
     ridge = 1e-4
     start = merit = p.merit(c)
+    kron = p.spread()
+    scale = np.ones(p.width)
+    scale[p.width - p.reach_rows :] = reach_weight
     for _ in range(iterations):
         d = basis @ c
         root, rot, reach = p.pose(d, everything)
-        goal, value = p.rows(p.values(root, rot, everything), reach)
+        centres = p.centres(root, rot)
+        values = p.frame_values(root, rot, centres)
+        goal, value, target = p.rows(values, reach)
         active = np.isfinite(goal)
         if not active.any():
             break
-        trial = np.repeat(d[windows][:, None], n, axis=1)  # (M, n, L, n)
-        trial[:, np.arange(n), :, np.arange(n)] += step * weights
-        t_root, t_rot, t_reach = p.pose(trial, windows[:, None])
-        t_values = p.values(t_root, t_rot, windows[:, None])  # (M, n, L - 2, V)
-        t_value = np.full((m, n, length, value.shape[1]), np.nan)
-        t_value[:, :, 1:-1, : t_values.shape[-1]] = t_values
-        t_value[..., t_values.shape[-1] :] = t_reach
-        slope = (t_value - value[windows][:, None]) / step  # (M, n, L, R)
-        row_of = np.full(goal.shape, -1)
-        row_of[active] = np.arange(active.sum())
-        scale = np.ones(goal.shape[1])
-        if reach.shape[1]:
-            scale[-reach.shape[1] :] = reach_weight
-        rows = np.broadcast_to(row_of[windows][:, None], slope.shape)
-        cols = np.broadcast_to(columns[:, :, None, None], slope.shape)
-        keep = (rows >= 0) & np.isfinite(slope)
-        jac = sparse.csr_matrix(
-            ((slope * scale)[keep], (rows[keep], cols[keep])), shape=(int(active.sum()), m * n)
-        )
+        jac = _jacobian(p, d, root, rot, centres, values, reach, target, active, step) @ kron
+        jac = sparse.diags(scale[np.nonzero(active)[1]]) @ jac
         residual = ((goal - value) * scale)[active]
-        normal = (jac.T @ jac).tocsc()
+        normal = _lower_band((jac.T @ jac).tocoo())
         gradient = jac.T @ residual
-        level = float(normal.diagonal().mean()) or 1.0
+        level = float(normal[0].mean()) or 1.0
         for _ in range(12):
-            dc = sparse_linalg.spsolve(
-                normal + ridge * level * sparse.identity(m * n, format="csc"), gradient
-            )
-            candidate = c + np.asarray(dc).reshape(m, n)
+            damped = normal.copy()
+            damped[0] += ridge * level
+            dc = linalg.solveh_banded(damped, gradient, lower=True)
+            candidate = c + dc.reshape(m, n)
             new = p.merit(candidate)
             if new < merit:
                 c, merit = candidate, new

@@ -384,10 +384,8 @@ def zmp_of(
     r = np.asarray(centres, dtype=np.float64)
     a = np.asarray(accelerations, dtype=np.float64)
     lift = a[..., 1] + gravity
-    up = np.einsum("j,...j->...", mass, lift)
-    num = np.einsum("j,...ja->...a", mass, lift[..., None] * r[..., [0, 2]]) - np.einsum(
-        "j,...ja->...a", mass, a[..., [0, 2]] * r[..., 1:2]
-    )
+    up = lift @ mass
+    num = np.stack([(lift * r[..., k] - a[..., k] * r[..., 1]) @ mass for k in (0, 2)], axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         point = np.where((up > 1e-9)[..., None], num / up[..., None], np.nan)
     return point, up

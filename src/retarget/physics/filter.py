@@ -237,10 +237,24 @@ class _Setting:
 
 
 def _support(s: _Setting, motion: Motion) -> Support:
+    """The support polygons where the goals put the feet: a foot point with a goal on
+    it, the foot's other points moved with it (by the mean offset of its points with
+    goals), the others where ``motion`` has them."""
     pos = np.array(positions(motion))
-    for p, goal in s.goals.positions.items():
-        have = np.isfinite(goal).all(axis=1)
-        pos[have, p] = goal[have]
+    for side in ("left", "right"):
+        foot = [
+            int(p)
+            for p in (s.roles.points.get(f"{side}_{r}") for r in ("ankle", "toe", "toe_tip"))
+            if p is not None
+        ]
+        offsets = np.array(
+            [s.goals.positions.get(p, np.full((len(pos), 3), np.nan)) - pos[:, p] for p in foot]
+        )
+        have = np.isfinite(offsets).all(axis=2)  # (P, F)
+        count = have.sum(axis=0)
+        shift = np.where(have[..., None], offsets, 0.0).sum(axis=0) / np.maximum(count, 1)[:, None]
+        for k, p in enumerate(foot):
+            pos[:, p] = np.where(have[k][:, None], pos[:, p] + offsets[k], pos[:, p] + shift)
     return support_polygons(pos, s.goals.contacts, s.roles, s.height, s.body.metres)
 
 
@@ -382,6 +396,7 @@ class _Rows:
     torque: Array | None  # (F, L) N m, NaN off
     flight: NDArray[np.bool_] | None  # (F,) momentum rows on
     shares: Array  # (F, J)
+    support: Support | None = None  # dynamic applications
 
 
 def _measurement(
@@ -598,7 +613,7 @@ def _rows(s: _Setting, prior: Motion, dynamic: bool, st: FilterSettings) -> _Row
             torque = None
     if g.momentum and support.flight.any():
         flight = support.flight
-    return _Rows(kinematic, balance, torque, flight, shares)
+    return _Rows(kinematic, balance, torque, flight, shares, support)
 
 
 def _curve_goals(s: _Setting, prior: Motion, rows: _Rows, st: FilterSettings) -> CurveGoals:
@@ -630,7 +645,7 @@ def _curve_goals(s: _Setting, prior: Motion, rows: _Rows, st: FilterSettings) ->
     g = s.goals
     return CurveGoals(
         legs,
-        _support(s, prior),
+        rows.support if rows.support is not None else _support(s, prior),
         rows.shares,
         balance=g.balance,
         torque_limits=dict(g.torque_limits),

@@ -64,31 +64,74 @@ class Support:
     def inside(self, points: ArrayLike, tolerance: float = 1e-9) -> NDArray[np.bool_]:
         """Whether each frame's point ``(x, z)`` (F, 2) lies in its polygon (False in flight
         and where the point is NaN); ``tolerance`` in metres."""
-        p = np.asarray(points, dtype=np.float64)
-        out = np.zeros(len(p), bool)
-        for f in np.flatnonzero(~self.flight & np.isfinite(p).all(axis=-1)):
-            out[f] = _distance(p[f], self._hull(int(f))) <= tolerance
-        return out
+        return np.asarray(self.distance(points) <= tolerance)
 
     def distance(self, points: ArrayLike) -> Array:
         """Metres from each frame's polygon (0 inside, NaN in flight), shape (F,)."""
-        p = np.asarray(points, dtype=np.float64)
-        out = np.full(len(p), np.nan)
-        for f in np.flatnonzero(~self.flight & np.isfinite(p).all(axis=-1)):
-            out[f] = _distance(p[f], self._hull(int(f)))
-        return out
+        return _closest_on_polygons(np.asarray(points, dtype=np.float64), self.polygons)[1]
 
     def project(self, points: ArrayLike, margin: float = 0.0) -> Array:
-        """Eq. (7) on every frame, shape (F, 2); NaN in flight."""
+        """Eq. (7) on every frame, shape (F, 2); NaN in flight (:func:`project_to_support`,
+        all frames at once)."""
         p = np.asarray(points, dtype=np.float64)
-        out = np.full_like(p, np.nan)
-        for f in np.flatnonzero(~self.flight & np.isfinite(p).all(axis=-1)):
-            out[f] = project_to_support(p[f], self._hull(int(f)), margin)[0]
-        return out
+        q, d, _ = _closest_on_polygons(p, self.polygons)
+        return q if margin <= 0 else self._inward(q, np.where(d > 1e-12, margin, 0.0))
 
-    def _hull(self, frame: int) -> Array:
-        v = self.polygons[frame]
-        return v[np.isfinite(v).all(axis=-1)]
+    def inset(self, points: ArrayLike, margin: float) -> Array:
+        """Eq. (7) for a polygon ``margin`` smaller, shape (F, 2); NaN in flight: a point
+        deeper inside than ``margin`` stays, any other moves towards the centroid from
+        its closest point of the polygon (itself when inside) until it is ``margin`` in
+        — continuous in the point, so that a hinge on it has no jump at the edge."""
+        p = np.asarray(points, dtype=np.float64)
+        q, d, depth = _closest_on_polygons(p, self.polygons)
+        need = np.where(d > 1e-12, margin, np.clip(margin - depth, 0.0, None))
+        return self._inward(q, need)
+
+    def _inward(self, q: Array, need: Array) -> Array:
+        """``q`` (F, 2) moved ``need`` (F,) towards its polygon's centroid (at most to it)."""
+        valid = np.isfinite(self.polygons).all(axis=-1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            centre = np.where(valid, self.polygons, 0.0).sum(axis=1) / valid.sum(axis=1)
+            toward = centre - q
+            span = np.linalg.norm(toward, axis=-1)
+            share = np.where(span > 0, np.minimum(need / np.where(span > 0, span, 1.0), 1.0), 0)
+        return q + toward * share[:, None]
+
+
+def _closest_on_polygons(points: Array, polygons: Array) -> tuple[Array, Array, Array]:
+    """:func:`_closest_on_hull` of every frame: points (F, 2), polygons (F, V, 2)
+    NaN-padded → closest points (F, 2), distances (F,) and depths inside (F,: distance
+    to the nearest edge inside, 0 outside), NaN where the frame has no polygon or the
+    point is NaN."""
+    f, v = polygons.shape[:2]
+    valid = np.isfinite(polygons).all(axis=-1)  # (F, V)
+    count = valid.sum(axis=1)
+    index = np.arange(v)
+    following = np.where(index + 1 < count[:, None], index + 1, 0)
+    a = polygons
+    b = np.take_along_axis(polygons, following[..., None], axis=1)
+    ab = b - a
+    to_p = points[:, None, :] - a
+    cross = ab[..., 0] * to_p[..., 1] - ab[..., 1] * to_p[..., 0]
+    inside = (count >= 3) & np.where(valid, cross >= -1e-12, True).all(axis=1)
+    denom = np.einsum("fka,fka->fk", ab, ab)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.clip(np.einsum("fka,fka->fk", to_p, ab) / denom, 0.0, 1.0)
+    t = np.where(denom > 0, t, 0.0)
+    q = a + t[..., None] * ab
+    d = np.where(valid, np.linalg.norm(points[:, None, :] - q, axis=-1), np.inf)
+    k = np.argmin(d, axis=1)
+    rows = np.arange(f)
+    closest = np.where(inside[:, None], points, q[rows, k])
+    dist = np.where(inside, 0.0, d[rows, k])
+    length = np.sqrt(denom)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lines = np.where(valid & (length > 0), cross / length, np.inf)
+    depth = np.where(inside, lines.min(axis=1), 0.0)
+    missing = (count == 0) | ~np.isfinite(points).all(axis=-1)
+    for x in (closest, dist, depth):
+        x[missing] = np.nan
+    return closest, dist, depth
 
 
 def _sole_parts(
@@ -205,10 +248,6 @@ def _closest_on_hull(p: Array, hull: Array) -> tuple[Array, float]:
     d = np.linalg.norm(p - q, axis=1)
     k = int(np.argmin(d))
     return q[k], float(d[k])
-
-
-def _distance(p: Array, hull: Array) -> float:
-    return _closest_on_hull(p, hull)[1]
 
 
 def project_to_support(
