@@ -168,12 +168,49 @@ def test_cli_physics_writes_motion_and_report(tmp_path, data_dir, run_cli):
     assert len(data["curves"]["result"]["zmp_outside"]) == 100
 
 
+@pytest.mark.parametrize("target", ["preset", "vicon.asf"])
+def test_cli_physics_on_another_character(tmp_path, data_dir, run_cli, target):
+    """``--target-preset`` / ``--target``: the source is carried onto the character
+    (hierarchical method, a joint map for another skeleton) and filtered there: the
+    output has the character's skeleton and its ZMP is inside the support."""
+    from retarget.io.formats import read_motion
+
+    out, report = tmp_path / "t.bvh", tmp_path / "t.json"
+    pick = ["--target-preset", "blubby"] if target == "preset" else ["--target", data_dir / target]
+    code, text = run_cli(
+        "physics",
+        data_dir / "lafan_walk.bvh",
+        "--frames",
+        "100:220",
+        *pick,
+        "--passes",
+        "1D",
+        "-o",
+        out,
+        "--report",
+        report,
+    )
+    assert code == 0, text
+    data = json.loads(report.read_text())
+    assert data["target"] == ("preset:blubby" if target == "preset" else str(data_dir / target))
+    written = read_motion(out)
+    if target == "preset":
+        lafan = read_motion(data_dir / "lafan_walk.bvh").skeleton
+        assert written.skeleton.names == lafan.names
+        assert not np.allclose(written.skeleton.offsets, lafan.offsets)
+    else:
+        assert "lhumerus" in written.skeleton.names
+    assert data["stages"][-1]["zmp_outside"] <= 0.02
+    assert data["stages"][-1]["kinematic_error_max"] <= 0.5
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
         (["--load", "Nose=3kg"], "no joint named 'Nose'"),
         (["--torque-limit", "RightLeg=-5"], "positive"),
         (["--passes", "2Q"], "1K+3D+1K"),
+        (["--target-preset", "blubby", "--target", "x.bvh"], "give one character"),
     ],
 )
 def test_cli_physics_bad_options_exit_2(tmp_path, data_dir, run_cli, args, message):

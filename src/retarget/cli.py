@@ -268,12 +268,23 @@ def cmd_physics(args: argparse.Namespace) -> int:
 
     source = _read(args.source, args)
     source = source[_frames(args.frames, source.num_frames)]
-    sk = source.skeleton
     passes = parse_passes(args.passes)
+    mapping = None
+    character = None
+    if args.target or args.target_preset:  # onto another character first (Lee & Shin 1999)
+        from .methods.hierarchical import hierarchical_retarget
+
+        target = _target(args, source)
+        character = args.target or f"preset:{args.target_preset}"
+        if needs_mapping(source, target):
+            mapping = map_for_method(source, target, None)
+            source, target = mapping.motion, mapping.target
+        source = hierarchical_retarget(source, target).motion
+    sk = source.skeleton
 
     def joint(name: str, option: str) -> int:
         if name not in sk.names:
-            raise RetargetError(f"{option}: no joint named {name!r} in {args.source}")
+            raise RetargetError(f"{option}: no joint named {name!r} in {character or args.source}")
         return sk.index(name)
 
     loads = _parse_named(args.load, "--load", "kg")
@@ -292,7 +303,7 @@ def cmd_physics(args: argparse.Namespace) -> int:
         if not args.free_feet
         else {}
     )
-    inputs = [args.source]
+    inputs = [args.source, *([args.target] if args.target else [])]
     if args.constraints:
         try:
             text = Path(args.constraints).read_text(encoding="utf-8")
@@ -323,7 +334,10 @@ def cmd_physics(args: argparse.Namespace) -> int:
     settings = FilterSettings(spacing=args.spacing, iterations=args.iterations)
     result = physics_filter(source, body, goals, passes, settings, hint=hint)
     report = {**result.report, "source": args.source, "output": args.output}
-    _write_result(args, result.motion, report, inputs)
+    if character:
+        report["target"] = character
+    motion = result.motion if mapping is None else mapping.finish(result.motion)
+    _write_result(args, motion, report, inputs)
     first, last = report["stages"][0], report["stages"][-1]
     print(
         f"physics: {source.num_frames} frames, {'+'.join(passes)} in {report['seconds']:.2f} s; "
@@ -1139,6 +1153,13 @@ def build_parser() -> argparse.ArgumentParser:
         "gives the ZMP, torque and momentum measures of the source and after each.",
     )
     p.add_argument("source")
+    p.add_argument(
+        "--target",
+        help="filter on this character instead: the source retargeted onto it first by the "
+        "hierarchical method (a motion file's skeleton or an .asf)",
+    )
+    p.add_argument("--target-preset", choices=sorted(PRESETS), help="the same, onto a preset")
+    p.set_defaults(target_from=None, target_to=None)
     p.add_argument("--passes", default="2D+1K", help="e.g. 1K+3D+1K (default 2D+1K)")
     p.add_argument("--mass", type=float, default=70.0, help="body mass in kg, loads excluded")
     p.add_argument("--load", action="append", default=[], metavar="JOINT=KG")
@@ -1160,7 +1181,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-balance", action="store_true")
     p.add_argument("--no-momentum", action="store_true")
-    p.add_argument("--spacing", type=float, default=4.0, help="frames per knot (least squares)")
+    p.add_argument(
+        "--spacing",
+        type=float,
+        default=4.0,
+        help="frames per knot of the B-spline (default 4; 2 for fast motion)",
+    )
     p.add_argument("--iterations", type=int, default=3, help="Kalman updates per application")
     p.add_argument("--frames", metavar="A:B", help="only these frames")
     p.add_argument("-o", "--output", required=True)
