@@ -332,8 +332,8 @@ def _problem(
 ) -> _Problem:
     basis = bspline_basis(len(prior), spacing, prior.fps)[0]
     moved = np.asarray(list(joints), dtype=np.intp)
-    metres = height(body.skeleton) * body.metres
-    return _Problem(body, prior, goals, moved, basis, metres, reach_weight)
+    tall = height(body.skeleton) * body.metres
+    return _Problem(body, prior, goals, moved, basis, tall, reach_weight)
 
 
 def _jacobian(
