@@ -17,7 +17,7 @@ from retarget.physics.dynamics import (
     motion_rates,
     zmp,
 )
-from retarget.physics.support import Support, _convex_hull, project_to_support
+from retarget.physics.support import Support, _convex_hull, convex_hulls, project_to_support
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +116,45 @@ def test_free_fall_has_no_zmp(body, lafan):
     inner = slice(2, -2)  # the one-sided differences at the ends are not exact
     assert np.abs(vertical[inner]).max() < 1e-6 * body.total_mass
     assert np.isnan(point[inner]).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_convex_hulls_match_qhull(seed):
+    """All rows' hulls at once equal scipy's ConvexHull (Qhull) row by row: the same
+    vertices, counter-clockwise; duplicates and points on an edge are not vertices;
+    collinear points give their two ends, coincident ones one point; absent (NaN)
+    points are ignored."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    rng = np.random.default_rng(seed)
+    f, k = 40, 9
+    points = rng.normal(size=(f, k, 2))
+    points[rng.random((f, k)) < 0.25] = np.nan
+    points[:5, 1] = points[:5, 0]  # duplicates
+    points[5:10, 2] = 0.3 * points[5:10, 0] + 0.7 * points[5:10, 1]  # on a segment
+    line = rng.normal(size=2)
+    points[10:13] = rng.normal(size=(3, k, 1)) * line  # collinear
+    points[13] = points[13, 0]  # one point, repeated
+    hulls = convex_hulls(points)
+    for row, hull in zip(points, hulls, strict=True):
+        pts = np.unique(row[np.isfinite(row).all(axis=1)], axis=0)
+        got = hull[np.isfinite(hull).all(axis=1)]
+        try:
+            expected = pts[ConvexHull(pts).vertices]
+        except (QhullError, ValueError):  # fewer than three points, or all on a line
+            if len(pts) == 0:
+                assert len(got) == 0
+                continue
+            axis = pts[-1] - pts[0] if len(pts) > 1 else np.ones(2)
+            t = pts @ axis
+            expected = np.unique(pts[[np.argmin(t), np.argmax(t)]], axis=0)
+        assert len(got) == len(expected)
+        for vertex in expected:
+            assert np.isclose(np.linalg.norm(got - vertex, axis=1), 0.0).any()
+        if len(got) >= 3:
+            x, z = got.T
+            assert np.sum(x * np.roll(z, -1) - np.roll(x, -1) * z) > 0
 
 
 @settings(max_examples=40, deadline=None)

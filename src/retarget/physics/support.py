@@ -22,12 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.spatial import ConvexHull, QhullError
 
 from ..contacts import Contacts
 from ..roles import Roles
 
-__all__ = ["Support", "project_to_support", "support_polygons"]
+__all__ = ["Support", "convex_hulls", "project_to_support", "support_polygons"]
 
 Array = NDArray[np.float64]
 
@@ -135,18 +134,28 @@ def _closest_on_polygons(points: Array, polygons: Array) -> tuple[Array, Array, 
 
 
 def _sole_parts(
-    ankle: Array, toe: Array, tip: Array | None, planted: Sequence[str], height: float
+    ankle: Array,
+    front: Array | None,
+    tip: Array | None,
+    rear_planted: NDArray[np.bool_],
+    front_planted: NDArray[np.bool_],
+    height: float,
 ) -> Array:
-    """Corners (8, 2) of the planted parts of one sole (module docstring)."""
-    axis = toe - ankle
-    length = float(np.linalg.norm(axis))
-    u = axis / length if length > 1e-9 else np.array([1.0, 0.0])
-    side = np.array([-u[1], u[0]]) * HALF_BREADTH * height
-    front = float(np.linalg.norm(tip - ankle)) if tip is not None else length + FOREFOOT * height
-    lo = -HEEL * height if "ankle" in planted else 0.5 * length
-    hi = front if set(planted) & {"toe", "tip"} else 0.5 * length
-    ends = [ankle + lo * u, ankle + hi * u]
-    return np.array([e + s * side for e in ends for s in (1.0, -1.0)])
+    """Corners (F, 4, 2) of the planted parts of one sole on each frame (module
+    docstring), NaN where neither part is planted: ``ankle``, ``front`` (the toe joint,
+    or the tip when there is none) and ``tip`` (F, 2) on the ground, in metres;
+    ``rear_planted`` (the ankle) and ``front_planted`` (a toe point) (F,)."""
+    axis = front - ankle if front is not None else np.broadcast_to([1e-3, 0.0], ankle.shape)
+    length = np.linalg.norm(axis, axis=1)
+    long = length > 1e-9
+    u = np.where(long[:, None], axis / np.where(long, length, 1.0)[:, None], [1.0, 0.0])
+    side = np.stack([-u[:, 1], u[:, 0]], axis=1) * HALF_BREADTH * height
+    reach = np.linalg.norm(tip - ankle, axis=1) if tip is not None else length + FOREFOOT * height
+    lo = np.where(rear_planted, -HEEL * height, 0.5 * length)
+    hi = np.where(front_planted, reach, 0.5 * length)
+    along = np.stack([lo, lo, hi, hi], axis=1)[..., None] * u[:, None]
+    corners = ankle[:, None] + along + np.array([1.0, -1.0, 1.0, -1.0])[:, None] * side[:, None]
+    return np.where((rear_planted | front_planted)[:, None, None], corners, np.nan)
 
 
 def support_polygons(
@@ -174,57 +183,91 @@ def support_polygons(
     pos = np.asarray(positions, dtype=np.float64)[..., [0, 2]] * metres
     h = height * metres
     n = len(pos)
-    parts: list[list[Array]] = [[] for _ in range(n)]
     centres = np.full((n, 2, 2), np.nan)
+    soles = []
     feet = []
     for k, side in enumerate(("left", "right")):
         ankle = int(roles.points[f"{side}_ankle"])
         feet.append(ankle)
         toe = roles.points.get(f"{side}_toe")
         tip = roles.points.get(f"{side}_toe_tip")
-        kinds = {ankle: "ankle"}
-        if toe is not None:
-            kinds[int(toe)] = "toe"
-        if tip is not None:
-            kinds[int(tip)] = "tip"
-        cols = {kinds[int(p)]: c for c, p in enumerate(contacts.points) if int(p) in kinds}
-        if not cols:
-            continue
-        mask = contacts.mask[:, list(cols.values())]
-        names = list(cols)
-        front_point = int(toe) if toe is not None else (int(tip) if tip is not None else None)
-        for f in map(int, np.flatnonzero(mask.any(axis=1))):
-            planted = [names[c] for c in np.flatnonzero(mask[f])]
-            a = pos[f, ankle]
-            t = pos[f, front_point] if front_point is not None else a + np.array([1e-3, 0.0])
-            corners = _sole_parts(
-                a, t, pos[f, int(tip)] if tip is not None and toe is not None else None, planted, h
-            )
-            parts[f].append(corners)
-            centres[f, k] = corners.mean(axis=0)
-    vmax = 16
-    polygons = np.full((n, vmax, 2), np.nan)
-    for f in range(n):
-        if parts[f]:
-            hull = _convex_hull(np.concatenate(parts[f]))
-            polygons[f, : len(hull)] = hull[:vmax]
-    return Support(polygons, centres, (feet[0], feet[1]))
+        planted = {int(p): contacts.mask[:, c] for c, p in enumerate(contacts.points)}
+        rear = planted.get(ankle, np.zeros(n, bool))
+        front = np.zeros(n, bool)
+        for p in (toe, tip):
+            if p is not None:
+                front = front | planted.get(int(p), np.zeros(n, bool))
+        front_point = toe if toe is not None else tip
+        corners = _sole_parts(
+            pos[:, ankle],
+            pos[:, int(front_point)] if front_point is not None else None,
+            pos[:, int(tip)] if tip is not None and toe is not None else None,
+            rear,
+            front,
+            h,
+        )
+        centres[:, k] = corners.mean(axis=1)
+        soles.append(corners)
+    return Support(convex_hulls(np.concatenate(soles, axis=1)), centres, (feet[0], feet[1]))
+
+
+def convex_hulls(points: ArrayLike, tolerance: float = 1e-12) -> Array:
+    """The convex hull of each row of points, all rows at once.
+
+    Parameters
+    ----------
+    points : array_like, shape (F, K, 2)
+        NaN rows are absent points.
+    tolerance : float
+        Cross products (the points' unit squared) this small count as collinear;
+        points closer than its square root as one.
+
+    Returns
+    -------
+    ndarray, shape (F, K, 2)
+        Each row's hull vertices counter-clockwise from the lowest ``(x, z)``, NaN-padded:
+        the two extreme points of collinear points, one point for coincident ones.
+
+    An ordered pair ``(i, j)`` is a hull edge when no point lies right of ``i → j``
+    and the points on its line lie between ``i`` and ``j``; each vertex then has one
+    successor, and the hull is the walk along them — ``K³`` tests per row, cheap for
+    the eight corners of two soles, with no loop over rows.
+    """
+    p = np.asarray(points, dtype=np.float64)
+    f, k = p.shape[:2]
+    valid = np.asarray(np.isfinite(p).all(axis=-1))
+    gap = np.linalg.norm(p[:, :, None] - p[:, None], axis=-1)  # (F, K, K)
+    earlier = np.tril(np.ones((k, k), bool), -1)
+    valid &= ~(valid[:, None, :] & earlier & (gap <= np.sqrt(tolerance))).any(axis=2)
+    q = np.where(valid[..., None], p, 0.0)
+    e = q[:, None, :] - q[:, :, None]  # (F, i, j, 2): j − i
+    r = q[:, None, None, :] - q[:, :, None, None]  # (F, i, 1, k, 2): k − i
+    cross = e[..., None, 0] * r[..., 1] - e[..., None, 1] * r[..., 0]  # (F, i, j, k)
+    along = e[..., None, 0] * r[..., 0] + e[..., None, 1] * r[..., 1]
+    length = np.einsum("fija,fija->fij", e, e)[..., None]
+    others = valid[:, None, None, :]
+    left = cross > tolerance
+    between = (np.abs(cross) <= tolerance) & (along >= -tolerance) & (along <= length + tolerance)
+    edge = (left | between | ~others).all(axis=3)
+    edge &= valid[:, :, None] & valid[:, None, :] & ~np.eye(k, dtype=bool)
+    successor = np.where(edge.any(axis=2), np.argmax(edge, axis=2), -1)  # (F, K)
+    count = np.where(valid.any(axis=1), np.maximum((successor >= 0).sum(axis=1), 1), 0)
+    order = np.lexsort((np.where(valid, p[..., 1], np.inf), np.where(valid, p[..., 0], np.inf)))
+    start = order[:, 0] if k else np.zeros(f, np.intp)
+    walk = np.empty((f, k), np.intp)
+    at = start
+    rows = np.arange(f)
+    for step in range(k):
+        walk[:, step] = at
+        at = np.where(successor[rows, at] >= 0, successor[rows, at], at)
+    hull = np.take_along_axis(p, walk[..., None], axis=1)
+    return np.where((np.arange(k) < count[:, None])[..., None], hull, np.nan)
 
 
 def _convex_hull(points: Array) -> Array:
-    """Counter-clockwise hull vertices; the extreme segment of collinear points."""
-    pts = np.unique(points, axis=0)
-    if len(pts) >= 3:
-        try:
-            return pts[ConvexHull(pts).vertices]
-        except QhullError:
-            pass
-    if len(pts) <= 1:
-        return pts
-    d = pts - pts.mean(axis=0)
-    axis = np.linalg.svd(d)[2][0]
-    t = d @ axis
-    return pts[[int(np.argmin(t)), int(np.argmax(t))]]
+    """:func:`convex_hulls` of one set of points (K, 2) → vertices (V, 2)."""
+    hull = convex_hulls(np.asarray(points, dtype=np.float64)[None])[0]
+    return hull[np.isfinite(hull).all(axis=1)]
 
 
 def _closest_on_hull(p: Array, hull: Array) -> tuple[Array, float]:
