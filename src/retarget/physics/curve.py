@@ -312,13 +312,14 @@ class _Problem:
 
 
 def _lower_band(a: sparse.coo_matrix) -> Array:
-    """A symmetric banded matrix in LAPACK's lower band storage (bandwidth + 1, N) (the
-    normal equations of the control points are banded: a control point meets the
-    rows of at most ``4 spacing + 6`` frames)."""
+    """A symmetric banded matrix with no repeated entries (a sparse product's) in
+    LAPACK's lower band storage (bandwidth + 1, N) (the normal equations of the control
+    points are banded: a control point meets the rows of at most ``4 spacing + 6``
+    frames)."""
     below = a.row >= a.col
     offset = (a.row - a.col)[below]
     band = np.zeros((int(offset.max(initial=0)) + 1, a.shape[0]))
-    np.add.at(band, (offset, a.col[below]), a.data[below])
+    band[offset, a.col[below]] = a.data[below]
     return band
 
 
