@@ -22,16 +22,14 @@ from ..motion import Motion
 from ..skeleton import Skeleton
 from ._files import atomic_write
 
-__all__ = ["read_npz", "write_npz"]
+__all__ = ["read_npz", "read_npz_arrays", "write_npz"]
 
 FORMAT = "retarget-motion"
 VERSION = 1
 
 
-def write_npz(
-    path: str | os.PathLike, motion: Motion, *, inputs: tuple[str | os.PathLike, ...] = ()
-) -> Path:
-    """Write a motion as compressed npz, atomically."""
+def _motion_arrays(motion: Motion) -> dict[str, np.ndarray]:
+    """The archive's arrays of a motion (module docstring), for :func:`numpy.savez`."""
     sk = motion.skeleton
     arrays = {
         "format": np.array(FORMAT),
@@ -52,13 +50,31 @@ def write_npz(
     }
     if motion.translations is not None:
         arrays["translations"] = motion.translations
+    return arrays
+
+
+def write_npz(
+    path: str | os.PathLike,
+    motion: Motion,
+    *,
+    inputs: tuple[str | os.PathLike, ...] = (),
+    extra: dict[str, np.ndarray] | None = None,
+) -> Path:
+    """Write a motion as compressed npz, atomically; ``extra`` arrays are stored beside
+    it (a verb's, :mod:`retarget.ik.verbs`)."""
     buffer = _io.BytesIO()
+    arrays = {**_motion_arrays(motion), **(extra or {})}
     np.savez_compressed(buffer, allow_pickle=False, **arrays)  # as read_npz loads it
     return atomic_write(path, buffer.getvalue(), inputs=inputs)
 
 
 def read_npz(path: str | os.PathLike) -> Motion:
-    """Read a motion written by :func:`write_npz`.
+    """Read a motion written by :func:`write_npz`."""
+    return read_npz_arrays(path)[0]
+
+
+def read_npz_arrays(path: str | os.PathLike) -> tuple[Motion, dict[str, np.ndarray]]:
+    """A motion written by :func:`write_npz` and every array of the archive.
 
     Raises
     ------
@@ -92,7 +108,7 @@ def read_npz(path: str | os.PathLike) -> Motion:
             axes=fields["axes"],
             limits=fields["limits"],
         )
-        return Motion(
+        motion = Motion(
             skeleton,
             fields["root_position"],
             fields["rotations"],
@@ -101,3 +117,4 @@ def read_npz(path: str | os.PathLike) -> Motion:
         )
     except (KeyError, ValueError, TypeError, json.JSONDecodeError) as exc:
         raise FormatError(name, None, f"invalid motion archive: {exc}") from None
+    return motion, fields

@@ -1,0 +1,658 @@
+"""Verbs and adverbs: inverse kinematics by blending examples (Rose, Sloan & Cohen 2001).
+
+A **verb** is a set of examples — poses, or motions with keytimes — each at a
+point ``p_i`` of an abstract space of D **adverbs**. At any ``p`` the verb
+blends them with the cardinal basis (:mod:`retarget.ik.rbf`, eqs. 2–3), so the
+result keeps the examples' style and costs a few small matrix products.
+
+* **DOFs** (the library's one tangent space, DESIGN.md): an example frame is
+  ``ref ⊖ frame`` restricted to the verb's joints, ``(root translation, one
+  rotation vector per blended joint)`` about a reference pose whose blended
+  joints take the examples' mean rotation; a blend is ``ref ⊕ Σ w_i x_i``, a
+  valid pose for any weights (rotation vectors exponentiate to unit
+  quaternions), clamped into the skeleton's joint limits where it has any.
+* **keytimes** (section 3): each motion example is time-warped to a
+  canonical time by its keytimes (key ``m`` at canonical ``m``, linear in
+  between); the keytimes are blended too and undo the warp
+  (:meth:`Verb.motion`). A pose example is a motion of one frame with one key.
+  An example's curves are piecewise linear through its own frames, so every
+  example is reproduced exactly at its own point, poses and motions alike.
+* **IK adverbs** (section 4): the adverb of an example is its end-effector's
+  position at the key ``key``, relative to the ``base`` joint, in a fixed
+  ``frame`` (:class:`EndEffector`), measured on the example (``adverbs=None``
+  in :func:`build_verb`).
+* **measuring** (section 4.1, :func:`error_map`): a regular grid over the
+  examples' bounding box, points outside their convex hull dropped (the verb's
+  working volume), ``|x_e(p) − p|`` as % of the verb's ``scale`` (its limb's
+  reach);
+* **search for p′** (section 4.2, :func:`search_adverb`): a line search from
+  ``p`` against the error vector, iterated, all goals at once;
+* **pseudo-examples** (section 4.3, :func:`refine`): at the worst grid point
+  ``p`` insert ``x(p′)`` (the weights at the best ``p′``), old hyperplanes and
+  radii kept; **hybrid**: errors measured with the runtime search and the
+  search run at every query; an optional exact IK **polish**
+  (:func:`polish`, Levenberg–Marquardt on the blended joints from the blend).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .. import quat
+from ..dofs import clamp_to_limits
+from ..kinematics import forward_kinematics
+from ..motion import Motion
+from ..skeleton import Skeleton
+from .hybrid import levenberg_marquardt
+from .rbf import CardinalBasis, cardinal_basis, insert_centre
+
+__all__ = [
+    "EndEffector",
+    "ErrorMap",
+    "Verb",
+    "VerbExample",
+    "VerbSolution",
+    "build_verb",
+    "error_map",
+    "polish",
+    "refine",
+    "search_adverb",
+    "verb_arrays",
+    "verb_from_arrays",
+]
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class VerbExample:
+    """One example: a motion (or one pose) and its keytimes.
+
+    Attributes
+    ----------
+    root_position : ndarray, shape (F, 3)
+    rotations : ndarray, shape (F, J, 4)
+    keytimes : tuple of float
+        Frames (0-based, increasing) of the verb's keys in this example; ``(0,)``
+        for a pose.
+    adverb : tuple of float, optional
+        The example's point in the abstract space; measured when absent.
+    """
+
+    root_position: Array
+    rotations: Array
+    keytimes: tuple[float, ...] = (0.0,)
+    adverb: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class EndEffector:
+    """What an IK adverb measures: ``axes`` of ``R_frameᵀ (x_end − x_base)``.
+
+    Attributes
+    ----------
+    point : int
+        The end-effector (joint or site).
+    base : int
+        The joint the position is taken from (not moved by the blended joints).
+    frame : ndarray, shape (4,)
+        World-from-adverb rotation (w, x, y, z).
+    axes : tuple of int
+        Which coordinates of the position are the adverbs, e.g. ``(0, 1)``.
+    """
+
+    point: int
+    base: int
+    frame: Array
+    axes: tuple[int, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Verb:
+    """A verb: examples blended by a cardinal basis (module docstring).
+
+    Attributes
+    ----------
+    skeleton : Skeleton
+    reference_root : ndarray, shape (3,)
+    reference_rotations : ndarray, shape (J, 4)
+        The pose the blends are displacements of; the joints not blended stay here.
+    joints : ndarray of int, shape (B,)
+        The blended joints.
+    curves : tuple of ndarray, shape (F_i, 3 + 3B)
+        Each example's frames in the tangent space about the reference.
+    keytimes : ndarray, shape (N, K)
+    basis : CardinalBasis
+        Over the adverbs; its first N centres are the examples' points.
+    fps : float
+    effector : EndEffector, optional
+        For IK verbs.
+    key : int
+        The key at which the effector is measured.
+    scale : float
+        The length the errors are shares of (the limb's reach), skeleton unit.
+    """
+
+    skeleton: Skeleton
+    reference_root: Array
+    reference_rotations: Array
+    joints: NDArray[np.intp]
+    curves: tuple[Array, ...]
+    keytimes: Array
+    basis: CardinalBasis
+    fps: float = 30.0
+    effector: EndEffector | None = None
+    key: int = 0
+    scale: float = 1.0
+
+    @property
+    def adverbs(self) -> Array:
+        """The examples' points (N, D)."""
+        return self.basis.centres[: self.basis.examples]
+
+    @property
+    def pseudo_examples(self) -> int:
+        return len(self.basis.centres) - self.basis.examples
+
+    @property
+    def limited(self) -> bool:
+        """Whether the skeleton bounds any blended joint (finite limits)."""
+        return bool(np.isfinite(self.skeleton.limits[self.joints]).any())
+
+    def at_key(self, key: int | None = None) -> Array:
+        """Every example's DOFs at a key (N, 3 + 3B)."""
+        m = self.key if key is None else key
+        return np.stack(
+            [
+                _sample(c, np.array([k[m]]))[0]
+                for c, k in zip(self.curves, self.keytimes, strict=True)
+            ]
+        )
+
+    def dofs(self, points: ArrayLike, key: int | None = None) -> Array:
+        """Eq. (3) at a key: the blended DOFs (..., 3 + 3B) at adverbs (..., D)."""
+        return np.asarray(self.basis.weights(points) @ self.at_key(key))
+
+    def pose(self, dofs: ArrayLike) -> tuple[Array, Array]:
+        """``ref ⊕ dofs``: root (..., 3) and every joint's rotation (..., J, 4), limits
+        enforced."""
+        return _posed(
+            self.skeleton, self.reference_root, self.reference_rotations, self.joints, dofs
+        )
+
+    def measure(self, root: ArrayLike, rotations: ArrayLike) -> Array:
+        """The effector's adverbs (..., D) of poses."""
+        if self.effector is None:
+            raise ValueError("this verb has no end-effector: its adverbs are not IK goals")
+        return _measured(self.skeleton, self.effector, root, rotations)
+
+    def achieved(self, points: ArrayLike) -> Array:
+        """``x_e(p)`` (..., D): where the blend at ``points`` puts the effector."""
+        return self.measure(*self.pose(self.dofs(points)))
+
+    def solve(self, goals: ArrayLike, *, search: int = 0, exact: bool = False) -> VerbSolution:
+        """IK by the verb: the pose (at the key) whose effector is at ``goals`` (..., D).
+
+        ``search`` iterations of the p′ search (section 4.2: the hybrid verb's
+        runtime), then, with ``exact``, the IK polish."""
+        g = np.asarray(goals, dtype=np.float64)
+        p = search_adverb(self, g, search) if search else g
+        root, rot = self.pose(self.dofs(p))
+        if exact:
+            root, rot = polish(self, root, rot, g)
+        return VerbSolution(root, rot, p, self.measure(root, rot))
+
+    def motion(self, point: ArrayLike) -> Motion:
+        """The blended motion at one adverb point (D,): DOF curves and keytimes blended,
+        the keytimes' warp undone (section 3)."""
+        w = self.basis.weights(np.asarray(point, dtype=np.float64))
+        keys = np.maximum.accumulate(w @ self.keytimes)  # a blend of increasing keys
+        count = max(round(float(keys[-1] - keys[0])) + 1, 1)
+        t = keys[0] + np.arange(count, dtype=np.float64)
+        if len(keys) > 1:
+            span = np.maximum(np.diff(keys), 1e-9)
+            m = np.clip(np.searchsorted(keys, t, side="right") - 1, 0, len(keys) - 2)
+            fraction = np.clip((t - keys[m]) / span[m], 0.0, 1.0)
+        else:
+            m, fraction = np.zeros(count, np.intp), np.zeros(count)
+        x = sum(
+            wi * _sample(c, k[m] + fraction * (k[np.minimum(m + 1, len(k) - 1)] - k[m]))
+            for wi, c, k in zip(w, self.curves, self.keytimes, strict=True)
+        )
+        root, rot = self.pose(np.asarray(x))
+        return Motion(self.skeleton, root, quat.normalize(rot), self.fps)
+
+
+@dataclass(frozen=True, eq=False)
+class VerbSolution:
+    """A verb's answer to IK goals (:meth:`Verb.solve`).
+
+    Attributes
+    ----------
+    root_position : ndarray, shape (..., 3)
+    rotations : ndarray, shape (..., J, 4)
+    adverbs : ndarray, shape (..., D)
+        The point blended (``p′``; the goal itself without search).
+    achieved : ndarray, shape (..., D)
+        Where the effector is, in the adverbs' frame.
+    """
+
+    root_position: Array
+    rotations: Array
+    adverbs: Array
+    achieved: Array
+
+
+def _posed(
+    skeleton: Skeleton, root: Array, rotations: Array, joints: NDArray[np.intp], dofs: ArrayLike
+) -> tuple[Array, Array]:
+    """``(root, rotations) ⊕ dofs`` on the ``joints`` (the tangent space's convention),
+    clamped into the skeleton's limits where it has any."""
+    x = np.asarray(dofs, dtype=np.float64)
+    rot = np.array(np.broadcast_to(rotations, (*x.shape[:-1], *rotations.shape)))
+    turn = x[..., 3:].reshape(*x.shape[:-1], len(joints), 3)
+    rot[..., joints, :] = quat.multiply(rotations[joints], quat.exp(turn))
+    if np.isfinite(skeleton.limits[joints]).any():
+        rot = clamp_to_limits(skeleton, rot)
+    return root + x[..., :3], rot
+
+
+def _measured(
+    skeleton: Skeleton, effector: EndEffector, root: ArrayLike, rotations: ArrayLike
+) -> Array:
+    """``axes`` of ``R_frameᵀ (x_end − x_base)`` (..., D) of poses."""
+    pos, _ = forward_kinematics(skeleton, root, rotations)
+    offset = pos[..., effector.point, :] - pos[..., effector.base, :]
+    local = quat.rotate(quat.conjugate(effector.frame), offset)
+    return np.asarray(local[..., list(effector.axes)])
+
+
+def _sample(curve: Array, times: Array) -> Array:
+    """A piecewise linear curve (F, M) through frames 0..F−1 at ``times`` (T,) → (T, M)."""
+    f = len(curve)
+    if f == 1:
+        return np.repeat(curve, len(times), axis=0)
+    t = np.clip(times, 0.0, f - 1.0)
+    i = np.minimum(np.floor(t).astype(np.intp), f - 2)
+    u = (t - i)[:, None]
+    return np.asarray((1.0 - u) * curve[i] + u * curve[i + 1])
+
+
+def _mean_rotations(rotations: Array) -> Array:
+    """Per joint, the normalised mean of quaternions (N, B, 4) aligned to the first."""
+    sign = np.where(np.sum(rotations * rotations[:1], axis=-1, keepdims=True) < 0, -1.0, 1.0)
+    return quat.normalize((rotations * sign).sum(axis=0))
+
+
+def build_verb(
+    skeleton: Skeleton,
+    examples: Sequence[VerbExample],
+    joints: Sequence[int],
+    *,
+    effector: EndEffector | None = None,
+    key: int = 0,
+    reference: tuple[ArrayLike, ArrayLike] | None = None,
+    scale: float | None = None,
+    fps: float = 30.0,
+) -> Verb:
+    """A verb from examples (section 3.1).
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+    examples : sequence of VerbExample
+        All with the same number of keytimes; adverbs given for all or none
+        (none: measured by ``effector`` at ``key``).
+    joints : sequence of int
+        The joints blended; the others stay at the reference pose.
+    effector : EndEffector, optional
+    key : int
+    reference : (root (3,), rotations (J, 4)), optional
+        The pose of the joints not blended (default: the first example at ``key``).
+    scale : float, optional
+        Errors are shares of it (default: the path from ``base`` to the effector).
+    fps : float
+    """
+    if len(examples) < 2:
+        raise ValueError("a verb needs at least two examples")
+    n_keys = {len(e.keytimes) for e in examples}
+    if len(n_keys) != 1:
+        raise ValueError(f"every example needs the same number of keytimes, got {sorted(n_keys)}")
+    if not 0 <= key < n_keys.pop():
+        raise ValueError(f"key {key} is not one of the examples' keys")
+    j = np.asarray(list(joints), dtype=np.intp)
+    if len(j) == 0 or len(set(j.tolist())) != len(j):
+        raise ValueError("give the blended joints once each")
+    keytimes = np.array([e.keytimes for e in examples], dtype=np.float64)
+    for e, k in zip(examples, keytimes, strict=True):
+        frames = len(e.root_position)
+        if np.shape(e.rotations) != (frames, skeleton.num_joints, 4):
+            raise ValueError(f"an example's rotations must be (F, {skeleton.num_joints}, 4)")
+        if (np.diff(k) <= 0).any() or k[0] < 0 or k[-1] > frames - 1:
+            raise ValueError(f"keytimes {k.tolist()} must increase within 0..{frames - 1}")
+    at_key = [
+        (
+            _sample(np.asarray(e.root_position, float), k[key : key + 1])[0],
+            quat.normalize(
+                _sample(
+                    np.asarray(e.rotations, float).reshape(len(e.rotations), -1), k[key : key + 1]
+                )[0].reshape(-1, 4)
+            ),
+        )
+        for e, k in zip(examples, keytimes, strict=True)
+    ]
+    if reference is None:
+        ref_root, ref_rot = at_key[0]
+    else:
+        ref_root, ref_rot = (np.asarray(a, dtype=np.float64) for a in reference)
+    ref_rot = np.array(ref_rot)
+    ref_rot[j] = _mean_rotations(np.stack([r[j] for _, r in at_key]))
+    curves = []
+    for e in examples:
+        rot = quat.normalize(np.asarray(e.rotations, dtype=np.float64)[:, j])
+        turn = quat.log(quat.multiply(quat.conjugate(ref_rot[j]), rot))
+        root = np.asarray(e.root_position, dtype=np.float64) - ref_root
+        curves.append(np.concatenate([root, turn.reshape(len(rot), -1)], axis=1))
+    given = [e.adverb is not None for e in examples]
+    if all(given):
+        points = np.array([e.adverb for e in examples], dtype=np.float64)
+    elif any(given):
+        raise ValueError("give every example an adverb, or none (measured by the effector)")
+    elif effector is None:
+        raise ValueError("without adverbs the verb needs an end-effector to measure them")
+    else:
+        dofs = np.stack(
+            [_sample(c, k[key : key + 1])[0] for c, k in zip(curves, keytimes, strict=True)]
+        )
+        points = _measured(skeleton, effector, *_posed(skeleton, ref_root, ref_rot, j, dofs))
+    if scale is None and effector is not None:
+        scale = skeleton.path_length(effector.base, effector.point)
+    verb = Verb(
+        skeleton,
+        np.asarray(ref_root, dtype=np.float64),
+        ref_rot,
+        j,
+        tuple(curves),
+        keytimes,
+        cardinal_basis(points),
+        fps,
+        effector,
+        key,
+        float(scale or 1.0),
+    )
+    for a in (
+        verb.reference_root,
+        verb.reference_rotations,
+        verb.joints,
+        verb.keytimes,
+        *verb.curves,
+    ):
+        a.setflags(write=False)
+    return verb
+
+
+# --------------------------------------------------------------------------------------
+# section 4: measuring, searching, refining
+# --------------------------------------------------------------------------------------
+_STEPS = np.array([1.0, 0.5, 1.5, 0.25])
+_ATTEMPTS = 16  # grid points tried per refinement round before giving up
+_CLOUD = 20000  # adverb samples whose results start the design-time search for p′
+
+
+def search_adverb(
+    verb: Verb, goals: ArrayLike, iterations: int = 6, start: ArrayLike | None = None
+) -> Array:
+    """Section 4.2: ``p′`` (..., D) with ``x_e(p′)`` nearest ``goals`` (..., D).
+
+    From ``p′ = start`` (default: the goals), each iteration tries steps along
+    the paper's direction, against the error vector ``e = x_e(p′) − p``, and
+    along the Gauss–Newton direction ``−J⁻¹ e`` (``J = ∂x_e/∂p`` by forward
+    differences), a few lengths of each, all goals and trials in one batch,
+    and keeps the best when it is better. Where the verb's map is near the
+    identity the two agree; where it folds or shrinks the space (blends of
+    poses far apart) the paper's direction stalls and Newton's does not."""
+    g = np.asarray(goals, dtype=np.float64)
+    goal = g.reshape(-1, g.shape[-1])
+    p = goal.copy() if start is None else np.array(start, dtype=np.float64).reshape(goal.shape)
+    n, d = p.shape
+    err = verb.achieved(p) - goal
+    size = np.linalg.norm(err, axis=-1)
+    h = 1e-4 * verb.scale
+    for _ in range(iterations):
+        probe = p[:, None] + h * np.eye(d)  # (P, D, D)
+        jac = (verb.achieved(probe) - (err + goal)[:, None]) / h  # (P, D: column, D: coord)
+        jac = np.swapaxes(jac, 1, 2)
+        ok = np.abs(np.linalg.det(jac)) > 1e-12
+        safe = np.where(ok[:, None, None], jac, np.eye(d))
+        newton = np.where(ok[:, None], np.linalg.solve(safe, err[..., None])[..., 0], err)
+        trial = p[:, None] - np.concatenate(
+            [_STEPS[:, None] * err[:, None], _STEPS[:3, None] * newton[:, None]], axis=1
+        )  # (P, S, D)
+        e = verb.achieved(trial) - goal[:, None]
+        norms = np.linalg.norm(e, axis=-1)
+        best = np.argmin(norms, axis=1)
+        rows = np.arange(n)
+        better = norms[rows, best] < size
+        p = np.where(better[:, None], trial[rows, best], p)
+        err = np.where(better[:, None], e[rows, best], err)
+        size = np.where(better, norms[rows, best], size)
+    return p.reshape(g.shape)
+
+
+@dataclass(frozen=True, eq=False)
+class ErrorMap:
+    """A verb's accuracy over its working volume (section 4.1).
+
+    Attributes
+    ----------
+    grid : ndarray, shape (G, D)
+        The regular grid's points inside the examples' convex hull.
+    achieved : ndarray, shape (G, D)
+        ``x_e(p)`` (with the runtime search when measured so).
+    errors : ndarray, shape (G,)
+        ``|x_e(p) − p|`` as % of the verb's scale.
+    shape : tuple of int
+        The full grid's shape (per axis counts) and ``inside`` (its mask, flat).
+    inside : ndarray of bool
+    """
+
+    grid: Array
+    achieved: Array
+    errors: Array
+    shape: tuple[int, ...]
+    inside: NDArray[np.bool_]
+
+    @property
+    def mean(self) -> float:
+        return float(self.errors.mean())
+
+    @property
+    def max(self) -> float:
+        return float(self.errors.max())
+
+
+def _grid(verb: Verb, resolution: int) -> tuple[Array, NDArray[np.bool_], tuple[int, ...]]:
+    from scipy.spatial import Delaunay
+
+    points = verb.adverbs
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    axes = [np.linspace(a, b, resolution) for a, b in zip(lo, hi, strict=True)]
+    mesh = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, len(axes))
+    if len(axes) == 1:
+        inside = np.ones(len(mesh), bool)
+    else:
+        hull = Delaunay(points)
+        inside = hull.find_simplex(mesh, tol=1e-9) >= 0
+    return mesh, inside, (resolution,) * len(axes)
+
+
+def error_map(verb: Verb, resolution: int | None = None, *, search: int = 0) -> ErrorMap:
+    """Section 4.1: ``|x_e(p) − p|`` over a grid of the examples' range (``resolution``
+    points per axis: 41 in 2-D, 13 in 3-D by default), with ``search`` iterations of
+    the p′ search at each point (the hybrid verb's runtime)."""
+    d = verb.basis.dimension
+    res = resolution or (41 if d <= 2 else 13)
+    mesh, inside, shape = _grid(verb, res)
+    grid = mesh[inside]
+    p = search_adverb(verb, grid, search) if search else grid
+    achieved = verb.achieved(p)
+    errors = np.linalg.norm(achieved - grid, axis=-1) * 100.0 / verb.scale
+    return ErrorMap(grid, achieved, errors, shape, inside)
+
+
+def refine(
+    verb: Verb,
+    max_pseudo: int,
+    *,
+    hybrid: bool = False,
+    resolution: int | None = None,
+    search: int = 6,
+    tolerance: float = 0.0,
+) -> tuple[Verb, list[tuple[float, float]]]:
+    """Section 4.3: insert pseudo-examples at the worst grid points.
+
+    Each round takes the grid's points worst first (errors with the runtime
+    search when ``hybrid``); for one of them, ``p``, the best ``p′`` from it
+    (``search`` iterations, at least six), and a pseudo-example at ``p`` with
+    the weights at ``p′`` (:func:`retarget.ik.rbf.insert_centre`). The insertion
+    is kept when it lowers the map's mean error without raising its maximum;
+    otherwise the next point is tried (at most 16 per round). Stops after
+    ``max_pseudo`` insertions, when the worst error is below ``tolerance`` (% of
+    scale) or when no point helps.
+
+    Returns
+    -------
+    verb : Verb
+    history : list of (mean, max)
+        Errors (% of scale) at the start and after each insertion.
+    """
+    runtime = search if hybrid else 0
+    current = verb
+    emap = error_map(current, resolution, search=runtime)
+    history = [(emap.mean, emap.max)]
+    tried: set[int] = set()
+    lo, hi = verb.adverbs.min(axis=0), verb.adverbs.max(axis=0)
+    cloud = lo + (np.random.default_rng(0).random((_CLOUD, len(lo))) * 3.0 - 1.0) * (hi - lo)
+    while current.pseudo_examples - verb.pseudo_examples < max_pseudo and emap.max > tolerance:
+        worst = [int(k) for k in np.argsort(-emap.errors) if int(k) not in tried][:_ATTEMPTS]
+        reached = current.achieved(cloud)
+        for k in worst:
+            tried.add(k)
+            p = emap.grid[k]
+            nearest = cloud[np.argsort(np.linalg.norm(reached - p, axis=1))[:3]]
+            starts = np.vstack([p, nearest])
+            found = search_adverb(current, np.repeat(p[None], len(starts), 0), 12, starts)
+            better = found[np.argmin(np.linalg.norm(current.achieved(found) - p, axis=1))]
+            if np.linalg.norm(current.achieved(better) - p) * 100.0 / verb.scale >= emap.errors[k]:
+                continue  # no better p′ from here
+            try:
+                basis = insert_centre(current.basis, p, current.basis.weights(better))
+            except ValueError:  # p is a centre already
+                continue
+            trial = replace(current, basis=basis)
+            after = error_map(trial, resolution, search=runtime)
+            if after.mean < emap.mean and after.max <= emap.max + 1e-12:
+                current, emap = trial, after
+                history.append((emap.mean, emap.max))
+                break
+        else:
+            break
+    return current, history
+
+
+def polish(
+    verb: Verb, root: ArrayLike, rotations: ArrayLike, goals: ArrayLike
+) -> tuple[Array, Array]:
+    """Exact IK from the verb's pose (section 4.3, "traditional IK can be employed"):
+    Levenberg–Marquardt on the blended joints' rotation vectors, started at the blend
+    (the damping keeps the step small, so the style stays); limits enforced."""
+    r0 = np.asarray(root, dtype=np.float64)
+    rot0 = np.asarray(rotations, dtype=np.float64)
+    g = np.asarray(goals, dtype=np.float64)
+    batch = g.shape[:-1]
+    r0 = np.broadcast_to(r0, (*batch, 3)).reshape(-1, 3)
+    rot0 = np.broadcast_to(rot0, (*batch, *rot0.shape[-2:])).reshape(-1, *rot0.shape[-2:])
+    flat = g.reshape(-1, g.shape[-1])
+    j = verb.joints
+
+    def posed(x: Array, index: NDArray[np.intp]) -> Array:
+        rot = np.array(rot0[index])
+        rot[:, j] = quat.multiply(rot[:, j], quat.exp(x.reshape(len(x), len(j), 3)))
+        return clamp_to_limits(verb.skeleton, rot) if verb.limited else rot
+
+    def residuals(x: Array, index: NDArray[np.intp]) -> Array:
+        return (verb.measure(r0[index], posed(x, index)) - flat[index]) / verb.scale
+
+    x = levenberg_marquardt(residuals, np.zeros((len(flat), 3 * len(j))), tolerance=1e-14)
+    rot = posed(x, np.arange(len(flat)))
+    return r0.reshape(*batch, 3), quat.normalize(rot).reshape(*batch, *rot.shape[-2:])
+
+
+# --------------------------------------------------------------------------------------
+# storage
+# --------------------------------------------------------------------------------------
+def verb_arrays(verb: Verb) -> tuple[Motion, dict[str, Array]]:
+    """The verb as its reference pose (a one-frame motion: skeleton, root, rotations,
+    fps) and arrays under ``verb_*`` keys, for an npz archive
+    (:func:`retarget.io.write_npz` with ``extra``)."""
+    reference = Motion(
+        verb.skeleton, verb.reference_root[None], verb.reference_rotations[None], verb.fps
+    )
+    arrays = {
+        "verb_joints": verb.joints,
+        "verb_curves": np.concatenate(verb.curves),
+        "verb_lengths": np.array([len(c) for c in verb.curves]),
+        "verb_keytimes": verb.keytimes,
+        "verb_centres": verb.basis.centres,
+        "verb_radii": verb.basis.radii,
+        "verb_radial": verb.basis.radial,
+        "verb_linear": verb.basis.linear,
+        "verb_key": np.array(verb.key),
+        "verb_scale": np.array(verb.scale),
+    }
+    if verb.effector is not None:
+        e = verb.effector
+        arrays["verb_effector"] = np.array([e.point, e.base])
+        arrays["verb_frame"] = e.frame
+        arrays["verb_axes"] = np.array(e.axes)
+    return reference, arrays
+
+
+def verb_from_arrays(reference: Motion, arrays: dict[str, Array]) -> Verb:
+    """Inverse of :func:`verb_arrays`.
+
+    Raises
+    ------
+    KeyError, ValueError
+        When a ``verb_*`` array is missing or inconsistent.
+    """
+    lengths = np.asarray(arrays["verb_lengths"], dtype=np.intp)
+    curves = tuple(np.split(np.asarray(arrays["verb_curves"], float), np.cumsum(lengths)[:-1]))
+    effector = None
+    if "verb_effector" in arrays:
+        point, base = (int(v) for v in arrays["verb_effector"])
+        axes = tuple(int(a) for a in arrays["verb_axes"])
+        effector = EndEffector(point, base, np.asarray(arrays["verb_frame"], float), axes)
+    basis = CardinalBasis(
+        arrays["verb_centres"], arrays["verb_radii"], arrays["verb_radial"], arrays["verb_linear"]
+    )
+    joints = np.asarray(arrays["verb_joints"], dtype=np.intp)
+    if len(curves) != basis.examples or any(c.shape[1] != 3 + 3 * len(joints) for c in curves):
+        raise ValueError("the verb's curves do not match its joints and examples")
+    return Verb(
+        reference.skeleton,
+        reference.root_position[0],
+        reference.rotations[0],
+        joints,
+        curves,
+        np.asarray(arrays["verb_keytimes"], float),
+        basis,
+        reference.fps,
+        effector,
+        int(arrays["verb_key"]),
+        float(arrays["verb_scale"]),
+    )
