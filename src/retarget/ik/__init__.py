@@ -8,6 +8,10 @@
 
 :mod:`retarget.ik.hybrid`: reduced coordinates with analytic limbs (section 5.2).
 
+:mod:`retarget.ik.verbs` (on :mod:`retarget.ik.rbf`): example-based IK by blending
+examples with a cardinal radial basis (Rose, Sloan & Cohen 2001); the shipped
+verbs in :mod:`retarget.ik.verb_examples`.
+
 Both :class:`NumericSolver` and :class:`HybridSolver` are the IK solvers of the
 hierarchical fitting (:func:`retarget.editing.fitting.fit_motion`).
 """
@@ -33,6 +37,7 @@ from .numeric import (
     finite_difference_gradient,
     solve_ik,
 )
+from .verbs import Verb, build_verb, error_map, refine, search_adverb
 
 __all__ = [
     "LIMB_ROLES",
@@ -42,13 +47,18 @@ __all__ = [
     "Limb",
     "LimbSolution",
     "NumericSolver",
+    "Verb",
+    "build_verb",
     "conjugate_gradient",
     "default_rigidity",
+    "error_map",
     "estimate_hinge_axis",
     "finite_difference_gradient",
     "hinge_angle",
     "levenberg_marquardt",
     "limb_from_roles",
+    "refine",
+    "search_adverb",
     "soft_reach",
     "solve_ik",
     "solve_limb",

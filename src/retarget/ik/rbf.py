@@ -121,11 +121,13 @@ def cardinal_basis(points: ArrayLike) -> CardinalBasis:
     if p.ndim != 2 or len(p) < 2 or not np.isfinite(p).all():
         raise ValueError(f"Expected finite example points of shape (N >= 2, D), got {p.shape}")
     n = len(p)
-    homogeneous = np.hstack([p, np.ones((n, 1))])
-    linear = np.asarray(
-        np.linalg.lstsq(homogeneous, np.eye(n), rcond=None)[0], np.float64
-    )  # eq. (4)
-    residual = np.eye(n) - homogeneous @ linear  # q
+    # eq. (4), p_h a = I, about the points' mean: where fewer than D + 1 examples leave
+    # the hyperplanes undetermined, the least-norm fit then still sums to one
+    mean = p.mean(axis=0)
+    homogeneous = np.hstack([p - mean, np.ones((n, 1))])
+    fit = np.asarray(np.linalg.lstsq(homogeneous, np.eye(n), rcond=None)[0], np.float64)
+    residual = np.eye(n) - homogeneous @ fit  # q
+    linear = np.vstack([fit[:-1], fit[-1] - mean @ fit[:-1]])
     gap = np.linalg.norm(p[:, None] - p[None], axis=-1)
     np.fill_diagonal(gap, np.inf)
     radii = gap.min(axis=1)

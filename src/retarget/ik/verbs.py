@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -135,6 +136,9 @@ class Verb:
         The key at which the effector is measured.
     scale : float
         The length the errors are shares of (the limb's reach), skeleton unit.
+    search : int
+        Iterations of the p′ search at every query (:meth:`solve`): 0, or the
+        hybrid verb's runtime search (:func:`refine` with ``hybrid``).
     """
 
     skeleton: Skeleton
@@ -148,6 +152,7 @@ class Verb:
     effector: EndEffector | None = None
     key: int = 0
     scale: float = 1.0
+    search: int = 0
 
     @property
     def adverbs(self) -> Array:
@@ -158,14 +163,23 @@ class Verb:
     def pseudo_examples(self) -> int:
         return len(self.basis.centres) - self.basis.examples
 
-    @property
+    @cached_property
     def limited(self) -> bool:
-        """Whether the skeleton bounds any blended joint (finite limits)."""
-        return bool(np.isfinite(self.skeleton.limits[self.joints]).any())
+        """Whether a blend can leave the blended joints' valid poses: finite limits on
+        their channels, or two rotation channels (a blend of rotation vectors of
+        such joints need not be a rotation about those two axes; one channel, a
+        hinge, and three stay valid)."""
+        return _limited(self.skeleton, self.joints)
+
+    @cached_property
+    def _at_key(self) -> Array:
+        return self.at_key(self.key)
 
     def at_key(self, key: int | None = None) -> Array:
         """Every example's DOFs at a key (N, 3 + 3B)."""
-        m = self.key if key is None else key
+        if key is None:
+            return self._at_key
+        m = key
         return np.stack(
             [
                 _sample(c, np.array([k[m]]))[0]
@@ -180,9 +194,8 @@ class Verb:
     def pose(self, dofs: ArrayLike) -> tuple[Array, Array]:
         """``ref ⊕ dofs``: root (..., 3) and every joint's rotation (..., J, 4), limits
         enforced."""
-        return _posed(
-            self.skeleton, self.reference_root, self.reference_rotations, self.joints, dofs
-        )
+        ref = self.reference_rotations
+        return _posed(self.skeleton, self.reference_root, ref, self.joints, dofs, self.limited)
 
     def measure(self, root: ArrayLike, rotations: ArrayLike) -> Array:
         """The effector's adverbs (..., D) of poses."""
@@ -194,13 +207,16 @@ class Verb:
         """``x_e(p)`` (..., D): where the blend at ``points`` puts the effector."""
         return self.measure(*self.pose(self.dofs(points)))
 
-    def solve(self, goals: ArrayLike, *, search: int = 0, exact: bool = False) -> VerbSolution:
+    def solve(
+        self, goals: ArrayLike, *, search: int | None = None, exact: bool = False
+    ) -> VerbSolution:
         """IK by the verb: the pose (at the key) whose effector is at ``goals`` (..., D).
 
-        ``search`` iterations of the p′ search (section 4.2: the hybrid verb's
-        runtime), then, with ``exact``, the IK polish."""
+        ``search`` iterations of the p′ search (section 4.2; default the verb's
+        own, :attr:`search`), then, with ``exact``, the IK polish."""
         g = np.asarray(goals, dtype=np.float64)
-        p = search_adverb(self, g, search) if search else g
+        count = self.search if search is None else search
+        p = search_adverb(self, g, count) if count else g
         root, rot = self.pose(self.dofs(p))
         if exact:
             root, rot = polish(self, root, rot, g)
@@ -248,7 +264,12 @@ class VerbSolution:
 
 
 def _posed(
-    skeleton: Skeleton, root: Array, rotations: Array, joints: NDArray[np.intp], dofs: ArrayLike
+    skeleton: Skeleton,
+    root: Array,
+    rotations: Array,
+    joints: NDArray[np.intp],
+    dofs: ArrayLike,
+    limited: bool,
 ) -> tuple[Array, Array]:
     """``(root, rotations) ⊕ dofs`` on the ``joints`` (the tangent space's convention),
     clamped into the skeleton's limits where it has any."""
@@ -256,9 +277,15 @@ def _posed(
     rot = np.array(np.broadcast_to(rotations, (*x.shape[:-1], *rotations.shape)))
     turn = x[..., 3:].reshape(*x.shape[:-1], len(joints), 3)
     rot[..., joints, :] = quat.multiply(rotations[joints], quat.exp(turn))
-    if np.isfinite(skeleton.limits[joints]).any():
+    if limited:
         rot = clamp_to_limits(skeleton, rot)
     return root + x[..., :3], rot
+
+
+def _limited(skeleton: Skeleton, joints: NDArray[np.intp]) -> bool:
+    """:attr:`Verb.limited`."""
+    channels = [len(skeleton.euler_orders[j]) for j in joints]
+    return bool(np.isfinite(skeleton.limits[joints]).any() or 2 in channels)
 
 
 def _measured(
@@ -368,7 +395,8 @@ def build_verb(
         dofs = np.stack(
             [_sample(c, k[key : key + 1])[0] for c, k in zip(curves, keytimes, strict=True)]
         )
-        points = _measured(skeleton, effector, *_posed(skeleton, ref_root, ref_rot, j, dofs))
+        posed = _posed(skeleton, ref_root, ref_rot, j, dofs, _limited(skeleton, j))
+        points = _measured(skeleton, effector, *posed)
     if scale is None and effector is not None:
         scale = skeleton.path_length(effector.base, effector.point)
     verb = Verb(
@@ -561,15 +589,16 @@ def refine(
                 break
         else:
             break
-    return current, history
+    return (replace(current, search=search) if hybrid else current), history
 
 
 def polish(
     verb: Verb, root: ArrayLike, rotations: ArrayLike, goals: ArrayLike
 ) -> tuple[Array, Array]:
     """Exact IK from the verb's pose (section 4.3, "traditional IK can be employed"):
-    Levenberg–Marquardt on the blended joints' rotation vectors, started at the blend
-    (the damping keeps the step small, so the style stays); limits enforced."""
+    Levenberg–Marquardt on the blended joints' channel axes (a hinge turns about its
+    one axis only), started at the blend (the damping keeps the step small, so the
+    style stays); limits enforced."""
     r0 = np.asarray(root, dtype=np.float64)
     rot0 = np.asarray(rotations, dtype=np.float64)
     g = np.asarray(goals, dtype=np.float64)
@@ -578,17 +607,26 @@ def polish(
     rot0 = np.broadcast_to(rot0, (*batch, *rot0.shape[-2:])).reshape(-1, *rot0.shape[-2:])
     flat = g.reshape(-1, g.shape[-1])
     j = verb.joints
+    sk = verb.skeleton
+    # the free axes of each blended joint (its channels; a hinge has one), in its frame
+    free = np.zeros((3 * len(j), sum(len(sk.euler_orders[k]) for k in j)))
+    col = 0
+    for row, k in enumerate(j):
+        for a in sk.euler_orders[k]:
+            free[3 * row : 3 * row + 3, col] = quat.rotate(sk.axes[k], np.eye(3)["XYZ".index(a)])
+            col += 1
 
-    def posed(x: Array, index: NDArray[np.intp]) -> Array:
+    def posed(theta: Array, index: NDArray[np.intp]) -> Array:
         rot = np.array(rot0[index])
-        rot[:, j] = quat.multiply(rot[:, j], quat.exp(x.reshape(len(x), len(j), 3)))
-        return clamp_to_limits(verb.skeleton, rot) if verb.limited else rot
+        turn = (theta @ free.T).reshape(len(theta), len(j), 3)
+        rot[:, j] = quat.multiply(rot[:, j], quat.exp(turn))
+        return clamp_to_limits(sk, rot) if verb.limited else rot
 
-    def residuals(x: Array, index: NDArray[np.intp]) -> Array:
-        return (verb.measure(r0[index], posed(x, index)) - flat[index]) / verb.scale
+    def residuals(theta: Array, index: NDArray[np.intp]) -> Array:
+        return (verb.measure(r0[index], posed(theta, index)) - flat[index]) / verb.scale
 
-    x = levenberg_marquardt(residuals, np.zeros((len(flat), 3 * len(j))), tolerance=1e-14)
-    rot = posed(x, np.arange(len(flat)))
+    theta = levenberg_marquardt(residuals, np.zeros((len(flat), col)), tolerance=1e-14)
+    rot = posed(theta, np.arange(len(flat)))
     return r0.reshape(*batch, 3), quat.normalize(rot).reshape(*batch, *rot.shape[-2:])
 
 
@@ -613,6 +651,7 @@ def verb_arrays(verb: Verb) -> tuple[Motion, dict[str, Array]]:
         "verb_linear": verb.basis.linear,
         "verb_key": np.array(verb.key),
         "verb_scale": np.array(verb.scale),
+        "verb_search": np.array(verb.search),
     }
     if verb.effector is not None:
         e = verb.effector
@@ -655,4 +694,5 @@ def verb_from_arrays(reference: Motion, arrays: dict[str, Array]) -> Verb:
         effector,
         int(arrays["verb_key"]),
         float(arrays["verb_scale"]),
+        int(arrays.get("verb_search", 0)),
     )

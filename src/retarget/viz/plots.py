@@ -21,7 +21,7 @@ from ..metrics import joint_angles
 from ..motion import Motion
 from ..roles import find_roles, height
 
-__all__ = ["plot_feet", "plot_joint_angles", "plot_report"]
+__all__ = ["plot_error_map", "plot_feet", "plot_joint_angles", "plot_report"]
 
 
 def plot_feet(
@@ -290,4 +290,44 @@ def plot_report(report: dict, path: str | os.PathLike, *, fps: float | None = No
             )
             ax.set_xlabel("seconds" if fps else "frame")
     fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_error_map(verb: Any, search: int, path: str | os.PathLike) -> Path:
+    """A verb's warped grid (Rose et al. 2001, Figures 6 and 8): a regular grid of
+    adverbs (grey) and where the blends put the end-effector (blue), examples
+    (black dots) and pseudo-examples (green); in 3-D the grid is the middle plane of
+    the last adverb, drawn in 3-D (a plane of adverbs need not stay a plane). The
+    title gives the mean and maximum error over the working volume
+    (:func:`retarget.ik.verbs.error_map`)."""
+    from ..ik.verbs import error_map, search_adverb
+
+    emap = error_map(verb, search=search)
+    d = verb.basis.dimension
+    lo, hi = verb.adverbs.min(axis=0), verb.adverbs.max(axis=0)
+    count = 21
+    axes = [np.linspace(a, b, count) for a, b in zip(lo, hi, strict=True)]
+    if d == 3:
+        axes[2] = np.array([0.5 * (lo[2] + hi[2])])
+    mesh = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(count, count, d)
+    p = search_adverb(verb, mesh, search) if search else mesh
+    warped = verb.achieved(p)
+    fig = plt.figure(figsize=(7, 6))
+    ax = fig.add_subplot(projection="3d" if d == 3 else None)
+    for grid, colour, width in ((mesh, "0.75", 0.6), (warped, "tab:blue", 0.9)):
+        for line in (*grid, *np.swapaxes(grid, 0, 1)):
+            ax.plot(*line.T, color=colour, lw=width)
+    centres = verb.basis.centres
+    n = verb.basis.examples
+    ax.plot(*centres[:n].T, "o", color="black", ms=4, label=f"{n} examples")
+    if len(centres) > n:
+        ax.plot(*centres[n:].T, "+", color="tab:green", ms=5, label=f"{len(centres) - n} pseudo")
+    ax.set_title(
+        f"error over the working volume: mean {emap.mean:.3f} %, max {emap.max:.3f} % "
+        f"of {verb.scale:.3g} {verb.skeleton.unit}"
+        + (f"\n(p′ search, {search} iterations)" if search else "")
+    )
+    ax.legend(loc="upper left", fontsize=8)
+    if d == 2:
+        ax.set_aspect("equal")
     return _save(fig, path)
