@@ -984,6 +984,14 @@ def _read_verb(path: str):
         raise FormatError(path, None, f"not a verb archive ({exc})") from None
 
 
+def _read_ik_verb(path: str):
+    """A verb whose adverbs are end-effector goals."""
+    verb = _read_verb(path)
+    if verb.effector is None:
+        raise RetargetError(f"{path}: this verb's adverbs are not end-effector goals")
+    return verb
+
+
 def _write_verb(path: str, verb, inputs: tuple[str, ...] = ()) -> None:
     from .ik.verbs import verb_arrays
     from .io.npz import write_npz
@@ -1076,9 +1084,7 @@ def cmd_verb_solve(args: argparse.Namespace) -> int:
     from .io.formats import write_motion
     from .motion import Motion
 
-    verb = _read_verb(args.verb)
-    if verb.effector is None:
-        raise RetargetError(f"{args.verb}: this verb's adverbs are not end-effector goals")
+    verb = _read_ik_verb(args.verb)
     goal = np.array(args.goal, dtype=np.float64)
     if goal.shape != (verb.basis.dimension,):
         raise RetargetError(f"--goal needs {verb.basis.dimension} numbers for this verb")
@@ -1115,9 +1121,7 @@ def cmd_verb_errormap(args: argparse.Namespace) -> int:
     from .ik.verbs import error_map
     from .viz.plots import plot_error_map
 
-    verb = _read_verb(args.verb)
-    if verb.effector is None:
-        raise RetargetError(f"{args.verb}: this verb's adverbs are not end-effector goals")
+    verb = _read_ik_verb(args.verb)
     search = verb.search if args.search is None else args.search
     emap = error_map(verb, args.resolution, search=search)
     print(
@@ -1132,9 +1136,7 @@ def cmd_verb_errormap(args: argparse.Namespace) -> int:
 def cmd_verb_refine(args: argparse.Namespace) -> int:
     from .ik.verbs import refine
 
-    verb = _read_verb(args.verb)
-    if verb.effector is None:
-        raise RetargetError(f"{args.verb}: this verb's adverbs are not end-effector goals")
+    verb = _read_ik_verb(args.verb)
     refined, history = refine(verb, args.max_pseudo, hybrid=args.hybrid, search=args.search)
     _write_verb(args.output, refined, (args.verb,))
     (m0, x0), (m1, x1) = history[0], history[-1]
