@@ -20,12 +20,21 @@ import numpy as np
 from . import __version__
 from .errors import RetargetError
 from .mapping import (
-    bone_direction_error,
     map_for_method,
     map_skeletons,
     needs_mapping,
     read_overrides,
     up_axis,
+)
+from .run import (
+    dumps_json,
+    frame_slice,
+    json_default,
+    parse_noise,
+    read_character,
+    read_input,
+    target_skeleton,
+    write_json,
 )
 
 if TYPE_CHECKING:
@@ -44,60 +53,6 @@ class _Parser(argparse.ArgumentParser):
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _frames(spec: str | None, count: int) -> slice:
-    """``A:B`` (Python slice semantics, either side optional) → slice."""
-    if not spec:
-        return slice(None)
-    parts = spec.split(":")
-    if len(parts) != 2:
-        raise RetargetError(f"--frames expects A:B (e.g. 100:400), got {spec!r}")
-    try:
-        a, b = (int(p) if p.strip() else None for p in parts)
-    except ValueError:
-        raise RetargetError(f"--frames expects whole numbers A:B, got {spec!r}") from None
-    chosen = range(count)[slice(a, b)]
-    if len(chosen) == 0:
-        raise RetargetError(f"--frames {spec} selects no frame of {count}")
-    return slice(a, b)
-
-
-def _read(path: str, args: argparse.Namespace | None = None):
-    from .io.formats import read_motion
-
-    skeleton = getattr(args, "skeleton", None) if args is not None else None
-    fps = getattr(args, "fps", None) if args is not None else None
-    return read_motion(path, skeleton=skeleton, fps=fps)
-
-
-def _character(path: str):
-    """A character's skeleton: an ASF file alone, or any motion file's."""
-    if Path(path).suffix.lower() == ".asf":
-        from .io.asf_amc import read_asf
-
-        return read_asf(path)
-    return _read(path).skeleton
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (np.floating, np.integer)):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, Path):
-        return str(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-def _dumps(data: Any) -> str:
-    return json.dumps(data, indent=2, default=_json_default, allow_nan=True) + "\n"
-
-
-def _write_json(path: str, data: Any, inputs: Sequence[str]) -> None:
-    from .io._files import atomic_write
-
-    atomic_write(path, _dumps(data), inputs=inputs)
-
-
 def _write_result(
     args: argparse.Namespace, motion: Motion, report: dict[str, Any], inputs: Sequence[str]
 ) -> None:
@@ -111,29 +66,7 @@ def _write_result(
     sources = [*inputs, *([args.skeleton] if args.skeleton else [])]
     write_motion(args.output, motion, inputs=tuple(sources))
     if args.report:
-        _write_json(args.report, report, inputs=[*sources, args.output])
-
-
-def _target(args: argparse.Namespace, source) -> Any:
-    """The target skeleton (for a morph, the first frame's character)."""
-    from .characters import make_character
-
-    morph = bool(args.target_from or args.target_to)
-    if sum(map(bool, (args.target, args.target_preset, morph))) > 1:
-        raise RetargetError(
-            "give one character: --target, --target-preset, or --target-from with --target-to"
-        )
-    if morph and not (args.target_from and args.target_to):
-        raise RetargetError(
-            "a morphing character needs both --target-from A.bvh and --target-to B.bvh"
-        )
-    if args.target:
-        return _character(args.target)
-    if args.target_from:
-        return _character(args.target_from)
-    if args.target_preset:
-        return make_character(source.skeleton, preset=args.target_preset)
-    raise RetargetError("say which character: --target TARGET.bvh or --target-preset NAME")
+        write_json(args.report, report, inputs=[*sources, args.output])
 
 
 def _measure_table(rows: dict[str, dict[str, float]]) -> str:
@@ -174,7 +107,7 @@ def _measure_table(rows: dict[str, dict[str, float]]) -> str:
 def cmd_info(args: argparse.Namespace) -> int:
     from .roles import find_roles, height
 
-    motion = _read(args.file, args)
+    motion = read_input(args.file, args)
     sk = motion.skeleton
     orders: dict[str, int] = {}
     for order in sk.euler_orders:
@@ -202,7 +135,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         info["height"] = None
         info["height_note"] = str(exc)
     if args.json:
-        sys.stdout.write(_dumps(info))
+        sys.stdout.write(dumps_json(info))
         return 0
     for key, value in info.items():
         if isinstance(value, float):
@@ -218,7 +151,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     from .io.formats import write_motion
 
-    motion = _read(args.input, args)
+    motion = read_input(args.input, args)
     inputs = [args.input] + ([args.skeleton] if args.skeleton else [])
     write_motion(args.output, motion, inputs=tuple(inputs))
     print(f"wrote {args.output} ({motion.num_frames} frames, {motion.skeleton.num_joints} joints)")
@@ -266,15 +199,15 @@ def cmd_physics(args: argparse.Namespace) -> int:
         physics_filter,
     )
 
-    source = _read(args.source, args)
-    source = source[_frames(args.frames, source.num_frames)]
+    source = read_input(args.source, args)
+    source = source[frame_slice(args.frames, source.num_frames)]
     passes = parse_passes(args.passes)
     mapping = None
     character = None
     if args.target or args.target_preset:  # onto another character first (Lee & Shin 1999)
         from .methods.hierarchical import hierarchical_retarget
 
-        target = _target(args, source)
+        target = target_skeleton(args, source)
         character = args.target or f"preset:{args.target_preset}"
         if needs_mapping(source, target):
             mapping = map_for_method(source, target, None)
@@ -320,7 +253,7 @@ def cmd_physics(args: argparse.Namespace) -> int:
         inputs.append(args.constraints)
     hint = None
     if args.hint:
-        hint = _read(args.hint, args)[_frames(args.frames, source.num_frames)]
+        hint = read_input(args.hint, args)[frame_slice(args.frames, source.num_frames)]
         if hint.skeleton.names != sk.names or hint.num_frames != source.num_frames:
             raise RetargetError(f"{args.hint}: a hint must have the source's joints and frames")
         inputs.append(args.hint)
@@ -353,7 +286,7 @@ def cmd_character(args: argparse.Namespace) -> int:
     from .motion import Motion
     from .roles import height
 
-    source = _read(args.source, args)
+    source = read_input(args.source, args)
     scales = _parse_scales(args.scale) if args.scale else None
     if args.preset is None and scales is None and args.uniform == 1.0:
         raise RetargetError("say how to scale: --preset NAME, --scale SEGMENT=F ... or --uniform S")
@@ -369,90 +302,12 @@ def cmd_character(args: argparse.Namespace) -> int:
     return 0
 
 
-def _method_options(
-    method, args: argparse.Namespace, source, target, *, mapped: bool = False
-) -> dict[str, Any]:
-    """Options of ``run`` passed to the method, refused when it has no such parameter.
-
-    A source ``mapped`` from another hierarchy keeps to the target's joint limits
-    only where it already does (``limits="source"``) unless ``--limits`` says.
-
-    ``--target-from A --target-to B`` become ``translations``: the per-frame joint
-    offsets of a character morphing from A to B over the clip.
-    """
-    import inspect
-
-    from .environment import read_environment
-    from .methods.hierarchical import morph_translations
-
-    flags = {
-        "terrain": args.terrain,
-        "translations": args.target_to,
-        "setup": args.setup,
-        "scaled": args.scaled_goals,
-        "noise": args.noise,
-        "sensor_fps": args.sensor_fps,
-        "root_estimation": args.no_root_estimation,
-        "seed": args.seed is not None,
-        "limits": args.limits is not None,
-    }
-    names = {
-        "noise": "--noise",
-        "sensor_fps": "--sensor-fps",
-        "root_estimation": "--no-root-estimation",
-        "seed": "--seed",
-        "terrain": "--terrain",
-        "translations": "--target-from/--target-to",
-        "setup": "--setup",
-        "scaled": "--scaled-goals",
-        "limits": "--limits",
-    }
-    accepted = inspect.signature(method.run).parameters
-    for key, given in flags.items():
-        if given and key not in accepted:
-            raise RetargetError(f"method {method.name!r} does not take {names[key]}")
-    options: dict[str, Any] = {}
-    if args.terrain:
-        options["terrain"] = read_environment(args.terrain)
-    if args.target_to:
-        end = _character(args.target_to)
-        options["translations"] = morph_translations(target, end, source.num_frames)
-    if args.setup:
-        options["setup"] = args.setup
-    if args.scaled_goals:
-        options["scaled"] = True
-    if args.noise:
-        options["noise"] = _noise(args.noise)
-    if args.sensor_fps:
-        options["sensor_fps"] = args.sensor_fps
-    if args.no_root_estimation:
-        options["root_estimation"] = False
-    if args.seed is not None:
-        options["seed"] = args.seed
-    if args.limits is not None:
-        options["limits"] = args.limits
-    elif mapped and "limits" in accepted:
-        options["limits"] = "source"
-    return options
-
-
-def _noise(spec: str) -> tuple[float, float]:
-    """``P,DEG`` → (position std in the file's unit, orientation std in degrees)."""
-    try:
-        p, d = (float(v) for v in spec.split(","))
-    except ValueError:
-        raise RetargetError(f"--noise expects P,DEG (e.g. 0.5,1), got {spec!r}") from None
-    if not (np.isfinite(p) and np.isfinite(d) and p >= 0 and d >= 0):
-        raise RetargetError(f"--noise expects two finite numbers >= 0, got {spec!r}")
-    return p, d
-
-
 def cmd_edit(args: argparse.Namespace) -> int:
     from .editing.constraints import parse_constraints
     from .editing.edit import edit_motion
 
-    motion = _read(args.source, args)
-    motion = motion[_frames(args.frames, motion.num_frames)]
+    motion = read_input(args.source, args)
+    motion = motion[frame_slice(args.frames, motion.num_frames)]
     try:
         text = Path(args.constraints).read_text(encoding="utf-8")
     except OSError as exc:
@@ -495,8 +350,8 @@ def _read_positions(path: str, num_frames: int) -> dict[str, np.ndarray]:
 def cmd_enhance(args: argparse.Namespace) -> int:
     from .methods.omr import enhance_motion
 
-    motion = _read(args.source, args)
-    motion = motion[_frames(args.frames, motion.num_frames)]
+    motion = read_input(args.source, args)
+    motion = motion[frame_slice(args.frames, motion.num_frames)]
     measured = _read_positions(args.positions, motion.num_frames)
     unknown = [n for n in measured if n not in motion.skeleton.point_names]
     if unknown:
@@ -515,8 +370,8 @@ def cmd_enhance(args: argparse.Namespace) -> int:
 
 
 def cmd_map(args: argparse.Namespace) -> int:
-    source = _read(args.source, args)
-    target = _character(args.target)
+    source = read_input(args.source, args)
+    target = read_character(args.target)
     overrides = read_overrides(args.map) if args.map else None
     jm = map_skeletons(
         source.skeleton,
@@ -549,82 +404,13 @@ def cmd_map(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from . import quat
-    from .io.formats import write_motion
-    from .methods import get_method
-    from .metrics import evaluate
+    from .run import RunJob, run_job
 
-    method = get_method(args.method)
-    source = _read(args.source, args)
-    source = source[_frames(args.frames, source.num_frames)]
-    target = _target(args, source)
-    mapping = original = None
-    if needs_mapping(source, target):
-        overrides = read_overrides(args.map) if args.map else None
-        mapping = map_for_method(source, target, overrides)
-        original, source, target = source, mapping.motion, mapping.target
-    options = _method_options(method, args, source, target, mapped=mapping is not None)
-    t0 = time.perf_counter()
-    result = method.run(source, target, **options)
-    seconds = time.perf_counter() - t0
-    ours = result.motion  # Y up, as the mapped source: measured against it
-    if mapping is not None:  # the whole target, in its axes
-        result = dataclasses.replace(result, motion=mapping.finish(result.motion))
-    characters = (args.target, args.target_from, args.target_to)
-    inputs = [args.source] + [p for p in (*characters, args.skeleton) if p]
-    write_motion(args.output, result.motion, inputs=tuple(inputs))
-    report = dict(result.report)
-    if args.target_to:
-        character = f"morph:{args.target_from}->{args.target_to}"
-    else:
-        character = args.target or f"preset:{args.target_preset}"
-    report.update(
-        {
-            "source": args.source,
-            "output": args.output,
-            "frames": source.num_frames,
-            "target": character,
-        }
-    )
-    goals = dict(result.goals or {})
-    if mapping is not None:  # the methods' goals are Y up: into the written motion's axes
-        goals = {name: quat.rotate(mapping.axes, g) for name, g in goals.items()}
-    if goals:  # per point, each frame's goal or null: `retarget view --report` draws them
-        report["goals"] = {
-            name: [row.tolist() if np.isfinite(row).all() else None for row in np.asarray(g)]
-            for name, g in goals.items()
-        }
-    if args.terrain:
-        from .environment import read_environment, shape_dicts
-
-        report["scene"] = shape_dicts(read_environment(args.terrain))
-    report.setdefault("seconds", seconds)
-    report.setdefault("frames_per_second", source.num_frames / seconds if seconds else float("inf"))
-    try:
-        report["measures"] = evaluate(source, ours, goals=result.goals or None)
-    except (RetargetError, KeyError) as exc:
-        report["measures_note"] = f"not measured: {exc}"
-    if mapping is not None and original is not None:
-        joint_map = mapping.joint_map
-        angles, bones = bone_direction_error(original, mapping.unfold(ours), joint_map)
-        report["mapping"] = {
-            "bone_direction_error_deg": dict(zip(bones, angles.mean(axis=0).tolist(), strict=True)),
-            "bone_direction_error_worst_frame_deg": float(angles.mean(axis=1).max()),
-            "roles": {
-                r: [
-                    original.skeleton.point_names[p],
-                    mapping.whole.point_names[joint_map.target_roles[r]],
-                ]
-                for r, p in joint_map.source_roles.items()
-                if r in joint_map.target_roles
-            },
-        }
-    if args.report:
-        _write_json(args.report, report, inputs=[*inputs, args.output])
+    report = run_job(RunJob.from_args(args))
     m = report.get("measures", {})
     skate = f", skate {m['skate_result']:.3g} vs source {m['skate_source']:.3g} %H/s" if m else ""
     print(
-        f"{args.method}: {source.num_frames} frames at {report['frames_per_second']:.0f} frames/s "
+        f"{args.method}: {report['frames']} frames at {report['frames_per_second']:.0f} frames/s "
         f"-> {args.output}{skate}"
     )
     return 0
@@ -662,8 +448,8 @@ def cmd_puppet(args: argparse.Namespace) -> int:
     from .io.sensors import format_pose, read_sensor_frames
     from .online.puppetry import EFFECTORS, Puppeteer
 
-    performer = _read(args.performer).skeleton
-    target = _target(args, _read(args.performer))
+    performer = read_input(args.performer).skeleton
+    target = target_skeleton(args, read_input(args.performer))
     options: dict[str, Any] = {}
     if args.terrain:
         options["objects"] = read_environment(args.terrain).shapes
@@ -678,7 +464,7 @@ def cmd_puppet(args: argparse.Namespace) -> int:
         from .filters import KalmanParameters
 
         params = dataclasses.replace(params or KalmanParameters(), lag=args.filter_lag)
-    take = _read(args.performer)
+    take = read_input(args.performer)
     calibration = take if take.num_frames > 1 else None
     puppeteer = Puppeteer(
         performer,
@@ -715,7 +501,7 @@ def cmd_noise(args: argparse.Namespace) -> int:
     if args.recording.endswith(".jsonl"):
         if not args.performer:
             raise RetargetError("a .jsonl recording needs --performer (its skeleton)")
-        n = _read(args.performer).skeleton.num_joints
+        n = read_input(args.performer).skeleton.num_joints
         with open(args.recording, encoding="utf-8") as fh:
             frames = list(read_sensor_frames(fh, n, name=args.recording))
         if not frames:
@@ -724,12 +510,12 @@ def cmd_noise(args: argparse.Namespace) -> int:
         ori = np.stack([f[2] for f in frames])
         fps = args.rate
     else:
-        motion = _read(args.recording, args)
-        noise = _noise(args.simulate) if args.simulate else (0.0, 0.0)
+        motion = read_input(args.recording, args)
+        noise = parse_noise(args.simulate) if args.simulate else (0.0, 0.0)
         pos, ori = sensor_stream(motion, noise)
         fps = motion.fps
     if args.frames:
-        window = _frames(args.frames, len(pos))
+        window = frame_slice(args.frames, len(pos))
     else:
         window = still_window(pos, fps, args.seconds)
     try:
@@ -746,7 +532,7 @@ def cmd_noise(args: argparse.Namespace) -> int:
             np.sqrt(np.diagonal(r, axis1=-2, axis2=-1)[:, 3:].mean(-1))
         ),
     }
-    _write_json(args.output, data, inputs=[args.recording])
+    write_json(args.output, data, inputs=[args.recording])
     print(
         f"noise over frames {start}:{stop}: position std {np.median(data['position_std']):.4g}, "
         f"orientation std {np.median(data['orientation_std_deg']):.4g} deg (median of sensors) "
@@ -758,9 +544,9 @@ def cmd_noise(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from .metrics import MEASURES, evaluate
 
-    source = _read(args.source, args)
-    source = source[_frames(args.frames, source.num_frames)]
-    result = _read(args.result)
+    source = read_input(args.source, args)
+    source = source[frame_slice(args.frames, source.num_frames)]
+    result = read_input(args.result)
     if result.num_frames != source.num_frames:
         raise RetargetError(
             f"{args.result} has {result.num_frames} frames, the source {source.num_frames}: "
@@ -768,7 +554,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         )
     measures = evaluate(source, result)
     if args.json:
-        sys.stdout.write(_dumps(measures))
+        sys.stdout.write(dumps_json(measures))
         return 0
     for key in MEASURES:
         if key in measures:
@@ -780,9 +566,9 @@ def _named_motions(args: argparse.Namespace) -> list[tuple[str, Any]]:
     """``args.files`` read, each as (file name, motion), cut to ``--frames``."""
     motions = []
     for path in args.files:
-        motion = _read(path, args)
+        motion = read_input(path, args)
         if args.frames:
-            motion = motion[_frames(args.frames, motion.num_frames)]
+            motion = motion[frame_slice(args.frames, motion.num_frames)]
         motions.append((Path(path).name, motion))
     return motions
 
@@ -845,10 +631,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise RetargetError(f"{first}: {exc}") from None
     else:
-        source = _read(first, args)
-        results = [(Path(p).name, _read(p, args)) for p in args.inputs[1:]]
+        source = read_input(first, args)
+        results = [(Path(p).name, read_input(p, args)) for p in args.inputs[1:]]
         if args.frames:
-            pick = _frames(args.frames, source.num_frames)
+            pick = frame_slice(args.frames, source.num_frames)
             source = source[pick]
             results = [(name, m[pick]) for name, m in results]
         if args.kind == "angles":
@@ -862,7 +648,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 def cmd_transition(args: argparse.Namespace) -> int:
     from .editing.transition import transition
 
-    first, second = _read(args.first, args), _read(args.second, args)
+    first, second = read_input(args.first, args), read_input(args.second, args)
     result = transition(first, second, args.blend, warp=not args.no_warp, fit=not args.no_fit)
     report = {**result.report, "first": args.first, "second": args.second, "output": args.output}
     _write_result(args, result.motion, report, [args.first, args.second])
@@ -913,7 +699,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     steps.set_postfix_str("reading")
     source = read_bvh(walk_path)
     if args.frames:
-        source = source[_frames(args.frames, source.num_frames)]
+        source = source[frame_slice(args.frames, source.num_frames)]
     contacts = detect_contacts(source)
     steps.update()
     report: dict[str, Any] = {
@@ -955,7 +741,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             steps.update()
     steps.set_postfix_str("plotting")
     plot_feet(source, results, out / "feet.png", contacts=contacts)
-    _write_json(str(out / "report.json"), report, inputs=[str(walk_path)])
+    write_json(str(out / "report.json"), report, inputs=[str(walk_path)])
     steps.set_postfix_str("writing the viewer")
     viewer = write_viewer(
         out / "view.html", [(walk_path.name, source), *results], inputs=[str(walk_path)]
@@ -1015,7 +801,7 @@ def _spec_verb(path: str):
             raise RetargetError(f"{path}: {what} needs a 'file'")
         name = str(folder / entry["file"])
         if name not in motions:
-            motions[name] = _read(name)
+            motions[name] = read_input(name)
         return motions[name]
 
     examples = []
@@ -1027,7 +813,7 @@ def _spec_verb(path: str):
         if "frame" in entry:
             m = m[int(entry["frame"]) : int(entry["frame"]) + 1]
         elif "frames" in entry:
-            m = m[_frames(str(entry["frames"]), m.num_frames)]
+            m = m[frame_slice(str(entry["frames"]), m.num_frames)]
         keys = tuple(float(t) for t in entry.get("keytimes", [0.0]))
         adverb = tuple(float(a) for a in entry["adverb"]) if "adverb" in entry else None
         examples.append(VerbExample(m.root_position, m.rotations, keys, adverb))
@@ -1074,7 +860,7 @@ def cmd_verb_example(args: argparse.Namespace) -> int:
         verb = arm3_verb()
     else:
         clip = str(sample_path("lafan_walk.bvh"))
-        verb, inputs = reach_verb(_read(clip), args.examples), (clip,)
+        verb, inputs = reach_verb(read_input(clip), args.examples), (clip,)
     _write_verb(args.output, verb, inputs)
     print(f"verb {args.name}: {verb.basis.examples} examples -> {args.output}")
     return 0
@@ -1108,7 +894,7 @@ def cmd_verb_solve(args: argparse.Namespace) -> int:
         "seconds": seconds,
     }
     if args.json:
-        print(json.dumps(out, default=_json_default))
+        print(json.dumps(out, default=json_default))
     else:
         print(
             f"achieved {np.round(sol.achieved, 4).tolist()} ({verb.skeleton.unit}), "

@@ -1,0 +1,318 @@
+"""One retargeting job: what ``retarget run`` does for one clip (read, map, run, write, measure).
+
+A :class:`RunJob` names its files and options; :func:`run_job` carries it
+out. ``retarget run`` builds one from its arguments, ``retarget batch`` one
+per clip (:mod:`retarget.batch`), so a clip retargeted either way is the
+same file with the same measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import RetargetError
+from .mapping import bone_direction_error, map_for_method, needs_mapping, read_overrides
+
+__all__ = ["RunJob", "run_job"]
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """Files and options of one run (the arguments of ``retarget run``; README).
+
+    ``source`` and ``output`` are paths; a character is ``target`` (a file),
+    ``target_preset`` (a name) or ``target_from`` with ``target_to`` (a morph).
+    The method's options are refused by :func:`method_options` when the
+    method has no such parameter.
+    """
+
+    source: str
+    output: str
+    method: str = "hierarchical"
+    target: str | None = None
+    target_preset: str | None = None
+    target_from: str | None = None
+    target_to: str | None = None
+    frames: str | None = None
+    report: str | None = None
+    terrain: str | None = None
+    setup: str | None = None
+    scaled_goals: bool = False
+    limits: str | None = None
+    noise: str | None = None
+    sensor_fps: float | None = None
+    no_root_estimation: bool = False
+    seed: int | None = None
+    map: str | None = None
+    skeleton: str | None = None
+    fps: float | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, **changes: Any) -> RunJob:
+        """The job of parsed ``run`` (or ``batch``) arguments, with ``changes``."""
+        given = {f.name: getattr(args, f.name, f.default) for f in dataclasses.fields(cls)}
+        return cls(**{**given, **changes})
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Every file the job reads: the source, characters, skeleton, map, terrain."""
+        named = (self.target, self.target_from, self.target_to, self.skeleton, self.map)
+        return (self.source, *(p for p in (*named, self.terrain) if p))
+
+
+def frame_slice(spec: str | None, count: int) -> slice:
+    """``A:B`` (Python slice semantics, either side optional) → slice."""
+    if not spec:
+        return slice(None)
+    parts = spec.split(":")
+    if len(parts) != 2:
+        raise RetargetError(f"--frames expects A:B (e.g. 100:400), got {spec!r}")
+    try:
+        a, b = (int(p) if p.strip() else None for p in parts)
+    except ValueError:
+        raise RetargetError(f"--frames expects whole numbers A:B, got {spec!r}") from None
+    chosen = range(count)[slice(a, b)]
+    if len(chosen) == 0:
+        raise RetargetError(f"--frames {spec} selects no frame of {count}")
+    return slice(a, b)
+
+
+def read_input(path: str, args: RunJob | argparse.Namespace | None = None):
+    from .io.formats import read_motion
+
+    skeleton = getattr(args, "skeleton", None) if args is not None else None
+    fps = getattr(args, "fps", None) if args is not None else None
+    return read_motion(path, skeleton=skeleton, fps=fps)
+
+
+def read_character(path: str):
+    """A character's skeleton: an ASF file alone, or any motion file's."""
+    if Path(path).suffix.lower() == ".asf":
+        from .io.asf_amc import read_asf
+
+        return read_asf(path)
+    return read_input(path).skeleton
+
+
+def json_default(value: Any) -> Any:
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def dumps_json(data: Any) -> str:
+    return json.dumps(data, indent=2, default=json_default, allow_nan=True) + "\n"
+
+
+def write_json(path: str, data: Any, inputs: Sequence[str]) -> None:
+    from .io._files import atomic_write
+
+    atomic_write(path, dumps_json(data), inputs=inputs)
+
+
+def target_skeleton(args: RunJob | argparse.Namespace, source) -> Any:
+    """The target skeleton (for a morph, the first frame's character)."""
+    from .characters import make_character
+
+    morph = bool(args.target_from or args.target_to)
+    if sum(map(bool, (args.target, args.target_preset, morph))) > 1:
+        raise RetargetError(
+            "give one character: --target, --target-preset, or --target-from with --target-to"
+        )
+    if morph and not (args.target_from and args.target_to):
+        raise RetargetError(
+            "a morphing character needs both --target-from A.bvh and --target-to B.bvh"
+        )
+    if args.target:
+        return read_character(args.target)
+    if args.target_from:
+        return read_character(args.target_from)
+    if args.target_preset:
+        return make_character(source.skeleton, preset=args.target_preset)
+    raise RetargetError("say which character: --target TARGET.bvh or --target-preset NAME")
+
+
+def method_options(
+    method, args: RunJob | argparse.Namespace, source, target, *, mapped: bool = False
+) -> dict[str, Any]:
+    """Options of ``run`` passed to the method, refused when it has no such parameter.
+
+    A source ``mapped`` from another hierarchy keeps to the target's joint limits
+    only where it already does (``limits="source"``) unless ``--limits`` says.
+
+    ``--target-from A --target-to B`` become ``translations``: the per-frame joint
+    offsets of a character morphing from A to B over the clip.
+    """
+    import inspect
+
+    from .environment import read_environment
+    from .methods.hierarchical import morph_translations
+
+    flags = {
+        "terrain": args.terrain,
+        "translations": args.target_to,
+        "setup": args.setup,
+        "scaled": args.scaled_goals,
+        "noise": args.noise,
+        "sensor_fps": args.sensor_fps,
+        "root_estimation": args.no_root_estimation,
+        "seed": args.seed is not None,
+        "limits": args.limits is not None,
+    }
+    names = {
+        "noise": "--noise",
+        "sensor_fps": "--sensor-fps",
+        "root_estimation": "--no-root-estimation",
+        "seed": "--seed",
+        "terrain": "--terrain",
+        "translations": "--target-from/--target-to",
+        "setup": "--setup",
+        "scaled": "--scaled-goals",
+        "limits": "--limits",
+    }
+    accepted = inspect.signature(method.run).parameters
+    for key, given in flags.items():
+        if given and key not in accepted:
+            raise RetargetError(f"method {method.name!r} does not take {names[key]}")
+    options: dict[str, Any] = {}
+    if args.terrain:
+        options["terrain"] = read_environment(args.terrain)
+    if args.target_to:
+        end = read_character(args.target_to)
+        options["translations"] = morph_translations(target, end, source.num_frames)
+    if args.setup:
+        options["setup"] = args.setup
+    if args.scaled_goals:
+        options["scaled"] = True
+    if args.noise:
+        options["noise"] = parse_noise(args.noise)
+    if args.sensor_fps:
+        options["sensor_fps"] = args.sensor_fps
+    if args.no_root_estimation:
+        options["root_estimation"] = False
+    if args.seed is not None:
+        options["seed"] = args.seed
+    if args.limits is not None:
+        options["limits"] = args.limits
+    elif mapped and "limits" in accepted:
+        options["limits"] = "source"
+    return options
+
+
+def parse_noise(spec: str) -> tuple[float, float]:
+    """``P,DEG`` → (position std in the file's unit, orientation std in degrees)."""
+    try:
+        p, d = (float(v) for v in spec.split(","))
+    except ValueError:
+        raise RetargetError(f"--noise expects P,DEG (e.g. 0.5,1), got {spec!r}") from None
+    if not (np.isfinite(p) and np.isfinite(d) and p >= 0 and d >= 0):
+        raise RetargetError(f"--noise expects two finite numbers >= 0, got {spec!r}")
+    return p, d
+
+
+def run_job(job: RunJob) -> dict[str, Any]:
+    """Read ``job.source``, retarget it, write ``job.output`` (and ``job.report``).
+
+    What ``retarget run`` does for one clip: a source of another hierarchy is
+    mapped onto the character's (:mod:`retarget.mapping`), the method runs,
+    the output is written atomically and measured against the source
+    (:func:`retarget.metrics.evaluate`).
+
+    Returns
+    -------
+    dict
+        The report: the method's own keys, ``source``, ``output``, ``frames``,
+        ``target``, ``seconds``, ``frames_per_second``, ``measures`` (or
+        ``measures_note``), ``goals`` and, for a mapped source, ``mapping``.
+
+    Raises
+    ------
+    RetargetError
+        Bad input (a one-line message naming the file).
+    """
+    from . import quat
+    from .io.formats import write_motion
+    from .methods import get_method
+    from .metrics import evaluate
+
+    method = get_method(job.method)
+    source = read_input(job.source, job)
+    source = source[frame_slice(job.frames, source.num_frames)]
+    target = target_skeleton(job, source)
+    mapping = original = None
+    if needs_mapping(source, target):
+        overrides = read_overrides(job.map) if job.map else None
+        mapping = map_for_method(source, target, overrides)
+        original, source, target = source, mapping.motion, mapping.target
+    options = method_options(method, job, source, target, mapped=mapping is not None)
+    t0 = time.perf_counter()
+    result = method.run(source, target, **options)
+    seconds = time.perf_counter() - t0
+    ours = result.motion  # Y up, as the mapped source: measured against it
+    if mapping is not None:  # the whole target, in its axes
+        result = dataclasses.replace(result, motion=mapping.finish(result.motion))
+    characters = (job.target, job.target_from, job.target_to)
+    inputs = [job.source] + [p for p in (*characters, job.skeleton) if p]
+    write_motion(job.output, result.motion, inputs=tuple(inputs))
+    report = dict(result.report)
+    if job.target_to:
+        character = f"morph:{job.target_from}->{job.target_to}"
+    else:
+        character = job.target or f"preset:{job.target_preset}"
+    report.update(
+        {
+            "source": job.source,
+            "output": job.output,
+            "frames": source.num_frames,
+            "target": character,
+        }
+    )
+    goals = dict(result.goals or {})
+    if mapping is not None:  # the methods' goals are Y up: into the written motion's axes
+        goals = {name: quat.rotate(mapping.axes, g) for name, g in goals.items()}
+    if goals:  # per point, each frame's goal or null: `retarget view --report` draws them
+        report["goals"] = {
+            name: [row.tolist() if np.isfinite(row).all() else None for row in np.asarray(g)]
+            for name, g in goals.items()
+        }
+    if job.terrain:
+        from .environment import read_environment, shape_dicts
+
+        report["scene"] = shape_dicts(read_environment(job.terrain))
+    report.setdefault("seconds", seconds)
+    report.setdefault("frames_per_second", source.num_frames / seconds if seconds else float("inf"))
+    try:
+        report["measures"] = evaluate(source, ours, goals=result.goals or None)
+    except (RetargetError, KeyError) as exc:
+        report["measures_note"] = f"not measured: {exc}"
+    if mapping is not None and original is not None:
+        joint_map = mapping.joint_map
+        angles, bones = bone_direction_error(original, mapping.unfold(ours), joint_map)
+        report["mapping"] = {
+            "bone_direction_error_deg": dict(zip(bones, angles.mean(axis=0).tolist(), strict=True)),
+            "bone_direction_error_worst_frame_deg": float(angles.mean(axis=1).max()),
+            "roles": {
+                r: [
+                    original.skeleton.point_names[p],
+                    mapping.whole.point_names[joint_map.target_roles[r]],
+                ]
+                for r, p in joint_map.source_roles.items()
+                if r in joint_map.target_roles
+            },
+        }
+    if job.report:
+        write_json(job.report, report, inputs=[*inputs, job.output])
+    return report
