@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -416,6 +417,38 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_batch(args: argparse.Namespace) -> int:
+    import glob
+
+    from .batch import plan_batch, run_batch
+    from .run import RunJob
+
+    if not (args.target or args.target_preset or args.target_from):
+        raise RetargetError("say which character: --target TARGET.bvh or --target-preset NAME")
+    matched = {p for pattern in args.sources for p in glob.glob(pattern, recursive=True)}
+    sources = sorted(p for p in matched if Path(p).suffix.lower() in (".bvh", ".amc", ".npz"))
+    if not sources:
+        raise RetargetError(f"no motion file (.bvh, .amc, .npz) matches {' '.join(args.sources)}")
+    template = RunJob.from_args(args, source="", output="", report=None)
+    tasks = plan_batch(sources, args.out, template, suffix=f".{args.format}")
+    manifest = Path(args.manifest or Path(args.out) / "manifest.jsonl")
+    summary = run_batch(
+        tasks,
+        manifest,
+        engine=args.engine,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        progress=False if args.no_progress else None,
+    )
+    print(
+        f"batch: {summary.done} done, {summary.skipped} unchanged, {summary.failed} failed "
+        f"in {summary.seconds:.1f} s ({summary.clips_per_minute:.1f} clips/min) -> {manifest}"
+    )
+    for _, message in summary.errors[:10]:
+        print(f"  failed: {message}", file=sys.stderr)
+    return 1 if summary.failed else 0
+
+
 def _non_negative_int(text: str) -> int:
     try:
         value = int(text)
@@ -443,13 +476,15 @@ def _noise_model(path: str | None):
         raise RetargetError(f"{path}: {exc}") from None
 
 
-def cmd_puppet(args: argparse.Namespace) -> int:
+def _puppeteer(args: argparse.Namespace):
+    """The Puppeteer of ``puppet`` and ``serve``: performer (and calibration take),
+    character, objects, noise model and lag."""
     from .environment import read_environment
-    from .io.sensors import format_pose, read_sensor_frames
-    from .online.puppetry import EFFECTORS, Puppeteer
+    from .online.puppetry import Puppeteer
 
-    performer = read_input(args.performer).skeleton
-    target = target_skeleton(args, read_input(args.performer))
+    take = read_input(args.performer)
+    performer = take.skeleton
+    target = target_skeleton(args, take)
     options: dict[str, Any] = {}
     if args.terrain:
         options["objects"] = read_environment(args.terrain).shapes
@@ -460,20 +495,26 @@ def cmd_puppet(args: argparse.Namespace) -> int:
                 f"{args.noise_model}: {params.measurement_noise.shape[0]} sensors, "
                 f"the performer has {performer.num_joints} joints"
             )
-    if args.filter_lag:
+    if getattr(args, "filter_lag", 0):
         from .filters import KalmanParameters
 
         params = dataclasses.replace(params or KalmanParameters(), lag=args.filter_lag)
-    take = read_input(args.performer)
-    calibration = take if take.num_frames > 1 else None
-    puppeteer = Puppeteer(
+    return Puppeteer(
         performer,
         target,
         fps=args.fps,
         filter_parameters=params,
-        calibration=calibration,
+        calibration=take if take.num_frames > 1 else None,
         **options,
     )
+
+
+def cmd_puppet(args: argparse.Namespace) -> int:
+    from .io.sensors import format_pose, read_sensor_frames
+    from .online.puppetry import EFFECTORS
+
+    puppeteer = _puppeteer(args)
+    performer = puppeteer.performer
     out = sys.stdout
     labels: list[Any] = []  # with a filter lag, each pose is that of the frame lag back
     for frame, p, q in read_sensor_frames(sys.stdin, performer.num_joints):
@@ -490,6 +531,35 @@ def cmd_puppet(args: argparse.Namespace) -> int:
         )
         out.write(line + "\n")
         out.flush()
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from .online.server import serve, summary_line
+    from .online.stream import LiveStream, OMRLive, PuppetryLive
+
+    if args.method == "puppetry":
+        live: Any = PuppetryLive(_puppeteer(args))
+    else:
+        take = read_input(args.performer)
+        live = OMRLive(
+            take.skeleton,
+            target_skeleton(args, take),
+            fps=args.fps,
+            setup=args.setup or "lower",
+            scaled=args.scaled_goals,
+        )
+    if args.max_gap is not None and args.max_gap < 0:
+        raise RetargetError(f"--max-gap must be >= 0, got {args.max_gap}")
+    stream = LiveStream(live, fps=args.fps, max_gap=args.max_gap)
+    summary = asyncio.run(
+        serve(stream, args.input, args.output or ["stdout"], duration=args.duration)
+    )
+    print(summary_line(summary), file=sys.stderr)
+    if args.stats:
+        write_json(args.stats, summary, inputs=[args.performer])
     return 0
 
 
@@ -937,6 +1007,7 @@ def cmd_verb_refine(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .batch import ENGINES
     from .characters import PRESETS, SEGMENTS
     from .methods import METHODS
 
@@ -947,6 +1018,69 @@ def build_parser() -> argparse.ArgumentParser:
     def motion_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--skeleton", help="the .asf of an .amc input (default: the .asf beside it)")
         p.add_argument("--fps", type=float, help="frame rate of an .amc input (default 120)")
+
+    def run_options(p: argparse.ArgumentParser) -> None:
+        """The character, method and its options: shared by run and batch."""
+        p.add_argument(
+            "--target", help="the character: a motion file's skeleton (.bvh, .amc, .npz) or an .asf"
+        )
+        p.add_argument("--target-preset", choices=sorted(PRESETS))
+        p.add_argument(
+            "--target-from",
+            metavar="A.bvh",
+            help="a character morphing over the clip: its first frame's (with --target-to)",
+        )
+        p.add_argument(
+            "--target-to",
+            metavar="B.bvh",
+            help="the morph's last frame's character (same joints as A; offsets linear in time)",
+        )
+        p.add_argument(
+            "--method", default="hierarchical", choices=list(METHODS), help="default: hierarchical"
+        )
+        p.add_argument("--frames", metavar="A:B", help="only these source frames")
+        p.add_argument(
+            "--terrain", metavar="FILE", help="ground to walk on (.json scene or .npz height field)"
+        )
+        p.add_argument(
+            "--setup",
+            choices=("lower", "full"),
+            help="omr: end-effectors toe tips + pelvis x,z (lower, the paper's walk) or + hands",
+        )
+        p.add_argument(
+            "--scaled-goals",
+            action="store_true",
+            help="omr: goals scaled to the target's height (default: the source's own, the paper)",
+        )
+        p.add_argument(
+            "--limits",
+            choices=("strict", "source"),
+            help="hierarchical, a target with joint limits: they hold on every frame (strict, "
+            "the default) or are widened to the source's own range (source, the default for a "
+            "target of another hierarchy)",
+        )
+        p.add_argument(
+            "--noise",
+            metavar="P,DEG",
+            help="puppetry: white sensor noise, position std (file unit) and orientation std (deg)",
+        )
+        p.add_argument(
+            "--sensor-fps",
+            type=float,
+            help="puppetry: sensor rate (default: the clip's; paper 120)",
+        )
+        p.add_argument(
+            "--no-root-estimation",
+            action="store_true",
+            help="puppetry: start the body from the captured root (Table I's 'without')",
+        )
+        p.add_argument("--seed", type=int, help="puppetry: seed of the sensor noise")
+        p.add_argument(
+            "--map",
+            metavar="MAP.json",
+            help='roles completing the joint mapping: {"source": {role: joint}, "target": {...}}',
+        )
+        motion_options(p)
 
     p = sub.add_parser(
         "info", help="joints, frames, fps, unit, height, channel orders of a motion file"
@@ -981,69 +1115,34 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("source")
-    p.add_argument(
-        "--target", help="the character: a motion file's skeleton (.bvh, .amc, .npz) or an .asf"
-    )
-    p.add_argument("--target-preset", choices=sorted(PRESETS))
-    p.add_argument(
-        "--target-from",
-        metavar="A.bvh",
-        help="a character morphing over the clip: its first frame's (with --target-to)",
-    )
-    p.add_argument(
-        "--target-to",
-        metavar="B.bvh",
-        help="the morph's last frame's character (same joints as A; offsets linear in time)",
-    )
-    p.add_argument(
-        "--method", default="hierarchical", choices=list(METHODS), help="default: hierarchical"
-    )
     p.add_argument("-o", "--output", required=True, help=".bvh or .npz")
-    p.add_argument("--frames", metavar="A:B", help="only these source frames")
     p.add_argument(
         "--report", metavar="REPORT.json", help="write what the method did and the measures"
     )
-    p.add_argument(
-        "--terrain", metavar="FILE", help="ground to walk on (.json scene or .npz height field)"
-    )
-    p.add_argument(
-        "--setup",
-        choices=("lower", "full"),
-        help="omr: end-effectors toe tips + pelvis x,z (lower, the paper's walk) or + hands",
-    )
-    p.add_argument(
-        "--scaled-goals",
-        action="store_true",
-        help="omr: goals scaled to the target's height (default: the source's own, the paper)",
-    )
-    p.add_argument(
-        "--limits",
-        choices=("strict", "source"),
-        help="hierarchical, a target with joint limits: they hold on every frame (strict, "
-        "the default) or are widened to the source's own range (source, the default for a "
-        "target of another hierarchy)",
-    )
-    p.add_argument(
-        "--noise",
-        metavar="P,DEG",
-        help="puppetry: white sensor noise, position std (file unit) and orientation std (deg)",
-    )
-    p.add_argument(
-        "--sensor-fps", type=float, help="puppetry: sensor rate (default: the clip's; paper 120)"
-    )
-    p.add_argument(
-        "--no-root-estimation",
-        action="store_true",
-        help="puppetry: start the body from the captured root (Table I's 'without')",
-    )
-    p.add_argument("--seed", type=int, help="puppetry: seed of the sensor noise")
-    p.add_argument(
-        "--map",
-        metavar="MAP.json",
-        help='roles completing the joint mapping: {"source": {role: joint}, "target": {...}}',
-    )
-    motion_options(p)
+    run_options(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "batch",
+        help="retarget every clip matching a glob, resumably, on a process pool, Dask or Ray",
+        description="Retarget SRC_GLOB's clips onto a character, one task per clip. A manifest "
+        "(JSON lines) records each clip's hashes, output, measures, time and error; a re-run "
+        "skips clips whose inputs and output are unchanged. Exit 1 when a clip failed.",
+    )
+    p.add_argument("sources", nargs="+", metavar="SRC_GLOB", help="clips (quote globs: '**/*.bvh')")
+    p.add_argument("--out", required=True, metavar="DIR", help="outputs, by their source paths")
+    p.add_argument("--format", choices=("bvh", "npz"), default="bvh", help="default: bvh")
+    p.add_argument(
+        "--engine", choices=ENGINES, default="local", help="local process pool (default), dask, ray"
+    )
+    p.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPUs)"
+    )
+    p.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler or Ray cluster")
+    p.add_argument("--manifest", metavar="FILE", help="default: DIR/manifest.jsonl")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run_options(p)
+    p.set_defaults(func=cmd_batch)
 
     p = sub.add_parser(
         "map",
@@ -1088,6 +1187,47 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--terrain", metavar="FILE", help="the environment (.json scene)")
     p.set_defaults(func=cmd_puppet, target_from=None, target_to=None, skeleton=None)
+
+    p = sub.add_parser(
+        "serve",
+        help="live server: sensor or pose frames in (UDP or stdin), character poses out "
+        "(WebSocket, UDP or stdout)",
+        description="Retarget a live stream frame by frame: one JSON frame per datagram or "
+        "line in, one JSON pose per message out; late, duplicated and malformed frames are "
+        "counted and skipped, gaps predicted through (schema: README 'Live server').",
+    )
+    p.add_argument("--method", choices=("puppetry", "omr"), default="puppetry")
+    p.add_argument(
+        "--performer",
+        required=True,
+        help="the performer: its skeleton wears the sensors (puppetry) or is the source "
+        "skeleton of the poses (omr); its frames calibrate puppetry",
+    )
+    p.add_argument(
+        "--target", help="the character: a motion file's skeleton (.bvh, .amc, .npz) or an .asf"
+    )
+    p.add_argument("--target-preset", choices=sorted(PRESETS))
+    p.add_argument(
+        "--in", dest="input", default="stdin", metavar="ADDRESS", help="udp://HOST:PORT or stdin"
+    )
+    p.add_argument(
+        "--out",
+        dest="output",
+        action="append",
+        metavar="ADDRESS",
+        help="ws://HOST:PORT, udp://HOST:PORT or stdout (repeatable; default stdout)",
+    )
+    p.add_argument("--fps", type=float, default=120.0, help="frame rate (default 120)")
+    p.add_argument(
+        "--max-gap", type=int, metavar="N", help="longest gap predicted through (default fps/2)"
+    )
+    p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    p.add_argument("--stats", metavar="FILE.json", help="write the counts and latencies on exit")
+    p.add_argument("--noise-model", metavar="R.json", help="puppetry: filter noise")
+    p.add_argument("--terrain", metavar="FILE", help="puppetry: the environment (.json scene)")
+    p.add_argument("--setup", choices=("lower", "full"), help="omr: end-effectors (default lower)")
+    p.add_argument("--scaled-goals", action="store_true", help="omr: goals scaled to the target")
+    p.set_defaults(func=cmd_serve, target_from=None, target_to=None, skeleton=None)
 
     p = sub.add_parser(
         "noise",

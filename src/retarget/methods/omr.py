@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..contacts import UP
 from ..errors import RetargetError
-from ..kinematics import Pose, positions
+from ..kinematics import Pose, forward_kinematics, positions
 from ..motion import Motion
 from ..online.omr import BaseSwitching, Effector, Foot, OnlineRetargeter
 from ..result import Result
@@ -40,7 +41,7 @@ from ..skeleton import Skeleton
 from ._base import check_same_hierarchy
 from .copy import leg_length
 
-__all__ = ["enhance_motion", "omr_retarget", "run_filter"]
+__all__ = ["OMRPlan", "enhance_motion", "omr_plan", "omr_retarget", "run_filter"]
 
 Array = NDArray[np.float64]
 
@@ -96,116 +97,35 @@ def omr_retarget(
         end-effector, frames/s, frames with lowered gains or clamped inputs,
         base switches.
     """
-    if setup not in SETUPS:
-        raise RetargetError(f"unknown set-up {setup!r}; choose one of {', '.join(SETUPS)}")
     t0 = time.perf_counter()
     check_same_hierarchy(source.skeleton, target)
-    roles_s, roles_t = find_roles(source.skeleton), find_roles(target)
-    h_s, h_t = height(source.skeleton, roles_s), height(target, roles_t)
-    ratio = h_t / h_s
-    pos_s = positions(source)
-    feet_s = [
-        roles_s[f"{s}_{r}"]
-        for s in ("left", "right")
-        for r in ("ankle", "toe", "toe_tip")
-        if f"{s}_{r}" in roles_s.points
-    ]
-    floor = float(pos_s[0, feet_s, UP].min())
-    origin = source.root_position[0].copy()
-    origin[UP] = floor
-
-    def mapped(p: Array) -> Array:
-        """Source positions as goals: as they are, or scaled about the origin."""
-        return origin + ratio * (p - origin) if scaled else p.copy()
-
-    # θ_src: rotations by name, root placed for the target's size
-    rotations = np.tile([1.0, 0.0, 0.0, 0.0], (source.num_frames, target.num_joints, 1))
-    rotations[:, target.indices(source.skeleton.names)] = source.rotations
-    root = mapped(source.root_position)
-    # the pelvis stands as high as the target's legs reach: its height scales by their length
-    leg_ratio = leg_length(target, roles_t) / leg_length(source.skeleton, roles_s)
-    root[:, UP] = floor + leg_ratio * (source.root_position[:, UP] - floor)
-
-    names = ["left_toe_tip", "right_toe_tip"]
-    if setup == "full":
-        names += ["left_hand_tip", "right_hand_tip"]
-    missing = [
-        n
-        for n in [*names, "left_ankle", "right_ankle", "left_hip", "right_hip"]
-        if n not in roles_s.points or n not in roles_t.points
-    ]
-    if missing:
-        raise RetargetError(f"omr needs the roles {missing} on both skeletons")
-    effectors = [Effector(roles_t[n], name=n) for n in names]
-    goal_list = [mapped(pos_s[:, roles_s[n]]) for n in names]
-    # the feet's world orientations as the source pose would give them on the target
-    world = Pose.of(target, root, rotations).world_rotations
-    feet = []
-    for k, side in enumerate(("left", "right")):
-        ankle, hip = roles_t[f"{side}_ankle"], roles_t[f"{side}_hip"]
-        heel = orient = -1
-        if hold_heels:
-            heel = len(effectors)
-            effectors.append(
-                Effector(
-                    ankle,
-                    hold_only=True,
-                    anchor=hip,
-                    reach=heel_reach * target.path_length(hip, ankle),
-                    priority=heel_priority,
-                    name=f"{side}_ankle",
-                )
-            )
-            goal_list.append(mapped(pos_s[:, roles_s[f"{side}_ankle"]]))
-            orient = len(effectors)
-            effectors.append(
-                Effector(
-                    ankle,
-                    axes=(),
-                    orientation=True,
-                    lever=target.path_length(ankle, roles_t[f"{side}_toe_tip"]),
-                    priority=heel_priority,
-                    name=f"{side}_foot_orientation",
-                )
-            )
-            goal_list.append(np.full((source.num_frames, 3), np.nan))
-        feet.append(Foot(k, heel, orient))
-    effectors.append(Effector(0, axes=(0, 2), priority=pelvis_priority, name="pelvis_xz"))
-    goal_list.append(root)
-    goals = np.stack(goal_list, axis=1)
-    orientations = np.full((*goals.shape[:2], 4), np.nan)
-    for foot in feet:
-        if foot.orientation >= 0:
-            orientations[:, foot.orientation] = world[:, effectors[foot.orientation].point]
-
-    active = None
-    if setup == "lower":
-        leg_roles = ("hip", "knee", "ankle", "toe")
-        active = [
-            roles_t[f"{s}_{r}"]
-            for s in ("left", "right")
-            for r in leg_roles
-            if f"{s}_{r}" in roles_t.points and roles_t[f"{s}_{r}"] < target.num_joints
-        ]
-    filt = OnlineRetargeter(
+    plan = omr_plan(
+        source.skeleton,
         target,
-        effectors,
-        height=h_t,
-        fps=source.fps,
-        active_joints=active,
-        base=BaseSwitching(
-            feet=tuple(feet),
-            single=single_base,
-            rest_speed=rest_speed,
-            release_speed=release_speed,
-        ),
+        source.root_position[0],
+        source.rotations[0],
+        setup=setup,
+        scaled=scaled,
+        hold_heels=hold_heels,
+        pelvis_priority=pelvis_priority,
+        heel_priority=heel_priority,
+        heel_reach=heel_reach,
+    )
+    root, rotations, goals, orientations = plan.inputs(source.root_position, source.rotations)
+    filt = plan.retargeter(
+        source.fps,
+        single_base=single_base,
+        rest_speed=rest_speed,
+        release_speed=release_speed,
         damping=damping,
         gains=gains,
         min_dexterity=min_dexterity,
         max_input=max_input,
         iterations=iterations,
-        rigidity=np.concatenate([root_rigidity, np.ones(target.num_joints - 1)]),
+        root_rigidity=root_rigidity,
     )
+    effectors, active, ratio, leg_ratio = plan.effectors, plan.active, plan.ratio, plan.leg_ratio
+    names = plan.names
     out_root, out_rot, tracked = run_filter(filt, root, rotations, goals, orientations)
     motion = Motion(target, out_root, out_rot, source.fps)
     report: dict[str, Any] = {
@@ -225,6 +145,210 @@ def omr_retarget(
         target.point_names[e.point]: tracked[:, k] for k, e in enumerate(effectors[:-1]) if e.axes
     }
     return Result(motion, report, goals_out)
+
+
+@dataclass(frozen=True)
+class OMRPlan:
+    """How each source frame becomes the filter's inputs (module docstring): fixed by the
+    skeletons and the first frame (the floor and the origin of scaling), so a live stream
+    maps its frames one at a time exactly as a whole clip maps them all at once.
+
+    ``effectors`` (:class:`~retarget.online.Effector`) are the primary task's rows,
+    ``names`` the end-effector roles, ``active`` the joints the filter may turn
+    (None: all).
+    """
+
+    source: Skeleton
+    target: Skeleton
+    effectors: tuple[Effector, ...]
+    feet: tuple[Foot, ...]
+    active: tuple[int, ...] | None
+    names: tuple[str, ...]
+    joints: NDArray[np.intp]  # (J_src,) target joint of each source joint
+    goal_points: NDArray[
+        np.intp
+    ]  # (K,) source point per goal row; -1: no goal (orientation), -2: the root
+    floor: float
+    origin: Array  # (3,)
+    ratio: float
+    leg_ratio: float
+    scaled: bool
+    height: float  # the target's
+
+    def _mapped(self, p: Array) -> Array:
+        """Source positions as goals: as they are, or scaled about the origin."""
+        return self.origin + self.ratio * (p - self.origin) if self.scaled else p.copy()
+
+    def inputs(self, root: ArrayLike, rotations: ArrayLike) -> tuple[Array, Array, Array, Array]:
+        """The filter's inputs of source frames.
+
+        Parameters
+        ----------
+        root : array_like, shape (F, 3)
+        rotations : array_like, shape (F, J_src, 4)
+
+        Returns
+        -------
+        root : (F, 3), rotations : (F, J, 4)
+            ``θ_src``: the rotations by name, the root placed for the target's size.
+        goals : (F, K, 3)
+            Position goals per effector row (NaN for orientation rows).
+        orientations : (F, K, 4)
+            World orientation goals (NaN for position rows).
+        """
+        root = np.asarray(root, dtype=np.float64)
+        rotations = np.asarray(rotations, dtype=np.float64)
+        pos_s = forward_kinematics(self.source, root, rotations)[0]
+        n = len(root)
+        target = self.target
+        out_rot = np.tile([1.0, 0.0, 0.0, 0.0], (n, target.num_joints, 1))
+        out_rot[:, self.joints] = rotations
+        out_root = self._mapped(root)
+        # the pelvis stands as high as the target's legs reach: its height scales by their length
+        out_root[:, UP] = self.floor + self.leg_ratio * (root[:, UP] - self.floor)
+        goals = np.full((n, len(self.effectors), 3), np.nan)
+        for k, p in enumerate(self.goal_points):
+            if p >= 0:
+                goals[:, k] = self._mapped(pos_s[:, p])
+            elif p == -2:
+                goals[:, k] = out_root
+        orientations = np.full((n, len(self.effectors), 4), np.nan)
+        # the feet's world orientations as the source pose would give them on the target
+        turning = [f.orientation for f in self.feet if f.orientation >= 0]
+        if turning:
+            world = Pose.of(target, out_root, out_rot).world_rotations
+            for k in turning:
+                orientations[:, k] = world[:, self.effectors[k].point]
+        return out_root, out_rot, goals, orientations
+
+    def retargeter(
+        self,
+        fps: float,
+        *,
+        single_base: bool = False,
+        rest_speed: float = 0.15,
+        release_speed: float = 0.3,
+        root_rigidity: tuple[float, float] = (10.0, 10.0),
+        **options: Any,
+    ) -> OnlineRetargeter:
+        """The filter (options: :class:`~retarget.online.OnlineRetargeter`)."""
+        return OnlineRetargeter(
+            self.target,
+            self.effectors,
+            height=self.height,
+            fps=fps,
+            active_joints=self.active,
+            base=BaseSwitching(
+                feet=self.feet,
+                single=single_base,
+                rest_speed=rest_speed,
+                release_speed=release_speed,
+            ),
+            rigidity=np.concatenate([root_rigidity, np.ones(self.target.num_joints - 1)]),
+            **options,
+        )
+
+
+def omr_plan(
+    source: Skeleton,
+    target: Skeleton,
+    first_root: ArrayLike,
+    first_rotations: ArrayLike,
+    *,
+    setup: str = "lower",
+    scaled: bool = False,
+    hold_heels: bool = True,
+    pelvis_priority: int = 0,
+    heel_priority: int = 1,
+    heel_reach: float = 0.97,
+) -> OMRPlan:
+    """The :class:`OMRPlan` of a source skeleton, its first frame and a target
+    (parameters as :func:`omr_retarget`)."""
+    if setup not in SETUPS:
+        raise RetargetError(f"unknown set-up {setup!r}; choose one of {', '.join(SETUPS)}")
+    roles_s, roles_t = find_roles(source), find_roles(target)
+    h_s, h_t = height(source, roles_s), height(target, roles_t)
+    first_root = np.asarray(first_root, dtype=np.float64)
+    pos_0 = forward_kinematics(source, first_root, first_rotations)[0]
+    feet_s = [
+        roles_s[f"{s}_{r}"]
+        for s in ("left", "right")
+        for r in ("ankle", "toe", "toe_tip")
+        if f"{s}_{r}" in roles_s.points
+    ]
+    floor = float(pos_0[feet_s, UP].min())
+    origin = first_root.copy()
+    origin[UP] = floor
+    leg_ratio = float(leg_length(target, roles_t) / leg_length(source, roles_s))
+    names = ["left_toe_tip", "right_toe_tip"]
+    if setup == "full":
+        names += ["left_hand_tip", "right_hand_tip"]
+    missing = [
+        n
+        for n in [*names, "left_ankle", "right_ankle", "left_hip", "right_hip"]
+        if n not in roles_s.points or n not in roles_t.points
+    ]
+    if missing:
+        raise RetargetError(f"omr needs the roles {missing} on both skeletons")
+    effectors = [Effector(roles_t[n], name=n) for n in names]
+    goal_points = [roles_s[n] for n in names]
+    feet = []
+    for k, side in enumerate(("left", "right")):
+        ankle, hip = roles_t[f"{side}_ankle"], roles_t[f"{side}_hip"]
+        heel = orient = -1
+        if hold_heels:
+            heel = len(effectors)
+            effectors.append(
+                Effector(
+                    ankle,
+                    hold_only=True,
+                    anchor=hip,
+                    reach=heel_reach * target.path_length(hip, ankle),
+                    priority=heel_priority,
+                    name=f"{side}_ankle",
+                )
+            )
+            goal_points.append(roles_s[f"{side}_ankle"])
+            orient = len(effectors)
+            effectors.append(
+                Effector(
+                    ankle,
+                    axes=(),
+                    orientation=True,
+                    lever=target.path_length(ankle, roles_t[f"{side}_toe_tip"]),
+                    priority=heel_priority,
+                    name=f"{side}_foot_orientation",
+                )
+            )
+            goal_points.append(-1)
+        feet.append(Foot(k, heel, orient))
+    effectors.append(Effector(0, axes=(0, 2), priority=pelvis_priority, name="pelvis_xz"))
+    goal_points.append(-2)
+    active = None
+    if setup == "lower":
+        leg_roles = ("hip", "knee", "ankle", "toe")
+        active = tuple(
+            roles_t[f"{s}_{r}"]
+            for s in ("left", "right")
+            for r in leg_roles
+            if f"{s}_{r}" in roles_t.points and roles_t[f"{s}_{r}"] < target.num_joints
+        )
+    return OMRPlan(
+        source=source,
+        target=target,
+        effectors=tuple(effectors),
+        feet=tuple(feet),
+        active=active,
+        names=tuple(names),
+        joints=target.indices(source.names),
+        goal_points=np.array(goal_points, dtype=np.intp),
+        floor=floor,
+        origin=origin,
+        ratio=h_t / h_s,
+        leg_ratio=leg_ratio,
+        scaled=scaled,
+        height=h_t,
+    )
 
 
 def run_filter(

@@ -64,6 +64,10 @@ __all__ = ["BaseSwitching", "Effector", "Foot", "OnlineRetargeter"]
 
 Array = NDArray[np.float64]
 
+#: Frames of each kind of event (gains lowered, input clamped, hold or release) the report
+#: lists; all are counted (``events``).
+EVENTS_LISTED = 10_000
+
 
 @dataclass(frozen=True)
 class Effector:
@@ -336,10 +340,15 @@ class OnlineRetargeter:
         self._base_foot = -1
         self._swung = np.zeros(k, bool)
         self._frames = 0
-        self._errors: list[Array] = []
+        # the report's running sums (memory does not grow with the stream)
+        self._error_max = np.full(k, -np.inf)
+        self._error_frame = np.zeros(k, np.intp)
+        self._error_sum = np.zeros(k)
+        self._error_count = np.zeros(k, np.intp)
         self._lowered: list[int] = []
         self._clamped: list[int] = []
         self._holds: list[tuple[int, str, str]] = []
+        self._events = [0, 0, 0]  # gains lowered, inputs clamped, holds/releases: all counted
         self._seconds = 0.0
         if self.base is not None:  # at first, the points on the ground are held
             feet = self.base.feet
@@ -400,9 +409,9 @@ class OnlineRetargeter:
         last_goal, last_turn = self._last
         gain, clamped = self._update(last_goal, goal, last_turn, turn, self._source, src)
         if gain < 1.0:
-            self._lowered.append(self._frames + 1)
+            self._event(0, self._lowered, self._frames + 1)
         if clamped:
-            self._clamped.append(self._frames + 1)
+            self._event(1, self._clamped, self._frames + 1)
         for _ in range(1, self.iterations):  # §3.1 steps 1-3: step again from the prediction
             self._update(goal, goal, turn, turn, src, src, moving=False, correction=True)
         self._frames += 1
@@ -608,11 +617,11 @@ class OnlineRetargeter:
     def _hold(self, k: int, here: Array) -> None:
         self._held[k], self._held_at[k] = True, here.copy()
         self._offsets[k] = 0.0
-        self._holds.append((self._frames + 1, self.names[k], "hold"))
+        self._event(2, self._holds, (self._frames + 1, self.names[k], "hold"))
 
     def _release(self, k: int) -> None:
         self._held[k] = False
-        self._holds.append((self._frames + 1, self.names[k], "release"))
+        self._event(2, self._holds, (self._frames + 1, self.names[k], "release"))
 
     # -- report --------------------------------------------------------------------------------
     def _record(self, goals: Array) -> None:
@@ -620,25 +629,37 @@ class OnlineRetargeter:
         d = self._pos[0, self._pos_points] - goals[self._pos_effectors]
         d = np.where(self._pos_axes, d, 0.0)  # NaN goals stay NaN
         err[self._pos_effectors] = np.sqrt(np.add.reduce(d * d, axis=1))
-        self._errors.append(err)
+        seen = np.isfinite(err)
+        worse = seen & (err > self._error_max)
+        self._error_max[worse] = err[worse]
+        self._error_frame[worse] = self._frames
+        self._error_sum[seen] += err[seen]
+        self._error_count[seen] += 1
+
+    def _event(self, kind: int, events: list, event: Any) -> None:
+        """Count an event; list it while fewer than :data:`EVENTS_LISTED` are."""
+        self._events[kind] += 1
+        if len(events) < EVENTS_LISTED:
+            events.append(event)
 
     def report(self) -> dict[str, Any]:
         """Tracking error per end-effector (file unit: max, mean, frame of the max; also %
         of height), frames per second of :meth:`step`, frames where the gains were lowered
         or the input clamped, and the holds and releases of the feet."""
-        errors = np.asarray(self._errors)
         per: dict[str, Any] = {}
         for k, name in enumerate(self.names):
-            e = errors[:, k]
-            if not np.isfinite(e).any():
+            if self._error_count[k] == 0:
                 continue
-            worst = int(np.nanargmax(e))
+            worst, mean = (
+                float(self._error_max[k]),
+                float(self._error_sum[k] / self._error_count[k]),
+            )
             per[name] = {
-                "max": float(e[worst]),
-                "mean": float(np.nanmean(e)),
-                "frame_of_max": worst,
-                "max_pct_height": float(100.0 * e[worst] / self.height),
-                "mean_pct_height": float(100.0 * np.nanmean(e) / self.height),
+                "max": worst,
+                "mean": mean,
+                "frame_of_max": int(self._error_frame[k]),
+                "max_pct_height": float(100.0 * worst / self.height),
+                "mean_pct_height": float(100.0 * mean / self.height),
             }
         return {
             "frames": self._frames + 1,
@@ -647,4 +668,5 @@ class OnlineRetargeter:
             "gains_lowered_frames": list(self._lowered),
             "clamped_frames": list(self._clamped),
             "holds": [list(h) for h in self._holds],
+            "events": dict(zip(("gains_lowered", "clamped", "holds"), self._events, strict=True)),
         }
