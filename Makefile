@@ -49,6 +49,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/hierarchical.py
 	$(BIN)/python benchmarks/omr.py
 	$(BIN)/python benchmarks/puppetry.py
+	$(BIN)/python benchmarks/batch.py
 
 # Blender's BVH importer as a reference (bpy needs numpy<2: its own venv).
 BLENDER_VENV := .venv-blender

@@ -216,3 +216,73 @@ def test_cli_plot_reports_and_motions(lafan, tmp_path):
     assert main(["plot", str(empty), "-o", str(tmp_path / "e.png")]) == 2
     assert main(["plot", str(src), "-o", str(tmp_path / "e.jpg")]) == 2
     assert not (tmp_path / "e.png").exists()
+
+
+def test_view_live_draws_the_served_stream(browser, lafan, data_dir, tmp_path):
+    """`retarget view --live ws://…` reads the server's skeleton, and the page draws each
+    pose that arrives: the points shown are the last pose's positions."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    from retarget.methods.puppetry import sensor_stream
+    from retarget.online.puppetry import Puppeteer
+    from retarget.online.stream import LiveStream, PuppetryLive
+
+    sally = make_character(lafan.skeleton, preset="sally")
+
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "retarget.cli",
+            "serve",
+            "--performer",
+            str(data_dir / "lafan_walk.bvh"),
+            "--target-preset",
+            "sally",
+            "--fps",
+            "30",
+            "--in",
+            "udp://127.0.0.1:0",
+            "--out",
+            "ws://127.0.0.1:0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = server.stderr.readline()
+        assert "ready" in line, line
+        port_in = int(line.split("udp://127.0.0.1:")[1].split()[0])
+        address = "ws://127.0.0.1:" + line.split("ws://127.0.0.1:")[1].split(",")[0]
+        page_path = tmp_path / "live.html"
+        assert main(["view", "--live", address, "-o", str(page_path)]) == 0
+        errors: list[str] = []
+        page, _ = _open(browser, page_path, errors)
+        page.wait_for_timeout(500)  # the page's socket connects
+        pos, ori = sensor_stream(lafan[:40])
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for k in range(40):
+            frame = {"frame": k, "positions": pos[k].tolist(), "orientations": ori[k].tolist()}
+            sock.sendto(json.dumps(frame).encode(), ("127.0.0.1", port_in))
+            time.sleep(0.01)
+        page.wait_for_function("viewer.liveFrame() === 39", timeout=30_000)
+        assert page.evaluate("viewer.received()") == 40
+        shown = np.asarray(page.evaluate("viewer.points(0)")).reshape(-1, 3)
+    finally:
+        server.send_signal(2)
+        server.communicate(timeout=60)
+    # the same frames through an in-process stream: the server's last pose
+    stream = LiveStream(
+        PuppetryLive(Puppeteer(lafan.skeleton, sally, fps=30, calibration=lafan)), fps=30
+    )
+    for k in range(40):
+        frame = {"frame": k, "positions": pos[k].tolist(), "orientations": ori[k].tolist()}
+        last = json.loads(stream.receive(json.dumps(frame)))
+    np.testing.assert_allclose(shown, np.asarray(last["positions"]), atol=1e-3)
+    assert errors == []
+    page.close()
+    assert main(["view", "--live", "ws://127.0.0.1:9", "-o", str(tmp_path / "x.html")]) == 2

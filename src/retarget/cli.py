@@ -655,9 +655,11 @@ def _read_report(path: str) -> dict[str, Any]:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
-    from .viz.viewer import write_viewer
+    from .viz.viewer import live_motion, write_viewer
 
-    motions = _named_motions(args)
+    if not (args.files or args.live):
+        raise RetargetError("nothing to view: give motion files or --live ws://HOST:PORT")
+    motions = ([live_motion(args.live)] if args.live else []) + _named_motions(args)
     report = _read_report(args.report) if args.report else None
     out = write_viewer(
         args.output,
@@ -665,8 +667,9 @@ def cmd_view(args: argparse.Namespace) -> int:
         report=report,
         overlay=args.overlay,
         inputs=[*args.files, *([args.report] if args.report else [])],
+        live=args.live,
     )
-    print(f"view: {len(motions)} motion(s) -> {out}")
+    print(f"view: {len(motions)} motion(s){' and ' + args.live if args.live else ''} -> {out}")
     return 0
 
 
@@ -1359,8 +1362,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "view", help="an HTML page playing motions side by side in 3-D (opens offline)"
     )
-    p.add_argument("files", nargs="+", metavar="FILE", help="motions (.bvh, .amc, .npz)")
+    p.add_argument("files", nargs="*", metavar="FILE", help="motions (.bvh, .amc, .npz)")
     p.add_argument("-o", "--output", required=True, help="the page (.html)")
+    p.add_argument(
+        "--live",
+        metavar="ws://HOST:PORT",
+        help="show a `retarget serve` stream as it comes (the page connects to it)",
+    )
     p.add_argument("--report", metavar="REPORT.json", help="a run's report: goals, scene")
     p.add_argument("--overlay", action="store_true", help="in one place, not side by side")
     p.add_argument("--frames", metavar="A:B", help="only these frames of each motion")

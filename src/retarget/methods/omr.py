@@ -229,9 +229,14 @@ class OMRPlan:
         rest_speed: float = 0.15,
         release_speed: float = 0.3,
         root_rigidity: tuple[float, float] = (10.0, 10.0),
-        **options: Any,
+        iterations: int = 2,
+        gains: tuple[float, float] = (1.0, 0.3),
+        damping: float = 0.01,
+        min_dexterity: float = 0.0,
+        max_input: float = 0.1,
     ) -> OnlineRetargeter:
-        """The filter (options: :class:`~retarget.online.OnlineRetargeter`)."""
+        """The filter, with :func:`omr_retarget`'s defaults (parameters: there and
+        :class:`~retarget.online.OnlineRetargeter`)."""
         return OnlineRetargeter(
             self.target,
             self.effectors,
@@ -245,7 +250,11 @@ class OMRPlan:
                 release_speed=release_speed,
             ),
             rigidity=np.concatenate([root_rigidity, np.ones(self.target.num_joints - 1)]),
-            **options,
+            iterations=iterations,
+            gains=gains,
+            damping=damping,
+            min_dexterity=min_dexterity,
+            max_input=max_input,
         )
 
 

@@ -315,6 +315,24 @@
   renderer.render(scene, camera);
   requestAnimationFrame(tick);
 
+  // a live stream (retarget serve): each pose's positions replace the first motion's frame
+  let received = 0;
+  let liveFrame = -1;
+  if (DATA.live) {
+    const m = motions[0];
+    const socket = new WebSocket(DATA.live);
+    socket.onmessage = (event) => {
+      const message = JSON.parse(event.data);
+      if (message.type !== "pose" || message.positions.length !== m.points) return;
+      message.positions.forEach((p, i) => m.raw.set(p, 3 * i));
+      received += 1;
+      liveFrame = message.frame;
+      pose(0);
+      label.textContent = `live frame ${liveFrame}`;
+    };
+    socket.onclose = () => (label.textContent = `live: closed after frame ${liveFrame}`);
+  }
+
   window.viewer = {
     frames,
     fps,
@@ -345,6 +363,8 @@
     },
     goals: () => goals.length,
     drawn: () => drawn,
+    received: () => received,
+    liveFrame: () => liveFrame,
     ready: true,
   };
 })();

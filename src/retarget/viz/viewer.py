@@ -40,7 +40,7 @@ from ..motion import Motion
 from ..quat import matrix_from_quat, quat_between
 from ..roles import find_roles, height
 
-__all__ = ["COLOURS", "viewer_html", "write_viewer"]
+__all__ = ["COLOURS", "live_motion", "viewer_html", "write_viewer"]
 
 #: Colours of the motions, in order (then repeated).
 COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2", "#9d755d")
@@ -116,6 +116,7 @@ def viewer_html(
     report: Mapping[str, Any] | None = None,
     overlay: bool = False,
     title: str = "retarget",
+    live: str | None = None,
 ) -> str:
     """The page (module docstring) for named motions, the first the reference.
 
@@ -127,6 +128,10 @@ def viewer_html(
         None, the last motion's unit and axes) and ``scene`` are drawn.
     overlay : bool
         All motions at their own places instead of side by side.
+    live : str, optional
+        A ``retarget serve`` WebSocket address (``ws://HOST:PORT``): the page
+        connects to it and draws each pose that arrives on the first motion's
+        skeleton (its ``positions``), counting them in ``window.viewer.received()``.
     """
     if not motions:
         raise RetargetError("nothing to view: give at least one motion")
@@ -146,6 +151,7 @@ def viewer_html(
         ],
         "goals": [],
         "scene": [],
+        "live": live,
     }
     if overlay:
         for d in data["motions"]:
@@ -162,6 +168,29 @@ def viewer_html(
         f"<script id='data' type='application/json'>{payload}</script>\n"
         f"<script>{_three()}</script>\n<script>{script}</script>\n</body></html>\n"
     )
+
+
+def live_motion(address: str, timeout: float = 10.0) -> tuple[str, Motion]:
+    """The character of a ``retarget serve`` WebSocket (its skeleton message), at rest,
+    named for the page."""
+    from websockets.exceptions import WebSocketException
+    from websockets.sync.client import connect
+
+    from ..io.sensors import skeleton_from_message
+
+    try:
+        with connect(address, open_timeout=timeout, max_size=None) as ws:
+            header = json.loads(ws.recv(timeout=timeout))
+    except (OSError, TimeoutError, WebSocketException, json.JSONDecodeError) as exc:
+        raise RetargetError(f"{address}: no retarget serve stream there ({exc})") from None
+    skeleton = skeleton_from_message(header, where=(address, 1))
+    rest = Motion(
+        skeleton,
+        np.zeros((1, 3)),
+        np.tile([1.0, 0.0, 0.0, 0.0], (1, skeleton.num_joints, 1)),
+        float(header.get("fps", 30.0)),
+    )
+    return f"live: {header.get('method', 'stream')}", rest
 
 
 def _across(motion: Motion) -> np.ndarray:
@@ -202,10 +231,11 @@ def write_viewer(
     report: Mapping[str, Any] | None = None,
     overlay: bool = False,
     inputs: Sequence[str | os.PathLike] = (),
+    live: str | None = None,
 ) -> Path:
     """Write :func:`viewer_html` to ``path`` atomically (never over ``inputs``)."""
     title = " | ".join(name for name, _ in motions)
-    html = viewer_html(motions, report=report, overlay=overlay, title=title)
+    html = viewer_html(motions, report=report, overlay=overlay, title=title, live=live)
     return atomic_write(path, html, inputs=inputs)
 
 

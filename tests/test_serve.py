@@ -1,0 +1,255 @@
+"""The live stream and server: schema, frame order, gaps, malformed input, transports."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from retarget import make_character
+from retarget.cli import main
+from retarget.errors import RetargetError
+from retarget.io.sensors import skeleton_from_message
+from retarget.methods.omr import omr_retarget
+from retarget.methods.puppetry import sensor_stream
+from retarget.online.puppetry import Puppeteer
+from retarget.online.server import parse_address
+from retarget.online.stream import LiveStream, OMRLive, PuppetryLive, pose_arrays
+
+
+@pytest.fixture(scope="module")
+def walk(lafan):
+    return lafan[:240]
+
+
+@pytest.fixture(scope="module")
+def blubby(lafan):
+    return make_character(lafan.skeleton, preset="blubby")
+
+
+def _sensor_messages(motion, frames=None):
+    pos, ori = sensor_stream(motion)
+    frames = range(len(pos)) if frames is None else frames
+    return {
+        k: json.dumps(
+            {
+                "frame": k,
+                "time": 0.5 * k,
+                "positions": pos[k].tolist(),
+                "orientations": ori[k].tolist(),
+            }
+        )
+        for k in frames
+    }
+
+
+def _puppetry_stream(walk, blubby):
+    return LiveStream(
+        PuppetryLive(Puppeteer(walk.skeleton, blubby, fps=walk.fps, calibration=walk)),
+        fps=walk.fps,
+    )
+
+
+def test_puppetry_stream_equals_the_online_object(walk, blubby):
+    stream = _puppetry_stream(walk, blubby)
+    header = json.loads(stream.header())
+    character = skeleton_from_message(header)
+    assert character.point_names == blubby.point_names and header["method"] == "puppetry"
+    np.testing.assert_array_equal(character.offsets, blubby.offsets)
+    reference = Puppeteer(walk.skeleton, blubby, fps=walk.fps, calibration=walk)
+    pos, ori = sensor_stream(walk)
+    for k, text in _sensor_messages(walk).items():
+        frame, root, rot, points = pose_arrays(stream.receive(text))
+        want_root, want_rot = reference.step(pos[k], ori[k])
+        assert frame == k
+        np.testing.assert_allclose(root, want_root, atol=1e-6)
+        np.testing.assert_allclose(rot, want_rot, atol=1e-7)
+        assert points.shape == (blubby.num_points, 3)
+    assert stream.stats.poses == len(walk)
+
+
+def test_omr_stream_equals_the_whole_clip(walk, blubby):
+    """Frame by frame over the wire, omr gives the motion of omr_retarget on the clip."""
+    offline = omr_retarget(walk, blubby).motion
+    stream = LiveStream(OMRLive(walk.skeleton, blubby, fps=walk.fps), fps=walk.fps)
+    for k in range(walk.num_frames):
+        text = json.dumps(
+            {
+                "frame": k,
+                "root_position": walk.root_position[k].tolist(),
+                "rotations": walk.rotations[k].tolist(),
+            }
+        )
+        _, root, rot, _ = pose_arrays(stream.receive(text))
+        np.testing.assert_allclose(root, offline.root_position[k], atol=2e-6)
+        np.testing.assert_allclose(rot, offline.rotations[k], atol=2e-7)
+
+
+def test_order_duplicates_gaps_and_malformed(walk, blubby):
+    """Late and duplicated frames are ignored, gaps predicted through, junk counted; after a
+    gap the poses come back to those of the gap-free stream within 10 frames."""
+    messages = _sensor_messages(walk)
+    reference = _puppetry_stream(walk, blubby)
+    want = {k: pose_arrays(reference.receive(m))[3] for k, m in messages.items()}
+    stream = _puppetry_stream(walk, blubby)
+    junk = [
+        b"{not json",
+        b"[1, 2]",
+        b'{"positions": [[0, 0, 0]], "orientations": []}',
+        b"\xff\xfe",
+        json.dumps(
+            {"frame": 3, "positions": [[0, 0, 0]] * 22, "orientations": [[0, 0, 0, 0]] * 22}
+        ).encode(),
+    ]
+    gaps = [(50, 53), (120, 121), (180, 186)]  # frames [a, b) never arrive
+    out = {}
+    for k, text in messages.items():
+        if any(a <= k < b for a, b in gaps):
+            continue
+        if k == 60:
+            for bad in junk:
+                assert stream.receive(bad) is None
+        if k == 70:
+            assert stream.receive(messages[69]) is None  # duplicate
+            assert stream.receive(messages[40]) is None  # late
+        got = stream.receive(text)
+        assert got is not None
+        out[k] = pose_arrays(got)[3]
+        assert json.loads(got)["predicted"] == next((b - a for a, b in gaps if b == k), 0)
+    s = stream.stats
+    assert (s.malformed, s.duplicate, s.late, s.gaps, s.predicted) == (5, 1, 1, 3, 10)
+    tall = np.ptp(want[0][:, 1])
+    for _, b in gaps:
+        errors = [np.abs(out[k] - want[k]).max() / tall for k in range(b, b + 10)]
+        assert min(errors) < 1e-3  # back within 0.1 % of height
+        assert errors[-1] < 1e-3
+    for k in range(0, 50):
+        np.testing.assert_allclose(out[k], want[k], atol=1e-9)
+
+
+def test_a_long_gap_restarts_the_filter(walk, blubby):
+    stream = LiveStream(
+        PuppetryLive(Puppeteer(walk.skeleton, blubby, fps=walk.fps, calibration=walk)),
+        fps=walk.fps,
+        max_gap=5,
+    )
+    messages = _sensor_messages(walk, [0, 1, 2, 30, 31])
+    for text in messages.values():
+        assert stream.receive(text) is not None
+    assert (stream.stats.restarts, stream.stats.gaps) == (1, 0)
+
+
+def test_addresses():
+    assert parse_address("udp://127.0.0.1:9000", ("udp", "stdin")) == ("udp", "127.0.0.1", 9000)
+    assert parse_address("stdin", ("udp", "stdin"))[0] == "stdin"
+    for bad in ("tcp://x:1", "udp://:9", "udp://host", "ws://h:1"):
+        with pytest.raises(RetargetError, match="expected"):
+            parse_address(bad, ("udp", "stdin"))
+
+
+def _start_server(data_dir, *extra):
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "retarget.cli",
+            "serve",
+            "--performer",
+            str(data_dir / "lafan_walk.bvh"),
+            "--target-preset",
+            "blubby",
+            "--fps",
+            "30",
+            *extra,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return proc
+
+
+def test_server_udp_to_websocket(data_dir, walk, tmp_path):
+    """A second process sends UDP datagrams (with drops, junk, a duplicate); the WebSocket
+    client gets the skeleton at connect, then one pose per frame that arrived."""
+    import websockets
+
+    stats = tmp_path / "stats.json"
+    proc = _start_server(
+        data_dir, "--in", "udp://127.0.0.1:0", "--out", "ws://127.0.0.1:0", "--stats", str(stats)
+    )
+    line = proc.stderr.readline()
+    assert "ready" in line, line + proc.stderr.read()
+    port_in = int(line.split("udp://127.0.0.1:")[1].split()[0])
+    port_out = int(line.split("ws://127.0.0.1:")[1].split()[0])
+    messages = _sensor_messages(walk, range(60))
+    sent = [k for k in messages if k % 7 != 3]
+
+    async def client():
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        got = []
+        async with websockets.connect(f"ws://127.0.0.1:{port_out}") as ws:
+            header = json.loads(await ws.recv())
+            for k in sent:
+                sock.sendto(messages[k].encode(), ("127.0.0.1", port_in))
+                if k == 11:
+                    sock.sendto(b"garbage", ("127.0.0.1", port_in))
+                    sock.sendto(messages[k].encode(), ("127.0.0.1", port_in))
+                await asyncio.sleep(0.004)
+            while len(got) < len(sent):
+                got.append(json.loads(await asyncio.wait_for(ws.recv(), 30)))
+        return header, got
+
+    try:
+        header, got = asyncio.run(client())
+    finally:
+        proc.send_signal(2)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert header["type"] == "skeleton" and len(header["joints"]) == walk.skeleton.num_joints
+    assert [g["frame"] for g in got] == sent
+    assert [g["time"] for g in got] == [0.5 * k for k in sent]
+    summary = json.loads(stats.read_text())
+    assert summary["malformed"] == 1 and summary["duplicate"] == 1
+    assert summary["gaps"] == len([k for k in range(60) if k % 7 == 3 and 0 < k < 59])
+    assert summary["server_ms"]["p99"] > 0
+    assert "1 malformed" in err
+
+
+def test_serve_stdin_to_stdout(data_dir, walk):
+    """JSON lines in, the skeleton line and one pose per line out; junk never fatal."""
+    messages = list(_sensor_messages(walk, range(20)).values())
+    text = "\n".join([*messages[:5], "not json", *messages[5:]]) + "\n"
+    proc = _start_server(data_dir, "--in", "stdin", "--out", "stdout")
+    out, err = proc.communicate(text, timeout=120)
+    assert proc.returncode == 0, err
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert lines[0]["type"] == "skeleton"
+    assert [x["frame"] for x in lines[1:]] == list(range(20))
+    assert "1 malformed" in err
+
+
+def test_serve_usage_errors(data_dir, capsys):
+    performer = str(data_dir / "lafan_walk.bvh")
+    assert (
+        main(
+            [
+                "serve",
+                "--performer",
+                performer,
+                "--target-preset",
+                "blubby",
+                "--in",
+                "tcp://127.0.0.1:1",
+            ]
+        )
+        == 2
+    )
+    assert "expected udp://HOST:PORT or stdin" in capsys.readouterr().err
+    assert main(["serve", "--performer", performer, "--in", "stdin"]) == 2
