@@ -166,14 +166,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-save", action="store_true", help="print only")
     parser.add_argument("--clips", type=int, default=200, help="inputs, the corrupt one included")
     parser.add_argument("--frames", type=int, default=300, help="frames per slice")
+    parser.add_argument(
+        "--engines",
+        default="dask:1,dask:2,local:1,local:2,ray:2",
+        help="ENGINE:WORKERS, comma-separated (ray skipped when not installed)",
+    )
     args = parser.parse_args(argv)
     clips = args.clips
     try:
         import ray  # noqa: F401
 
-        engines = [("dask", 1), ("dask", 2), ("local", 1), ("local", 2), ("ray", 2)]
+        have_ray = True
     except ImportError:
-        engines = [("dask", 1), ("dask", 2), ("local", 1), ("local", 2)]
+        have_ray = False
+    engines = [
+        (name, int(workers))
+        for name, _, workers in (item.partition(":") for item in args.engines.split(","))
+        if have_ray or name != "ray"
+    ]
+    if ("dask", 1) not in engines:
+        parser.error("--engines must include dask:1 (the reference)")
     with tempfile.TemporaryDirectory(prefix="retarget-batch-") as tmp:
         scratch = Path(tmp)
         inputs = scratch / "inputs"

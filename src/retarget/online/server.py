@@ -209,5 +209,6 @@ def summary_line(summary: dict[str, Any]) -> str:
         f"retarget serve: {summary['received']} received, {summary['poses']} poses, "
         f"{summary['malformed']} malformed, {summary['late']} late, "
         f"{summary['duplicate']} duplicate, {summary['gaps']} gaps "
-        f"({summary['predicted']} frames predicted), {summary['restarts']} restarts{times}"
+        f"({summary['predicted']} frames predicted), {summary['restarts']} restarts, "
+        f"{summary['failed']} not posed{times}"
     )

@@ -37,7 +37,8 @@ is predicted through, one filter step per missing frame (puppetry: the
 sensors' Kalman filter with no measurement; omr, closed-loop, steps once to
 the next frame); a longer gap restarts the filter from the next frame. A
 frame without a number follows the last. A malformed message (not JSON,
-wrong rows, a zero quaternion) is counted and skipped. :class:`StreamStats`
+wrong rows, a zero quaternion) is counted and skipped, and so is a frame the
+retargeter cannot pose (the filter then restarts). :class:`StreamStats`
 counts each case.
 """
 
@@ -51,7 +52,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import FormatError
+from ..errors import FormatError, RetargetError
 from ..io.sensors import frame_time, pose_frame, sensor_frame, skeleton_message
 from ..kinematics import forward_kinematics
 from ..skeleton import Skeleton
@@ -185,6 +186,7 @@ class StreamStats:
     gaps: int = 0
     predicted: int = 0
     restarts: int = 0
+    failed: int = 0
     last_error: str | None = None
     window: int = 1 << 16
     _seconds: Array = field(default_factory=lambda: np.zeros(0))
@@ -216,6 +218,7 @@ class StreamStats:
                 "gaps",
                 "predicted",
                 "restarts",
+                "failed",
                 "last_error",
             )
         }
@@ -294,10 +297,15 @@ class LiveStream:
                     self.live.predict()
                 predicted = missing
                 stats.predicted += missing
-        root, rotations, extra = self.live.step(frame)
         self.last_frame = number
+        try:
+            root, rotations, extra = self.live.step(frame)
+        except (RetargetError, np.linalg.LinAlgError) as exc:  # e.g. no calibration pose
+            root = rotations = np.array([np.nan])
+            stats.last_error = f"{where[0]}: frame {number}: {exc}"
         if not (np.isfinite(root).all() and np.isfinite(rotations).all()):
-            stats.last_error = f"{where[0]}: frame {number}: the solver gave no pose"
+            stats.failed += 1
+            stats.last_error = stats.last_error or f"{where[0]}: frame {number}: no pose"
             self.live.reset()
             return None
         positions = forward_kinematics(self._character, root[None], rotations[None])[0][0]
