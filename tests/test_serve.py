@@ -253,3 +253,25 @@ def test_serve_usage_errors(data_dir, capsys):
     )
     assert "expected udp://HOST:PORT or stdin" in capsys.readouterr().err
     assert main(["serve", "--performer", performer, "--in", "stdin"]) == 2
+
+
+def test_a_frame_that_cannot_be_posed_is_counted(walk, blubby):
+    """A retargeter that fails on a frame (here: NaN out, then an error) skips that frame,
+    restarts, and the stream goes on."""
+
+    class Flaky(PuppetryLive):
+        calls = 0
+
+        def step(self, frame):
+            Flaky.calls += 1
+            if Flaky.calls == 3:
+                raise RetargetError("no calibration pose")
+            root, rotations, extra = super().step(frame)
+            return (root * np.nan if Flaky.calls == 5 else root), rotations, extra
+
+    stream = LiveStream(
+        Flaky(Puppeteer(walk.skeleton, blubby, fps=walk.fps, calibration=walk)), fps=walk.fps
+    )
+    out = [stream.receive(m) for m in _sensor_messages(walk, range(8)).values()]
+    assert [o is None for o in out] == [False, False, True, False, True, False, False, False]
+    assert stream.stats.failed == 2 and "frame 4: the retargeter" in stream.stats.last_error

@@ -274,7 +274,11 @@ class LiveStream:
             stamp = frame_time(data, where)
         except (FormatError, ValueError, UnicodeDecodeError) as exc:
             stats.malformed += 1
-            stats.last_error = str(exc) if isinstance(exc, FormatError) else f"{where}: not JSON"
+            stats.last_error = (
+                str(exc)
+                if isinstance(exc, FormatError)
+                else f"{where[0]}, message {where[1]}: not JSON ({exc})"
+            )
             return None
         last = self.last_frame
         if number is None:
@@ -298,14 +302,15 @@ class LiveStream:
                 predicted = missing
                 stats.predicted += missing
         self.last_frame = number
+        reason = "the retargeter gave no finite pose"
         try:
             root, rotations, extra = self.live.step(frame)
         except (RetargetError, np.linalg.LinAlgError) as exc:  # e.g. no calibration pose
             root = rotations = np.array([np.nan])
-            stats.last_error = f"{where[0]}: frame {number}: {exc}"
+            reason = str(exc)
         if not (np.isfinite(root).all() and np.isfinite(rotations).all()):
             stats.failed += 1
-            stats.last_error = stats.last_error or f"{where[0]}: frame {number}: no pose"
+            stats.last_error = f"{where[0]}: frame {number}: {reason}"
             self.live.reset()
             return None
         positions = forward_kinematics(self._character, root[None], rotations[None])[0][0]
