@@ -56,3 +56,39 @@ def mocapbank(data_dir):
     from retarget.io import read_bvh
 
     return read_bvh(data_dir / "mocapbank.bvh")
+
+
+@pytest.fixture
+def start_server(data_dir):
+    """Start ``retarget serve`` (performer lafan_walk.bvh, 30 fps) in its own process:
+    ``start_server(preset, *options)`` → (process, {"udp": port, "ws": port} of the ready
+    line, for the addresses given with port 0). Stopped with SIGINT at the end."""
+    import re
+    import subprocess
+    import sys
+
+    started = []
+
+    def start(preset, *options):
+        command = [sys.executable, "-m", "retarget.cli", "serve", "--performer"]
+        command += [str(data_dir / "lafan_walk.bvh"), "--target-preset", preset, "--fps", "30"]
+        proc = subprocess.Popen(
+            [*command, *options],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        started.append(proc)
+        ports = {}
+        if "stdin" not in options:
+            line = proc.stderr.readline()
+            assert "ready" in line, line + proc.stderr.read()
+            ports = {s: int(p) for s, p in re.findall(r"(udp|ws)://127\.0\.0\.1:(\d+)", line)}
+        return proc, ports
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.send_signal(2)
+            proc.communicate(timeout=60)

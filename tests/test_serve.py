@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -152,42 +150,16 @@ def test_addresses():
             parse_address(bad, ("udp", "stdin"))
 
 
-def _start_server(data_dir, *extra):
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "retarget.cli",
-            "serve",
-            "--performer",
-            str(data_dir / "lafan_walk.bvh"),
-            "--target-preset",
-            "blubby",
-            "--fps",
-            "30",
-            *extra,
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    return proc
-
-
-def test_server_udp_to_websocket(data_dir, walk, tmp_path):
+def test_server_udp_to_websocket(start_server, walk, tmp_path):
     """A second process sends UDP datagrams (with drops, junk, a duplicate); the WebSocket
     client gets the skeleton at connect, then one pose per frame that arrived."""
     import websockets
 
     stats = tmp_path / "stats.json"
-    proc = _start_server(
-        data_dir, "--in", "udp://127.0.0.1:0", "--out", "ws://127.0.0.1:0", "--stats", str(stats)
+    proc, ports = start_server(
+        "blubby", "--in", "udp://127.0.0.1:0", "--out", "ws://127.0.0.1:0", "--stats", str(stats)
     )
-    line = proc.stderr.readline()
-    assert "ready" in line, line + proc.stderr.read()
-    port_in = int(line.split("udp://127.0.0.1:")[1].split()[0])
-    port_out = int(line.split("ws://127.0.0.1:")[1].split()[0])
+    port_in, port_out = ports["udp"], ports["ws"]
     messages = _sensor_messages(walk, range(60))
     sent = [k for k in messages if k % 7 != 3]
 
@@ -222,11 +194,11 @@ def test_server_udp_to_websocket(data_dir, walk, tmp_path):
     assert "1 malformed" in err
 
 
-def test_serve_stdin_to_stdout(data_dir, walk):
+def test_serve_stdin_to_stdout(start_server, walk):
     """JSON lines in, the skeleton line and one pose per line out; junk never fatal."""
     messages = list(_sensor_messages(walk, range(20)).values())
     text = "\n".join([*messages[:5], "not json", *messages[5:]]) + "\n"
-    proc = _start_server(data_dir, "--in", "stdin", "--out", "stdout")
+    proc, _ = start_server("blubby", "--in", "stdin", "--out", "stdout")
     out, err = proc.communicate(text, timeout=120)
     assert proc.returncode == 0, err
     lines = [json.loads(x) for x in out.splitlines()]

@@ -218,13 +218,11 @@ def test_cli_plot_reports_and_motions(lafan, tmp_path):
     assert not (tmp_path / "e.png").exists()
 
 
-def test_view_live_draws_the_served_stream(browser, lafan, data_dir, tmp_path):
+def test_view_live_draws_the_served_stream(browser, lafan, start_server, tmp_path):
     """`retarget view --live ws://…` reads the server's skeleton, and the page draws each
     pose that arrives: the points shown are the last pose's positions."""
     import json
     import socket
-    import subprocess
-    import sys
 
     from retarget.methods.puppetry import sensor_stream
     from retarget.online.puppetry import Puppeteer
@@ -232,32 +230,9 @@ def test_view_live_draws_the_served_stream(browser, lafan, data_dir, tmp_path):
 
     sally = make_character(lafan.skeleton, preset="sally")
 
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "retarget.cli",
-            "serve",
-            "--performer",
-            str(data_dir / "lafan_walk.bvh"),
-            "--target-preset",
-            "sally",
-            "--fps",
-            "30",
-            "--in",
-            "udp://127.0.0.1:0",
-            "--out",
-            "ws://127.0.0.1:0",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    server, ports = start_server("sally", "--in", "udp://127.0.0.1:0", "--out", "ws://127.0.0.1:0")
     try:
-        line = server.stderr.readline()
-        assert "ready" in line, line
-        port_in = int(line.split("udp://127.0.0.1:")[1].split()[0])
-        address = "ws://127.0.0.1:" + line.split("ws://127.0.0.1:")[1].split(",")[0]
+        port_in, address = ports["udp"], f"ws://127.0.0.1:{ports['ws']}"
         page_path = tmp_path / "live.html"
         assert main(["view", "--live", address, "-o", str(page_path)]) == 0
         errors: list[str] = []
