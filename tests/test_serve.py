@@ -46,9 +46,9 @@ def _sensor_messages(motion, frames=None):
     }
 
 
-def _puppetry_stream(walk, blubby):
+def _puppetry_stream(walk, blubby, **options):
     return LiveStream(
-        PuppetryLive(Puppeteer(walk.skeleton, blubby, fps=walk.fps, calibration=walk)),
+        PuppetryLive(Puppeteer(walk.skeleton, blubby, fps=walk.fps, calibration=walk, **options)),
         fps=walk.fps,
     )
 
@@ -90,11 +90,14 @@ def test_omr_stream_equals_the_whole_clip(walk, blubby):
 
 def test_order_duplicates_gaps_and_malformed(walk, blubby):
     """Late and duplicated frames are ignored, gaps predicted through, junk counted; after a
-    gap the poses come back to those of the gap-free stream within 10 frames."""
+    gap the poses come back to those of the gap-free stream within 10 frames. The foot hold
+    is off here: with it a foot planted during a gap, at the predicted frames' place, stays
+    where it was planted until it lifts (on this clip's last gap, 2 % of height away until
+    the end, where the performer stands), as a planted foot should."""
     messages = _sensor_messages(walk)
-    reference = _puppetry_stream(walk, blubby)
+    reference = _puppetry_stream(walk, blubby, hold_feet=False)
     want = {k: pose_arrays(reference.receive(m))[3] for k, m in messages.items()}
-    stream = _puppetry_stream(walk, blubby)
+    stream = _puppetry_stream(walk, blubby, hold_feet=False)
     junk = [
         b"{not json",
         b"[1, 2]",

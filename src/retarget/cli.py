@@ -1077,6 +1077,11 @@ def build_parser() -> argparse.ArgumentParser:
             action="store_true",
             help="puppetry: start the body from the captured root (Table I's 'without')",
         )
+        p.add_argument(
+            "--no-foot-hold",
+            action="store_true",
+            help="puppetry: goals are the performer's feet even where planted (the paper's)",
+        )
         p.add_argument("--seed", type=int, help="puppetry: seed of the sensor noise")
         p.add_argument(
             "--map",

@@ -51,6 +51,7 @@ class RunJob:
     noise: str | None = None
     sensor_fps: float | None = None
     no_root_estimation: bool = False
+    no_foot_hold: bool = False
     seed: int | None = None
     map: str | None = None
     skeleton: str | None = None
@@ -169,6 +170,7 @@ def method_options(
         "noise": args.noise,
         "sensor_fps": args.sensor_fps,
         "root_estimation": args.no_root_estimation,
+        "hold_feet": args.no_foot_hold,
         "seed": args.seed is not None,
         "limits": args.limits is not None,
     }
@@ -176,6 +178,7 @@ def method_options(
         "noise": "--noise",
         "sensor_fps": "--sensor-fps",
         "root_estimation": "--no-root-estimation",
+        "hold_feet": "--no-foot-hold",
         "seed": "--seed",
         "terrain": "--terrain",
         "translations": "--target-from/--target-to",
@@ -203,6 +206,8 @@ def method_options(
         options["sensor_fps"] = args.sensor_fps
     if args.no_root_estimation:
         options["root_estimation"] = False
+    if args.no_foot_hold:
+        options["hold_feet"] = False
     if args.seed is not None:
         options["seed"] = args.seed
     if args.limits is not None:

@@ -89,6 +89,7 @@ def puppetry_retarget(
     influence: float | Array | None = None,
     lookahead: float = 0.05,
     root_estimation: bool = True,
+    hold_feet: bool = True,
     softness: float = 0.05,
     parameters: KalmanParameters | None = None,
 ) -> Result:
@@ -114,6 +115,9 @@ def puppetry_retarget(
         ``λ`` of eq. 12 (seconds).
     root_estimation : bool
         Section 5.1 (off: the "without" column of Table I).
+    hold_feet : bool
+        Stage 4b, the foot hold (:mod:`retarget.online.puppetry`; off: the
+        paper's goals, the performer's feet).
     softness : float
         Soft reach of the limb IK (:class:`retarget.online.puppetry.Puppet`).
     parameters : KalmanParameters, optional
@@ -145,10 +149,12 @@ def puppetry_retarget(
         clip.skeleton,
         target,
         cal,
+        fps=clip.fps,
         objects=scene,
         influence=influence,
         lookahead=lookahead,
         root_estimation=root_estimation,
+        hold_feet=hold_feet,
         softness=softness,
         calibration_positions=est.positions,
     )
@@ -173,6 +179,7 @@ def puppetry_retarget(
                 "sensor_fps": clip.fps,
                 "lookahead": lookahead,
                 "root_estimation": root_estimation,
+                "hold_feet": hold_feet,
                 "softness": softness,
                 "influence": np.asarray(puppet.influence).tolist(),
             },
@@ -205,6 +212,10 @@ def _report(frames: PuppetFrames, *, puppet_seconds: float, n: int) -> dict[str,
             "per_frame": frames.iterations.tolist(),
         },
         "importance": {name: np.round(w[:, i], 5).tolist() for i, name in enumerate(EFFECTORS)},
+        "planted_share": {
+            name: float((frames.planted[:, i] >= 1.0).mean())
+            for i, name in enumerate(EFFECTORS[:2])
+        },
         "penetration_fixed_frames": {
             name: int(frames.penetration_fixed[:, i].sum()) for i, name in enumerate(EFFECTORS)
         },

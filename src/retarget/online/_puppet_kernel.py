@@ -23,6 +23,8 @@ Nothing here is new math. The stages (Shin et al. 2001; module
 * 3, importance, eqs. 11-15 with the toe contacts (``_importance``; the
   shapes' distances and normals in ``_closest`` and ``_distance``);
 * 4, goals with the clearance offsets and the toe pivot (``_goals``);
+* 4b, the foot hold (``hold_feet``: the one implementation, which
+  :func:`~retarget.online.puppetry.solve_frames` calls over all its frames);
 * 5, root position, eqs. 16-17 and the Appendix (``_estimate_root``: eq. 16
   here, the ball search is :mod:`retarget.ik.root`'s compiled ``_closest_frame``);
 * 6, the posture check only: a goal still out of its ball ``l_i / w_i``
@@ -66,7 +68,15 @@ from ..quat import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 if TYPE_CHECKING:
     from .puppetry import Puppet
 
-__all__ = ["NEEDS_POSTURE", "NOT_FINITE", "SOLVED", "FramePlan", "frame_plan"]
+__all__ = [
+    "NEEDS_POSTURE",
+    "NOT_FINITE",
+    "SOLVED",
+    "FramePlan",
+    "frame_plan",
+    "hold_arguments",
+    "hold_feet",
+]
 
 # shape kinds
 _FLOOR, _BOX, _SPHERE = 0, 1, 2
@@ -292,6 +302,7 @@ def _importance(
     frame,
     size,
     weights,
+    gaps,
     importance,
 ):  # pragma: no cover - jitted
     """Stage 3, eqs. 11-15, with :func:`retarget.importance.end_effector_importance`'s
@@ -301,6 +312,8 @@ def _importance(
     max over its points (the ankle and its toe) into ``importance`` (1, 4).
 
     ``contact_influence`` (P, m) is ``D`` of each point's end-effector; ``λ`` in seconds.
+    ``gaps`` (P,) gets each point's ``d`` to the nearest object it interacts with
+    (``D_kj > 0``; inf when none), the gap of stage 4b.
     """
     for i in range(4):
         importance[0, i] = 0.0
@@ -309,10 +322,13 @@ def _importance(
         p = (sensors[s, 0], sensors[s, 1], sensors[s, 2])
         v = (sensors[s, 7], sensors[s, 8], sensors[s, 9])
         best = -1.0
+        gaps[k] = np.inf
         for j in range(kind.shape[0]):
             dist, _, normal = _closest(kind, center, half, frame, size, j, p)
             predicted = dist - contact_clearance[k] + lookahead * _dot(normal, v)
             big_d = contact_influence[k, j]
+            if big_d > 0.0:
+                gaps[k] = min(gaps[k], dist - contact_clearance[k])
             d = predicted / big_d if big_d > 0.0 else 1.0
             d = min(max(d, 0.0), 1.0)
             pair = (2.0 * d - 3.0) * d * d + 1.0
@@ -355,6 +371,84 @@ def _goals(
         from_toe = _sub(toe, _rotate(ankle, _vrow(toe_offsets, k)))
         for c in range(3):
             goals[0, k, c] += share * (from_toe[c] - goals[0, k, c])
+
+
+@numba.njit(cache=True, nogil=True)
+def _fall(x, lo, hi):  # pragma: no cover - jitted
+    """1 up to ``lo``, 0 from ``hi`` on (and for NaN), the smoothstep between."""
+    if x <= lo:
+        return 1.0
+    if not x < hi:
+        return 0.0
+    t = (x - lo) / (hi - lo)
+    return 1.0 - t * t * (3.0 - 2.0 * t)
+
+
+@numba.njit(cache=True, nogil=True)
+def hold_feet(
+    goals, gaps, velocities, orientations, arms, gates, pivot_eps, decay, state, planted
+):  # pragma: no cover - jitted
+    """Stage 4b, the foot hold (:mod:`retarget.online.puppetry`), over ``F`` frames in order.
+
+    Parameters
+    ----------
+    goals : (F, 4, 3)
+        Stage 4's goals; the feet's (rows 0 and 1) are moved horizontally in place.
+    gaps : (F, 2, 2)
+        Height of each foot's ankle and toe above its clearance over the nearest
+        ground (inf: no toe, or no ground), performer's unit.
+    velocities : (F, 2, 2, 3)
+        The performer's filtered velocities of those points (unit/s; zero: no toe).
+    orientations : (F, 2, 4)
+        The performer's ankle orientations, the character's foot orientations.
+    arms : (2, 3)
+        The character's toe joints in their ankles' frames (zero: no toe).
+    gates : (4,)
+        Gap at which a point starts to leave the ground and has left it, then
+        the horizontal speeds (unit/s) of the same.
+    pivot_eps : float
+        Speed (unit/s) that regularises the pivot.
+    decay : float
+        ``κ``: the share of the hold's offset left after one frame of flight.
+    state : (2, 10)
+        Per foot: offset (x, z), last tracked goal (x, z), started (0 or 1), last
+        orientation (4), last pivot ``u``. Updated in place; zeros: no past.
+    planted : (F, 2)
+        Written: each foot's plant weight ``s``.
+    """
+    for f in range(goals.shape[0]):
+        for i in range(2):
+            s = 0.0
+            lifted = 1.0
+            for k in range(2):
+                on = _fall(gaps[f, i, k], gates[0], gates[1])
+                vx, vz = velocities[f, i, k, 0], velocities[f, i, k, 2]
+                s = max(s, on * _fall(math.sqrt(vx * vx + vz * vz), gates[2], gates[3]))
+                lifted = min(lifted, 1.0 - on)
+            planted[f, i] = s
+            va = _vrow(velocities[f, i], 0)
+            dv = _sub(_vrow(velocities[f, i], 1), va)
+            u = min(max(-_dot(va, dv) / (_dot(dv, dv) + pivot_eps * pivot_eps), 0.0), 1.0)
+            q = _qrow(orientations[f], i)
+            gx, gz = goals[f, i, 0], goals[f, i, 2]
+            if not (math.isfinite(gx + gz + u) and math.isfinite(q[0] + q[1] + q[2] + q[3])):
+                state[i, 4] = 0.0  # a lost sensor: start again when it is back
+                continue
+            ox, oz = 0.0, 0.0
+            if state[i, 4] != 0.0:
+                last = (state[i, 5], state[i, 6], state[i, 7], state[i, 8])
+                rel = _scale(_rotate(last, _vrow(arms, i)), -state[i, 9])  # ankle - pivot
+                roll = _sub(_rotate(_qmul(q, _conj(last)), rel), rel)
+                hold = decay**lifted
+                ox = s * (state[i, 0] - (gx - state[i, 2]) + roll[0]) + (1 - s) * hold * state[i, 0]
+                oz = s * (state[i, 1] - (gz - state[i, 3]) + roll[2]) + (1 - s) * hold * state[i, 1]
+            goals[f, i, 0] = gx + ox
+            goals[f, i, 2] = gz + oz
+            state[i, 0], state[i, 1], state[i, 2], state[i, 3] = ox, oz, gx, gz
+            state[i, 4] = 1.0
+            for c in range(4):
+                state[i, 5 + c] = q[c]
+            state[i, 9] = u
 
 
 @numba.njit(cache=True, nogil=True)
@@ -669,6 +763,8 @@ def _frame(
     captured,
     residual,
     fixed,
+    hold_state,
+    planted,
     performer_parents,
     sensor_of,
     effectors,
@@ -703,6 +799,11 @@ def _frame(
     tolerance,
     root_estimation,
     softness,
+    hold,
+    arms,
+    gates,
+    pivot_eps,
+    decay,
 ):  # pragma: no cover - jitted
     """Stages 2-9 of one filtered sensor frame (module docstring).
 
@@ -714,6 +815,9 @@ def _frame(
         Written, as the fields of :class:`~retarget.online.puppetry.PuppetFrames`
         for one frame: (1, 3), (1, J, 4), (1, 4), (1, 4, 3), (1, 3), (1, J, 4),
         (1, 4), (1, 4) bool.
+    hold_state, planted
+        The foot hold's state (2, 10), updated, and the plant weights (1, 2),
+        written (:func:`hold_feet`).
     performer_parents, sensor_of : (S,), (J,) int
         The performer's joint parents; the sensor each character joint copies.
     effectors, contacts, contact_owner : (4,), (P,), (P,) int
@@ -739,6 +843,8 @@ def _frame(
         end-effector this deep in an object, count.
     root_estimation : bool
     softness : float
+    hold, arms, gates, pivot_eps, decay : bool, (2, 3), (4,), float, float
+        Stage 4b on or off, then as :func:`hold_feet` takes them.
 
     Returns
     -------
@@ -756,6 +862,7 @@ def _frame(
     _captured(sensors, performer_parents, sensor_of, captured, captured_root)
     # (3) importance, (4) goals
     weights = np.empty(contacts.shape[0])
+    gaps = np.empty(contacts.shape[0])
     _importance(
         sensors,
         contacts,
@@ -769,9 +876,31 @@ def _frame(
         frame,
         size,
         weights,
+        gaps,
         importance,
     )
     _goals(sensors, effectors, contacts, goal_shift, toe_shift, toe_offsets, weights, goals)
+    # (4b) the foot hold, and a planted foot's importance
+    planted[0, 0], planted[0, 1] = 0.0, 0.0
+    if hold:
+        foot_gaps = np.full((1, 2, 2), np.inf)
+        foot_v = np.zeros((1, 2, 2, 3))
+        foot_q = np.empty((1, 2, 4))
+        for i in range(2):
+            points = (effectors[i], contacts[4 + i] if contacts.shape[0] > 4 else -1)
+            for k in range(2):
+                if points[k] < 0:
+                    continue
+                foot_gaps[0, i, k] = gaps[i if k == 0 else 4 + i]
+                for c in range(3):
+                    foot_v[0, i, k, c] = sensors[points[k], 7 + c]
+            for c in range(4):
+                foot_q[0, i, c] = sensors[effectors[i], 3 + c]
+        hold_feet(
+            goals, foot_gaps, foot_v, foot_q, arms, gates, pivot_eps, decay, hold_state, planted
+        )
+        for i in range(2):
+            importance[0, i] = max(importance[0, i], planted[0, i])
     # (5) root position
     pos = np.empty((1, n_points, 3))
     world = np.empty((1, n_points, 4))
@@ -971,5 +1100,21 @@ def frame_plan(puppet: Puppet) -> FramePlan | None:
         1e-9 * puppet.character_height,
         bool(puppet.root_estimation),
         float(puppet.softness),
+        bool(puppet.hold_feet),
+        *hold_arguments(puppet),
     )
     return FramePlan(arguments, ch.num_joints)
+
+
+def hold_arguments(puppet: Puppet) -> tuple[NDArray[np.generic], NDArray[np.generic], float, float]:
+    """``arms``, ``gates``, ``pivot_eps`` and ``decay`` of :func:`hold_feet` for a puppet."""
+    arms = np.zeros((2, 3))
+    arms[: len(puppet.toe_offsets)] = puppet.toe_offsets
+    gates = np.concatenate([puppet.plant_gap, puppet.plant_speed])
+    decay = math.exp(-1.0 / (puppet.release * puppet.fps)) if puppet.release > 0 else 0.0
+    return (
+        _frozen(arms, np.float64),
+        _frozen(gates, np.float64),
+        float(puppet.pivot_speed),
+        decay,
+    )

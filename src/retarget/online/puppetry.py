@@ -18,8 +18,37 @@ only. The stages, in the paper's order:
    paper), each foot's raised or lowered by the difference of the character's
    and the performer's ankle clearance so the character's sole meets the
    floor where the performer's does;
+
+   4b. **foot hold** (beyond the paper; ``hold_feet=False`` turns it off):
+   the paper's goals follow the performer's feet wherever they go, so a
+   character gets the performer's foot skate, and one shorter than the
+   performer more of it per its own height (Blubby: the source's 2.04 %H/s
+   times the height ratio 1.118). Each foot gets a plant weight ``s`` in
+   [0, 1], the max over its points (ankle, toe) of ``g(gap) g(speed)``: ``g``
+   falls smoothly from 1 to 0 between 2 % and 4 % of the performer's height
+   above the point's clearance, and between 15 % and 30 % of height per
+   second of horizontal speed (DESIGN.md's contact thresholds are 4 % and
+   25 %/s). A horizontal offset ``o`` is added to the foot's goal:
+   ``o_t = s (o_{t−1} − Δg_t + Δroll_t) + (1 − s) κ^{lift} o_{t−1}``, with
+   ``Δg`` the goal's own horizontal step, so a planted foot's goal stays where
+   it was, except that it turns with the foot about the sole's pivot
+   (``Δroll``: the ankle's step when the foot's orientation turns from the last
+   frame's to this one about the point at ``u`` of the character's ankle-to-toe
+   segment, ``u`` the point of the performer's segment with the smallest
+   velocity, ``clip(−v_a·(v_t − v_a) / (|v_t − v_a|² + ε²), 0, 1)``: a heel
+   strike turns about the heel, a push-off about the ball of the foot). As the
+   foot leaves the ground (``lift``, 1 minus the largest gap weight of its
+   points) the offset decays with the time constant ``release`` (0.2 s) and
+   the goal returns to the performer's foot. A planted foot's importance is at
+   least ``s`` (it is fully important: the limb IK reaches its goal). Causal:
+   the state is the last frame's offset, goal, orientation and pivot;
 5. **root position** (section 5.1, eqs. 16-17, Appendix):
-   :func:`retarget.ik.root.estimate_root`;
+   :func:`retarget.ik.root.estimate_root`. The radius of each ball is the
+   reach of the soft limb (stage 7) for a goal at the limb's full length
+   ``L``, ``l_i = L (1 − softness / e)``: with the paper's ``l_i = L`` a goal
+   on the ball's surface is not reached, by up to 1.8 % of the leg, and that
+   shortfall, changing from frame to frame, made a short character's feet
+   slide;
 6. **body posture** (section 5.2, eqs. 18-20): only on frames where a goal
    is still out of its ball ``r_i = l_i / w_i``; conjugate gradient
    (:func:`retarget.ik.posture.solve_body_posture`), iterations counted;
@@ -56,6 +85,7 @@ rotations. Hands have clearance 0: the wrist is the point that rests.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -75,7 +105,7 @@ from ..kinematics import forward_kinematics
 from ..motion import Motion
 from ..roles import find_roles, height
 from ..skeleton import Skeleton
-from ._puppet_kernel import SOLVED, FramePlan, _frame, frame_plan
+from ._puppet_kernel import SOLVED, FramePlan, _frame, frame_plan, hold_arguments, hold_feet
 
 __all__ = ["EFFECTORS", "Puppet", "PuppetFrames", "Puppeteer", "make_puppet", "solve_frames"]
 
@@ -121,7 +151,9 @@ class Puppet:
     character_clearance : ndarray, shape (4,)
         The character's (goals and the penetration fix).
     lengths : ndarray, shape (4,)
-        Maximal limb lengths ``l_i`` (upper joint to end-effector).
+        ``l_i`` of eq. 17, the radii of the reach balls: the distance from the
+        upper joint to the end-effector that the soft limb attains for a goal
+        at its full length ``L``, ``L (1 − softness / e)`` (module docstring).
     character_height : float
     root_estimation : bool
         Section 5.1 on (the default) or off (the "without" column of Table I:
@@ -133,6 +165,20 @@ class Puppet:
         share of each limb's reach near full extension over which a goal is
         eased, so that a knee does not snap straight when a short-legged
         character's foot goal crosses its reach (module docstring).
+
+    The foot hold (stage 4b):
+
+    fps : float
+        Sensor rate (Hz).
+    hold_feet : bool
+        Stage 4b on (the default) or off (the paper's goals).
+    plant_gap, plant_speed : ndarray, shape (2,)
+        Where a foot point's plant weight starts to fall and where it is 0: its
+        height above its clearance (unit) and its horizontal speed (unit/s).
+    pivot_speed : float
+        Regularises the sole's pivot (unit/s).
+    release : float
+        Time constant (s) in which a lifted foot's goal returns to the performer's.
     """
 
     performer: Skeleton
@@ -151,6 +197,12 @@ class Puppet:
     character_clearance: Array
     lengths: Array
     character_height: float
+    fps: float
+    hold_feet: bool
+    plant_gap: Array
+    plant_speed: Array
+    pivot_speed: float
+    release: float
     root_estimation: bool = True
     alpha: float = 0.01
     beta: float = 1.0
@@ -186,6 +238,11 @@ class PuppetFrames:
         Distance of each end-effector from its goal after the limb IK, before
         blending (0 = reached; the limb could not reach otherwise).
     penetration_fixed : ndarray of bool, shape (F, 4)
+    planted : ndarray, shape (F, 2)
+        Each foot's plant weight ``s`` (stage 4b; 0 with the hold off).
+    hold : ndarray, shape (2, 10)
+        The foot hold's state after the last frame: give it to the next call of
+        :func:`solve_frames` to go on from there.
     seconds : dict of str to float
         Time spent in each stage (:data:`STAGES`), summed over the frames. On
         :meth:`Puppeteer.step`'s compiled path stages 2-9 are one call, timed as
@@ -204,6 +261,8 @@ class PuppetFrames:
     iterations: NDArray[np.int64]
     residual: Array
     penetration_fixed: NDArray[np.bool_]
+    planted: Array
+    hold: Array
     seconds: dict[str, float]
 
 
@@ -268,6 +327,7 @@ def make_puppet(
     character: Skeleton,
     calibration: ArrayLike,
     *,
+    fps: float,
     objects: Sequence[Shape] = (),
     influence: ArrayLike | None = None,
     lookahead: float = 0.05,
@@ -277,6 +337,10 @@ def make_puppet(
     gamma: float = 1.0,
     softness: float = 0.05,
     calibration_positions: ArrayLike | None = None,
+    hold_feet: bool = True,
+    plant_gap: tuple[float, float] = (0.02, 0.04),
+    plant_speed: tuple[float, float] = (0.15, 0.30),
+    release: float = 0.2,
 ) -> Puppet:
     """A :class:`Puppet` for a performer and a character with the same joint names.
 
@@ -302,8 +366,12 @@ def make_puppet(
     influence : array_like, shape (4, m) or broadcastable, optional
         ``D_ij`` (performer's unit). Default: 30 % of the performer's height
         for every pair.
-    lookahead, root_estimation, alpha, beta, gamma, softness
+    fps : float
+        Sensor rate (Hz).
+    lookahead, root_estimation, alpha, beta, gamma, softness, hold_feet, release
         See :class:`Puppet`.
+    plant_gap, plant_speed : (float, float)
+        See :class:`Puppet`, as shares of the performer's height (and per second).
     """
     missing = [n for n in character.names if n not in set(performer.names)]
     if missing:
@@ -315,6 +383,13 @@ def make_puppet(
         )
     objects = tuple(objects) if len(objects) else (Floor(0.0),)
     h_perf = height(performer)
+    if not (fps > 0 and release >= 0 and 0 <= plant_gap[0] <= plant_gap[1]):
+        raise ValueError(
+            f"Expected fps > 0, release >= 0 and 0 <= plant_gap[0] <= plant_gap[1], got "
+            f"{fps}, {release}, {plant_gap}"
+        )
+    if not 0 <= plant_speed[0] <= plant_speed[1]:
+        raise ValueError(f"Expected 0 <= plant_speed[0] <= plant_speed[1], got {plant_speed}")
     big_d = (
         np.full((4, len(objects)), 0.3 * h_perf)
         if influence is None
@@ -375,8 +450,15 @@ def make_puppet(
             [character.offsets[roles_c[f"{s}_toe"]] for s, _ in _LIMBS[:2] if toes]
         ).reshape(-1, 3),
         character_clearance=char_clear,
-        lengths=np.array([_limb_length(character, limb) for limb in limbs]),
+        lengths=np.array([_limb_length(character, limb) for limb in limbs])
+        * (1.0 - softness / math.e),
         character_height=height(character),
+        fps=float(fps),
+        hold_feet=bool(hold_feet),
+        plant_gap=np.asarray(plant_gap, dtype=np.float64) * h_perf,
+        plant_speed=np.asarray(plant_speed, dtype=np.float64) * h_perf,
+        pivot_speed=0.01 * h_perf,
+        release=float(release),
         root_estimation=bool(root_estimation),
         alpha=float(alpha),
         beta=float(beta),
@@ -418,8 +500,13 @@ def _surface_hit(
     return hit
 
 
-def solve_frames(puppet: Puppet, sensors: SensorEstimate) -> PuppetFrames:
+def solve_frames(
+    puppet: Puppet, sensors: SensorEstimate, hold: Array | None = None
+) -> PuppetFrames:
     """Stages 2-9 for filtered sensor frames (module docstring), vectorised over frames.
+
+    Stage 4b, the foot hold, is a recursion over the frames (compiled, the
+    same function as :meth:`Puppeteer.step`'s); the other stages are vectorised.
 
     Parameters
     ----------
@@ -428,6 +515,9 @@ def solve_frames(puppet: Puppet, sensors: SensorEstimate) -> PuppetFrames:
         Filtered sensors with a leading frame axis: positions (F, S, 3),
         orientations (F, S, 4), velocities (F, S, 3); ``S`` is the performer's
         joint count.
+    hold : ndarray, shape (2, 10), optional
+        The foot hold's state after the frame before the first (``hold`` of the
+        previous call's :class:`PuppetFrames`); default: no past.
 
     Returns
     -------
@@ -472,6 +562,21 @@ def solve_frames(puppet: Puppet, sensors: SensorEstimate) -> PuppetFrames:
         ankle_world = sensors.orientations[:, puppet.effectors[:2]]
         from_toe = toe - quat.rotate(ankle_world, puppet.toe_offsets)
         goals[:, :2] += share[..., None] * (from_toe - goals[:, :2])
+    # (4b) the foot hold, and a planted foot's importance
+    state = np.zeros((2, 10)) if hold is None else np.array(hold, dtype=np.float64)
+    planted = np.zeros((n_frames, 2))
+    if puppet.hold_feet:
+        interacts = puppet.influence[puppet.contact_owner] > 0  # (P, m)
+        gap = np.where(interacts, imp.distance, np.inf).min(axis=-1, initial=np.inf)  # (F, P)
+        feet = np.full((n_frames, 2, 2), np.inf)
+        feet_v = np.zeros((n_frames, 2, 2, 3))
+        feet[:, :, 0], feet_v[:, :, 0] = gap[:, :2], sensors.velocities[:, puppet.effectors[:2]]
+        if len(puppet.contacts) > 4:
+            feet[:, :, 1] = gap[:, 4:]
+            feet_v[:, :, 1] = sensors.velocities[:, puppet.contacts[4:]]
+        feet_q = np.ascontiguousarray(sensors.orientations[:, puppet.effectors[:2]])
+        hold_feet(goals, feet, feet_v, feet_q, *hold_arguments(puppet), state, planted)
+        w[:, :2] = np.maximum(w[:, :2], planted)
     t2 = time.perf_counter()
     seconds["importance"] += t2 - t1
 
@@ -574,11 +679,13 @@ def solve_frames(puppet: Puppet, sensors: SensorEstimate) -> PuppetFrames:
         iterations=iterations,
         residual=residual,
         penetration_fixed=fixed,
+        planted=planted,
+        hold=state,
         seconds=seconds,
     )
 
 
-def _solve_compiled(plan: FramePlan, sensors: Array) -> PuppetFrames | None:
+def _solve_compiled(plan: FramePlan, sensors: Array, hold: Array) -> PuppetFrames | None:
     """Stages 2-9 of one filtered frame in one compiled call, as :func:`solve_frames`
     gives them for that frame (:mod:`retarget.online._puppet_kernel`).
 
@@ -589,6 +696,8 @@ def _solve_compiled(plan: FramePlan, sensors: Array) -> PuppetFrames | None:
     sensors : ndarray, shape (S, 13)
         The filtered frame as :class:`retarget.filters.SensorFilter` packs it
         (position, orientation, velocity, angular velocity), a writable C array.
+    hold : ndarray, shape (2, 10)
+        The foot hold's state after the previous frame (not changed).
 
     Returns
     -------
@@ -602,6 +711,7 @@ def _solve_compiled(plan: FramePlan, sensors: Array) -> PuppetFrames | None:
     importance, residual = np.empty((1, 4)), np.empty((1, 4))
     goals = np.empty((1, 4, 3))
     fixed = np.empty((1, 4), dtype=bool)
+    state, planted = np.array(hold, dtype=np.float64), np.empty((1, 2))
     status = _frame(
         sensors,
         root,
@@ -612,6 +722,8 @@ def _solve_compiled(plan: FramePlan, sensors: Array) -> PuppetFrames | None:
         captured,
         residual,
         fixed,
+        state,
+        planted,
         *plan.arguments,
     )
     if status != SOLVED:
@@ -626,6 +738,8 @@ def _solve_compiled(plan: FramePlan, sensors: Array) -> PuppetFrames | None:
         iterations=np.zeros(1, dtype=np.int64),
         residual=residual,
         penetration_fixed=fixed,
+        planted=planted,
+        hold=state,
         seconds=dict.fromkeys(STAGES, 0.0),
     )
 
@@ -671,6 +785,7 @@ class Puppeteer:
         )
         self.puppet: Puppet | None = None
         self._plan: FramePlan | None = None
+        self._hold = np.zeros((2, 10))
         self.last: PuppetFrames | None = None
         self.frames = 0
 
@@ -679,6 +794,7 @@ class Puppeteer:
         self._filter.reset()
         self.puppet = None
         self._plan = None
+        self._hold = np.zeros((2, 10))
         self.last = None
         self.frames = 0
 
@@ -715,15 +831,18 @@ class Puppeteer:
                 self.performer,
                 self.character,
                 cal,
+                fps=self.fps,
                 calibration_positions=cal_pos,
                 **self._options,  # type: ignore[arg-type]
             )
             self._plan = frame_plan(self.puppet)
         t2 = time.perf_counter()
-        out = None if self._plan is None else _solve_compiled(self._plan, sensors)
+        out = None if self._plan is None else _solve_compiled(self._plan, sensors, self._hold)
         t3 = time.perf_counter()
         if out is None:
-            out = solve_frames(self.puppet, SensorEstimate._from_packed(sensors[None]))
+            est = SensorEstimate._from_packed(sensors[None])
+            out = solve_frames(self.puppet, est, self._hold)
+        self._hold = out.hold
         out.seconds["captured"] += t3 - t2
         out.seconds["filter"] += t1 - t0
         self.last = out
