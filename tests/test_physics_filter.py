@@ -318,20 +318,30 @@ def test_curve_jacobian_matches_central_differences(jump):
     every = np.arange(len(clip))
     c = np.random.default_rng(0).normal(scale=0.01, size=(p.basis.shape[1], p.n))
 
-    def rows(c):
-        root, rot, reach = p.pose(p.basis @ c, every)
-        return p.rows(p.frame_values(root, rot), reach)
-
-    goal, _, target = rows(c)
+    now = p.evaluate(c)
+    goal, target = now.goal, now.target
     active = np.isfinite(goal)
     kinds = {"balance": active[:, :2], "torque": active[:, 3:5], "wrench": active[:, 5:11]}
     assert all(k.any() for k in kinds.values()) and active[:, 11:].any()
-    d = p.basis @ c
-    root, rot, reach = p.pose(d, every)
-    centres = p.centres(root, rot)
-    values = p.frame_values(root, rot, centres)
-    jac = curve._jacobian(p, d, root, rot, centres, values, reach, target, active, 1e-8)
-    jac = (jac @ p.spread()).toarray()
+    jd = curve._jacobian(p, now, 1e-8)
+    f, width, _, n = jd.shape
+    k = p.local.shape[2]
+    full = np.zeros((f, width, c.size))
+    chained = np.einsum("twjn,tjk->twkn", jd, p.local).reshape(f, width, k * n)
+    for t in range(f):  # frame t's rows meet control points first[t] ... first[t] + k - 1
+        full[t, :, p.first[t] * n : (p.first[t] + k) * n] = chained[t]
+    jac = full[active]
+
+    # the banded normal equations are JᵀJ and Jᵀr of the dense rows
+    r = np.random.default_rng(2).normal(size=active.shape)
+    band, gradient = curve._normal(p, jd, r, active)
+    normal = np.zeros((c.size, c.size))
+    for diag in range(band.shape[0]):
+        i = np.arange(c.size - diag)
+        normal[i + diag, i] = band[diag, : c.size - diag]
+    expected = np.tril(jac.T @ jac)
+    np.testing.assert_allclose(np.tril(normal), expected, atol=1e-9 * np.abs(expected).max())
+    np.testing.assert_allclose(gradient, jac.T @ r[active], atol=1e-9 * np.abs(gradient).max())
 
     def moved(c):  # the rows at c with this linearisation's balance targets
         root, rot, reach = p.pose(p.basis @ c, every)

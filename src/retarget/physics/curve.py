@@ -48,8 +48,9 @@ acceleration are one curve by construction and nothing is cancelled:
   displacement moves its own pose and, through the central differences, the
   rows of its two neighbours only, so the Jacobian is found per frame —
   ``F n`` perturbed poses in one batched call, chained to the control points
-  through the B-spline (``∂d/∂c`` is sparse) — and the normal equations are
-  banded (LAPACK's banded Cholesky).
+  through the B-spline — and the normal equations are banded: the rows of a
+  frame meet a few consecutive control points, so each knot interval adds one
+  dense block (LAPACK's banded Cholesky).
 
 The result stays a per-frame process in the paper's sense only as far as
 the B-spline's window (Figure 5) reaches: a dynamic application needs the
@@ -63,7 +64,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as linalg
-import scipy.sparse as sparse
 from numpy.typing import NDArray
 
 from .. import quat
@@ -121,6 +121,8 @@ class _Problem:
     goals: CurveGoals
     moved: NDArray[np.intp]
     basis: Array  # (F, M)
+    first: NDArray[np.intp]  # (F,): the first control point the rows of each frame meet
+    local: Array  # (F, 3, K): basis of frames t − 1, t, t + 1 at control points first[t] + k
     height: float  # metres
     reach_weight: float
 
@@ -136,16 +138,6 @@ class _Problem:
         chains = {int(j) for limb, _, _ in self.goals.legs for j in sk.chain(limb.lower)}
         joints = [int(j) in chains for j in self.moved]
         return np.concatenate([np.ones(3, bool), np.repeat(joints, 3)])
-
-    @property
-    def reach_rows(self) -> int:
-        return 3 * len(self.goals.legs)
-
-    @property
-    def width(self) -> int:
-        """Rows per frame: ZMP and lift, torques, wrench (:meth:`values`), then reach."""
-        limits = len(self.goals.torque_limits or {})
-        return 3 + limits + 6 * self.goals.momentum + self.reach_rows
 
     def pose(self, d: Array, frames: NDArray[np.intp]) -> tuple[Array, Array, Array]:
         """Prior frames ⊕ displacement ``d`` (..., L, n), legs solved: root, rotations,
@@ -297,30 +289,42 @@ class _Problem:
         rows = np.concatenate([goal, reach_goal], axis=1)
         return rows, np.concatenate([self.linear(values, target), reach], axis=1), target
 
-    def spread(self) -> sparse.csr_matrix:
-        """∂d/∂c: the per-frame displacements (F n) from the control points (M n)."""
-        eye = sparse.identity(self.n, format="csr")
-        return sparse.csr_matrix(sparse.kron(sparse.csr_matrix(self.basis), eye, "csr"))
+    def evaluate(self, c: Array) -> _Evaluation:
+        """Everything a Gauss–Newton step needs at control points ``c`` (M, n)."""
+        d = self.basis @ c
+        root, rot, reach = self.pose(d, np.arange(len(self.prior)))
+        centres = self.centres(root, rot)
+        values = self.frame_values(root, rot, centres)
+        goal, value, target = self.rows(values, reach)
+        scale = np.ones(goal.shape[1])
+        scale[goal.shape[1] - reach.shape[1] :] = self.reach_weight
+        r = np.where(np.isfinite(goal), goal - value, 0.0) * scale
+        return _Evaluation(d, root, rot, reach, centres, values, goal, target, r, scale)
 
-    def merit(self, c: Array) -> float:
-        root, rot, reach = self.pose(self.basis @ c, np.arange(len(self.prior)))
-        goal, value, _ = self.rows(self.frame_values(root, rot), reach)
-        r = np.where(np.isfinite(goal), goal - value, 0.0)
-        if reach.shape[1]:
-            r[:, -reach.shape[1] :] *= self.reach_weight
-        return float(np.sum(r**2))
 
+@dataclass(frozen=True, eq=False)
+class _Evaluation:
+    """The rows at one set of control points: the displacements ``d`` (F, n), the
+    poses (``root``, ``rot``, ``reach`` of :meth:`_Problem.pose`), their ``centres``
+    and ``values`` (:meth:`_Problem.frame_values`), the rows' ``goal`` (F, W) (NaN:
+    off) and balance ``target`` (:meth:`_Problem.rows`), and the weighted residual
+    (F, W), zero on rows that are off, with the rows' weights ``scale`` (W,)."""
 
-def _lower_band(a: sparse.coo_matrix) -> Array:
-    """A symmetric banded matrix with no repeated entries (a sparse product's) in
-    LAPACK's lower band storage (bandwidth + 1, N) (the normal equations of the control
-    points are banded: a control point meets the rows of at most ``4 spacing + 6``
-    frames)."""
-    below = a.row >= a.col
-    offset = (a.row - a.col)[below]
-    band = np.zeros((int(offset.max(initial=0)) + 1, a.shape[0]))
-    band[offset, a.col[below]] = a.data[below]
-    return band
+    d: Array
+    root: Array
+    rot: Array
+    reach: Array
+    centres: Array
+    values: Array
+    goal: Array
+    target: Array
+    residual: Array
+    scale: Array
+
+    @property
+    def merit(self) -> float:
+        """The sum of squared weighted residuals."""
+        return float(np.sum(self.residual**2))
 
 
 def _problem(
@@ -332,34 +336,36 @@ def _problem(
     reach_weight: float,
 ) -> _Problem:
     basis = bspline_basis(len(prior), spacing, prior.fps)[0]
+    f, m = basis.shape
+    nonzero = basis != 0.0
+    low = nonzero.argmax(axis=1)
+    high = m - 1 - nonzero[:, ::-1].argmax(axis=1)
+    frames = np.arange(f)
+    first = low[np.maximum(frames - 1, 0)]
+    k = int((high[np.minimum(frames + 1, f - 1)] - first).max()) + 1
+    first = np.minimum(first, m - k)
+    near = frames[:, None] + np.arange(-1, 2)  # (F, 3)
+    local = basis[np.clip(near, 0, f - 1)[..., None], first[:, None, None] + np.arange(k)]
+    local[(near < 0) | (near >= f)] = 0.0
     moved = np.asarray(list(joints), dtype=np.intp)
     tall = height(body.skeleton) * body.metres
-    return _Problem(body, prior, goals, moved, basis, tall, reach_weight)
+    return _Problem(body, prior, goals, moved, basis, first, local, tall, reach_weight)
 
 
-def _jacobian(
-    p: _Problem,
-    d: Array,
-    root: Array,
-    rot: Array,
-    centres: Array,
-    values: Array,
-    reach: Array,
-    target: Array,
-    active: NDArray[np.bool_],
-    step: float,
-) -> sparse.csr_matrix:
-    """∂(active rows)/∂d, shape (rows, F n), by forward differences of each frame's
-    displacement ``d`` (F, n) at the poses ``root``, ``rot``, ``centres`` it gives, their
-    :meth:`_Problem.frame_values` and ``reach`` and the balance ``target``: frame s
-    moves its own reach rows and the values of frames s − 1, s, s + 1 (central
-    differences), so each perturbed frame is posed once and its three values are
-    found with its neighbours as they are — and only where an active value row can
-    feel it. A DOF no leg hangs from is turned alone, the legs' solution kept."""
+def _jacobian(p: _Problem, e: _Evaluation, step: float) -> Array:
+    """∂rows/∂d as dense blocks (F, W, 3, n): the rows of frame t (:meth:`_Problem.rows`,
+    ``W`` of them) by the displacement (F, n) of frames t − 1, t, t + 1 — zero where
+    a neighbour is off the clip — by forward differences about the evaluation ``e``,
+    its balance targets held. Frame s moves its own reach rows and the values of
+    frames s − 1, s, s + 1 (central differences), so each perturbed frame is posed
+    once and its three values are found with its neighbours as they are — and only
+    where a value row that is on can feel it. A DOF no leg hangs from is turned
+    alone, the legs' solution kept."""
+    d, root, rot, reach, centres, values = e.d, e.root, e.rot, e.reach, e.centres, e.values
+    target, active = e.target, np.isfinite(e.goal)
     f, n = d.shape
     v = values.shape[1]
-    row_of = np.full(active.shape, -1)
-    row_of[active] = np.arange(int(active.sum()))
+    out = np.zeros((f, active.shape[1], 3, n))
     trial = np.repeat(d[:, None], n, axis=1)  # (F, n, n)
     trial[:, np.arange(n), np.arange(n)] += step
     legged = p.legged
@@ -374,11 +380,7 @@ def _jacobian(
     t_rot[:, k, p.moved[joint]] = quat.multiply(
         p.prior.rotations[:, p.moved[joint]], quat.exp(turn)
     )
-    columns = np.arange(f)[:, None] * n + np.arange(n)  # (F, n)
-    slope = (t_reach - reach[:, None]) / step  # (F, n, reach)
-    rows_ = [np.broadcast_to(row_of[:, None, v:], slope.shape)]
-    cols_ = [np.broadcast_to(columns[..., None], slope.shape)]
-    vals_ = [slope]
+    out[:, v:, 1] = ((t_reach - reach[:, None]) / step).transpose(0, 2, 1)
     felt = np.flatnonzero(
         np.convolve(active[:, :v].any(axis=1).astype(float), np.ones(3), "same") > 0
     )
@@ -401,17 +403,55 @@ def _jacobian(
             axis=2,
         )  # (S, n, 3, v)
         slope = p.linear((t_values - values[t][:, None]) / step, target[t][:, None])
-        r = np.where(inside[:, None, :, None], row_of[t][:, None, :, :v], -1)
-        rows_.append(np.broadcast_to(r, slope.shape))
-        cols_.append(np.broadcast_to(columns[felt][:, :, None, None], slope.shape))
-        vals_.append(slope)
-    rows = np.concatenate([x.ravel() for x in rows_])
-    cols = np.concatenate([x.ravel() for x in cols_])
-    vals = np.concatenate([x.ravel() for x in vals_])
-    keep = (rows >= 0) & np.isfinite(vals) & (vals != 0.0)
-    return sparse.csr_matrix(
-        (vals[keep], (rows[keep], cols[keep])), shape=(int(active.sum()), f * n)
+        for o in range(3):  # rows of frame felt − 1 + o, moved by its neighbour 2 − o
+            i = inside[:, o]
+            out[t[i, o], :v, 2 - o] = slope[i, :, o].transpose(0, 2, 1)
+    return np.where(np.isfinite(out), out, 0.0)
+
+
+def _normal(
+    p: _Problem, jd: Array, residual: Array, active: NDArray[np.bool_]
+) -> tuple[Array, Array]:
+    """The normal equations of the control points from the rows' blocks ``jd``
+    (F, W, 3, n) (:func:`_jacobian`, weighted) and ``residual`` (F, W) on the
+    ``active`` rows (F, W): ``JᵀJ`` in LAPACK's lower band storage (K n, M n) and
+    ``Jᵀ r`` (M n). A row of frame t meets the K control points from
+    ``p.first[t]`` (:attr:`_Problem.local`), so each knot interval's rows give one
+    dense (K n)² block of ``JᵀJ`` — no sparse product: the blocks' sum is banded."""
+    n = jd.shape[3]
+    kn = p.local.shape[2] * n
+    size = p.basis.shape[1] * n
+    t, w = np.nonzero(active)
+    felt = jd[t, w]
+    kept = felt.any(axis=(1, 2))  # a row no DOF moves adds nothing to JᵀJ or Jᵀr
+    t, w = t[kept], w[kept]
+    g = np.einsum("rjn,rjk->rkn", felt[kept], p.local[t]).reshape(len(t), kn)
+    start = p.first[t]
+    group = np.searchsorted(np.unique(start), start)  # rows sorted by frame, so by start
+    count = np.bincount(group)
+    slot = np.arange(len(t)) - np.concatenate([[0], np.cumsum(count)[:-1]])[group]
+    stacked = np.zeros((len(count), int(count.max(initial=0)), kn))
+    stacked[group, slot] = g
+    r = np.zeros(stacked.shape[:2])
+    r[group, slot] = residual[t, w]
+    # each block's lower band storage is a strided view of it over a zero block below:
+    # entry (b + d, b) of a row-major (K n)² block is element d K n + b (K n + 1)
+    blocks = np.zeros((len(count), 2 * kn, kn))
+    blocks[:, :kn] = np.matmul(stacked.transpose(0, 2, 1), stacked)
+    item = blocks.itemsize
+    skewed = np.lib.stride_tricks.as_strided(
+        blocks,
+        (len(count), kn, kn),
+        (blocks.strides[0], kn * item, (kn + 1) * item),
+        writeable=False,
     )
+    gradient = np.einsum("gra,gr->ga", stacked, r)
+    band = np.zeros((kn, size))
+    total = np.zeros(size)
+    for o, block, grad in zip(np.unique(start) * n, skewed, gradient, strict=True):
+        band[:, o : o + kn] += block
+        total[o : o + kn] += grad
+    return band, total
 
 
 def curve_update(
@@ -431,48 +471,36 @@ def curve_update(
     -------
     motion : Motion
     info : dict
-        ``merit`` before and after (sum of squared normalised rows), ``iterations``.
+        ``merit_before`` and ``merit_after`` (sum of squared weighted rows) and
+        ``iterations`` (linearisations).
     """
-    f = len(prior)
     p = _problem(body, prior, goals, joints, spacing, reach_weight)
-    basis = p.basis
-    m, n = basis.shape[1], p.n
+    m, n = p.basis.shape[1], p.n
     c = np.zeros((m, n))
-    everything = np.arange(f)
     step = 1e-6
     ridge = 1e-4
-    start = merit = p.merit(c)
-    kron = p.spread()
-    scale = np.ones(p.width)
-    scale[p.width - p.reach_rows :] = reach_weight
+    now = p.evaluate(c)
+    start = now.merit
+    done = 0
     for _ in range(iterations):
-        d = basis @ c
-        root, rot, reach = p.pose(d, everything)
-        centres = p.centres(root, rot)
-        values = p.frame_values(root, rot, centres)
-        goal, value, target = p.rows(values, reach)
-        active = np.isfinite(goal)
+        active = np.isfinite(now.goal)
         if not active.any():
             break
-        jac = _jacobian(p, d, root, rot, centres, values, reach, target, active, step) @ kron
-        jac = sparse.diags(scale[np.nonzero(active)[1]]) @ jac
-        residual = ((goal - value) * scale)[active]
-        normal = _lower_band((jac.T @ jac).tocoo())
-        gradient = jac.T @ residual
+        jd = _jacobian(p, now, step) * now.scale[:, None, None]
+        normal, gradient = _normal(p, jd, now.residual, active)
+        done += 1
         level = float(normal[0].mean()) or 1.0
         for _ in range(12):
             damped = normal.copy()
             damped[0] += ridge * level
-            dc = linalg.solveh_banded(damped, gradient, lower=True)
-            candidate = c + dc.reshape(m, n)
-            new = p.merit(candidate)
-            if new < merit:
-                c, merit = candidate, new
+            candidate = c + linalg.solveh_banded(damped, gradient, lower=True).reshape(m, n)
+            trial = p.evaluate(candidate)
+            if trial.merit < now.merit:
+                c, now = candidate, trial
                 ridge = max(ridge / 3.0, 1e-9)
                 break
             ridge *= 10.0
         else:
             break
-    root, rot, _ = p.pose(basis @ c, everything)
-    out = prior.replace(root_position=root, rotations=quat.normalize(rot))
-    return out, {"merit_before": start, "merit_after": merit}
+    out = prior.replace(root_position=now.root, rotations=quat.normalize(now.rot))
+    return out, {"merit_before": start, "merit_after": now.merit, "iterations": done}

@@ -49,6 +49,14 @@ applications, by the least-squares B-spline filter (§6, eqs. 17–19,
   with their first two derivatives, renormalised (§6); ``β = 0.1`` and a
   knot every 4 frames (§7, Table I).
 
+* **One BLAS thread**: the filter's linear algebra is many small dense
+  products and one banded Cholesky (~4000 × 135) per Gauss–Newton step;
+  OpenBLAS's threads cost more to wake and join than they save at that size
+  (a 600-frame dynamic application on two cores: 1.8 s threaded, 0.9 s on
+  one), so :func:`physics_filter` runs with BLAS limited to one thread
+  (``threadpoolctl``; restored on return). Parallelism is across clips
+  (:mod:`retarget.batch`), not inside one.
+
 The report gives, for the source and after each application, the share of
 support frames whose ZMP (of the positions, by finite differences) leaves
 the support polygon, the torque-limit violations, the momentum residual in
@@ -65,6 +73,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from threadpoolctl import threadpool_limits
 
 from .. import quat
 from ..contacts import Contacts
@@ -654,6 +663,7 @@ def _curve_goals(s: _Setting, prior: Motion, rows: _Rows, st: FilterSettings) ->
     )
 
 
+@threadpool_limits.wrap(limits=1, user_api="blas")
 def physics_filter(
     source: Motion,
     body: Body,
