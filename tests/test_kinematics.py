@@ -136,3 +136,21 @@ def test_motion_with_translations_round_trips_through_fk():
     np.testing.assert_allclose(
         positions(m)[:, 2], positions(m.replace(translations=None))[:, 1] + trans[:, 2]
     )
+
+
+def test_restricted_skeleton_gives_the_same_points(lafan):
+    """FK of the paths to a few points (a joint, an end site) on the restricted skeleton
+    equals the whole skeleton's FK of those points."""
+    sk = lafan.skeleton
+    site = sk.site_names[sk.site_parents.tolist().index(sk.index("LeftToe"))]
+    points = ["LeftToe", site, "RightFoot"]
+    sub, joints = sk.restricted(points)
+    assert sub.num_joints == len(joints) < sk.num_joints and sub.site_names == (site,)
+    assert [sk.names[j] for j in joints] == list(sub.names)
+    np.testing.assert_array_equal(sub.offsets, sk.offsets[joints])
+    frames = lafan[::97]
+    whole = forward_kinematics(sk, frames.root_position, frames.rotations)
+    part = forward_kinematics(sub, frames.root_position, frames.rotations[:, joints])
+    for name in points:
+        for a, b in zip(part, whole, strict=True):
+            np.testing.assert_allclose(a[:, sub.index(name)], b[:, sk.index(name)], atol=1e-12)

@@ -280,6 +280,41 @@ class Skeleton:
         """Every offset multiplied by ``factor`` (a uniformly scaled character)."""
         return self.replace(offsets=self.offsets * factor, site_offsets=self.site_offsets * factor)
 
+    def restricted(self, points: Sequence[str | int]) -> tuple[Skeleton, NDArray[np.intp]]:
+        """The skeleton of the paths from the root to ``points``: the joints on them,
+        in this skeleton's order, and the sites among ``points``, names kept.
+
+        Forward kinematics of the result on ``rotations[..., joints, :]`` gives
+        the same positions of ``points`` for a fraction of the joints (a
+        measurement that only reads a few points, e.g. the feet).
+
+        Returns
+        -------
+        skeleton : Skeleton
+        joints : ndarray, shape (K,)
+            This skeleton's index of each joint of the result.
+        """
+        chained = {int(q) for p in points for q in self.chain(p)}
+        joints = np.array(sorted(q for q in chained if q < self.num_joints), dtype=np.intp)
+        sites = np.array(sorted(q - self.num_joints for q in chained if q >= self.num_joints))
+        sites = sites.astype(np.intp)
+        renumber = np.full(self.num_joints, -1, dtype=np.intp)
+        renumber[joints] = np.arange(len(joints))
+        parents = self.parents[joints]
+        sub = Skeleton(
+            names=tuple(self.names[j] for j in joints),
+            parents=np.where(parents >= 0, renumber[parents], -1),
+            offsets=self.offsets[joints],
+            channels=tuple(self.channels[j] for j in joints),
+            site_names=tuple(self.site_names[k] for k in sites),
+            site_parents=renumber[self.site_parents[sites]],
+            site_offsets=self.site_offsets[sites],
+            unit=self.unit,
+            axes=self.axes[joints],
+            limits=self.limits[joints],
+        )
+        return sub, joints
+
     def bone_lengths(self, translations: ArrayLike | None = None) -> NDArray[np.float64]:
         """Length of the bone ending at every point, shape (J + S,); 0 for the root.
 

@@ -27,7 +27,8 @@ step for 66 states and 12 measurements, issue 8); it stays the reference of
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -81,13 +82,22 @@ class UnscentedResult:
     predicted : ndarray, shape (B, m)
         ``Ẑ⁻``, the constraint values the prior gives.
     residual : ndarray, shape (B, m)
-        ``Z − H(x̂)``, the constraints' error after the update (NaN where off).
+        ``Z − H(x̂)``, the constraints' error after the update (NaN where off);
+        found on first use, by one more call of the measurement function on the
+        posterior means ``(B, 1, n)`` (an iterated update that only needs the
+        mean does not pay for it).
     """
 
     mean: Array
     covariance: Array
     predicted: Array
-    residual: Array
+    measure: Callable[[Array], Array] = field(repr=False)
+    goal: Array = field(repr=False)
+
+    @cached_property
+    def residual(self) -> Array:
+        after = np.asarray(self.measure(self.mean[:, None, :]), dtype=np.float64)[:, 0]
+        return np.where(np.isfinite(self.goal), self.goal - after, np.nan)
 
 
 def unscented_update(
@@ -110,8 +120,8 @@ def unscented_update(
         ``P⁻``, constant over frames in the paper.
     measure : callable
         ``H``: sigma points ``(B, S, n)`` → constraint values ``(B, S, m)``,
-        one call for the whole batch (it is also called once more, on the
-        posterior means ``(B, 1, n)``, for the residual).
+        one call for the whole batch (and once more, on the posterior means
+        ``(B, 1, n)``, if the result's ``residual`` is read).
     goal : array_like, shape (B, m)
         ``Z``; NaN switches a row off in that frame.
     noise : array_like, shape (m, m) or (B, m, m), optional
@@ -151,7 +161,10 @@ def unscented_update(
     p_zz = p_zz + np.einsum("bi,ij->bij", off.astype(np.float64), np.eye(m))
     innovation = target - z_hat
     if at is not None:  # Hₛ (x̂⁻ − at) with Hₛ = P_xzᵀ P⁻¹
-        step = np.linalg.solve(p, (x - centre)[..., None])[..., 0]
+        if given.ndim == 2:  # one P⁻ for the batch: one solve, a column per frame
+            step = np.linalg.solve(given, (x - centre).T).T
+        else:
+            step = np.linalg.solve(p, (x - centre)[..., None])[..., 0]
         innovation = innovation - np.einsum("bnm,bn->bm", p_xz, step)
     innovation = np.where(on, innovation, 0.0)
     # K = P_xz P_zz⁻¹: solve P_zzᵀ Kᵀ = P_xzᵀ (P_zz symmetric). A ridge of 1e-12 of the
@@ -163,6 +176,4 @@ def unscented_update(
     gain = np.swapaxes(np.linalg.solve(p_zz + ridge, np.swapaxes(p_xz, -1, -2)), -1, -2)
     post = x + np.einsum("bnm,bm->bn", gain, innovation)
     cov = p - gain @ (p_zz + ridge) @ np.swapaxes(gain, -1, -2)
-    after = np.asarray(measure(post[:, None, :]), dtype=np.float64)[:, 0]
-    residual = np.where(on, target - after, np.nan)
-    return UnscentedResult(post, cov, z_hat, residual)
+    return UnscentedResult(post, cov, z_hat, measure, target)

@@ -436,18 +436,23 @@ def _measurement(
     limits = np.array([s.goals.torque_limits[j] for j in limited])
     h_m = s.height * metres
     weight = s.body.total_mass * 9.81
+    # a kinematic application reads the goals' points only: FK of their chains
+    # (the state's joints are theirs, see _apply), not of the whole body
+    points = [p for p, _ in rows.kinematic]
+    frame, kept = (sk, np.arange(n_j)) if dynamic or not points else sk.restricted(points)
+    tasks = [(frame.index(sk.point_names[p]), g[fr][:, None]) for p, g in rows.kinematic]
+    turned = np.searchsorted(kept, moved)
+    rest = rot0[:, kept]
 
     def measure(x: Array) -> Array:
         b, m = x.shape[:2]
         root = root0[:, None] + x[..., :3] / metres
-        rot = np.repeat(rot0[:, None], m, axis=1)  # only the state's joints turn
-        rot[:, :, moved] = quat.multiply(
-            rot[:, :, moved], quat.exp(x[..., 3:n].reshape(b, m, len(moved), 3))
+        rot = np.repeat(rest[:, None], m, axis=1)  # only the state's joints turn
+        rot[:, :, turned] = quat.multiply(
+            rot[:, :, turned], quat.exp(x[..., 3:n].reshape(b, m, len(moved), 3))
         )
-        pose = Pose.of(sk, root, rot)
-        parts = [
-            PositionTask(p, g[fr][:, None]).residual(pose) / s.height for p, g in rows.kinematic
-        ]
+        pose = Pose.of(frame, root, rot)
+        parts = [PositionTask(p, g).residual(pose) / s.height for p, g in tasks]
         if dynamic and (
             rows.balance is not None or rows.torque is not None or rows.flight is not None
         ):
