@@ -95,9 +95,10 @@ class CurveGoals:
         Ankle position goals (skeleton unit, NaN where free) and the ankle's
         world orientation there.
     support : Support
-        Support polygons (flight where none).
-    shares : ndarray, shape (F, J)
-        Each body's share of the ground's wrench (Ko & Badler).
+        Support polygons (flight where none); the feet share the ground's
+        wrench by Ko & Badler's split at each trial's own ZMP
+        (:meth:`~retarget.physics.support.Support.shares`), as the report
+        measures it.
     balance : bool
     torque_limits : mapping of joint index to N m
     momentum : bool
@@ -107,7 +108,6 @@ class CurveGoals:
 
     legs: Sequence[tuple[Limb, Array, Array]]
     support: Support
-    shares: Array
     balance: bool = True
     torque_limits: Mapping[int, float] | None = None
     momentum: bool = True
@@ -208,7 +208,8 @@ class _Problem:
             if limits:
                 joints = list(limits)
                 flat = int(np.prod(batch))
-                shares = np.broadcast_to(self.goals.shares[frames], (*batch, n_j))
+                own = self.goals.support.shares(point, n_j, frames)
+                shares = np.broadcast_to(own, (*batch, n_j))
                 _, _, tau = inverse_dynamics(
                     b,
                     root.reshape(flat, 3) * b.metres,

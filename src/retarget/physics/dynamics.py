@@ -272,32 +272,34 @@ def support_shares(zmp_point: ArrayLike, left: ArrayLike, right: ArrayLike) -> A
 
     Parameters
     ----------
-    zmp_point : array_like, shape (F, 2)
+    zmp_point : array_like, shape (..., 2)
         ``(x, z)``, metres (NaN in flight is fine).
-    left, right : array_like, shape (F, 2)
-        Each foot's contact centre ``(x, z)``, NaN where that foot is off the ground.
+    left, right : array_like, shape (..., 2)
+        Each foot's contact centre ``(x, z)``, NaN where that foot is off the
+        ground; broadcast with ``zmp_point``.
 
     Returns
     -------
-    ndarray, shape (F, 2)
+    ndarray, shape (..., 2)
         Left and right shares.
     """
-    p = np.asarray(zmp_point, dtype=np.float64)
-    a = np.asarray(left, dtype=np.float64)
-    b = np.asarray(right, dtype=np.float64)
-    on_a = np.asarray(np.isfinite(a).all(axis=-1))
-    on_b = np.asarray(np.isfinite(b).all(axis=-1))
-    ab = np.where((on_a & on_b)[:, None], b - a, 0.0)
-    length2 = np.einsum("fa,fa->f", ab, ab)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        t = np.einsum("fa,fa->f", np.where(np.isfinite(p), p, a) - a, ab) / length2
-    t = np.clip(np.where(np.isfinite(t), t, 0.5), 0.0, 1.0)
-    out = np.zeros((len(p), 2))
+    p, a, b = np.broadcast_arrays(
+        np.asarray(zmp_point, dtype=np.float64),
+        np.asarray(left, dtype=np.float64),
+        np.asarray(right, dtype=np.float64),
+    )
+    on_a = np.isfinite(a).all(axis=-1)
+    on_b = np.isfinite(b).all(axis=-1)
     both = on_a & on_b
-    out[both, 0], out[both, 1] = 1.0 - t[both], t[both]
-    out[on_a & ~on_b, 0] = 1.0
-    out[on_b & ~on_a, 1] = 1.0
-    return out
+    ab = np.where(both[..., None], b - a, 0.0)
+    length2 = np.einsum("...a,...a->...", ab, ab)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.einsum("...a,...a->...", np.where(np.isfinite(p), p, a) - a, ab) / length2
+    t = np.clip(np.where(np.isfinite(t), t, 0.5), 0.0, 1.0)
+    return np.stack(
+        [np.where(both, 1.0 - t, on_a.astype(np.float64)), np.where(both, t, on_b * 1.0)],
+        axis=-1,
+    )
 
 
 def motion_rates(motion: Motion, metres: float) -> tuple[Array, Array, Array, Array]:

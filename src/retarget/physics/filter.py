@@ -94,7 +94,6 @@ from .dynamics import (
     environment_wrench,
     inverse_dynamics,
     motion_rates,
-    support_shares,
     zmp,
     zmp_of,
 )
@@ -187,7 +186,10 @@ class FilterSettings:
         by height, limit or weight), divided by 10 at each next one and zero
         at the last: §7's soft start for goals far from the prior.
     chunk : int
-        Frames per batch of the Kalman stage (memory: chunk × sigma points × joints).
+        Frames per batch of the Kalman stage (memory: chunk × sigma points ×
+        joints). Larger is not faster: past ~50 frames the batch's temporaries
+        are returned to the system and faulted back in on every call (1K on
+        600 frames: 7,600 frames/s at 48, 3,600 at 96).
     form : {"curve", "paper"}
         How dynamic applications run: ``"curve"`` (default) updates the control
         points of one B-spline displacement with the legs solved analytically
@@ -267,15 +269,6 @@ def _support(s: _Setting, motion: Motion) -> Support:
     return support_polygons(pos, s.goals.contacts, s.roles, s.height, s.body.metres)
 
 
-def _shares(s: _Setting, support: Support, point: Array) -> Array:
-    """(F, J): each foot's share of the ground's wrench (Ko & Badler)."""
-    two = support_shares(point, support.centres[:, 0], support.centres[:, 1])
-    out = np.zeros((len(point), s.body.skeleton.num_joints))
-    out[:, support.feet[0]] += two[:, 0]
-    out[:, support.feet[1]] += two[:, 1]
-    return out
-
-
 def _torque_norms(s: _Setting, motion: Motion, shares: Array) -> Array:
     """(F, L): torque magnitudes of the limited joints, N m."""
     joints = list(s.goals.torque_limits)
@@ -297,7 +290,9 @@ def physics_measures(
     ``zmp_distance_max`` (metres outside at worst), ``flight_frames``,
     ``momentum_force`` and ``momentum_moment`` (mean in flight of ``|Ṗ − m g|``
     in N and ``|L̇_c|`` in N m), ``torque`` (per limited joint: limit, peak,
-    frames over the limit, worst ratio), ``kinematic_error_max`` and
+    frames over the limit, worst ratio and, with ``reference``, ``change_max``,
+    the largest turn of the joint from the reference's, degrees),
+    ``kinematic_error_max`` and
     ``kinematic_error_mean`` (% of height), ``com_shift_max`` (% of height,
     horizontal, from ``reference``).
     """
@@ -321,7 +316,7 @@ def physics_measures(
         out["momentum_force"] = float(np.linalg.norm(force[flight], axis=-1).mean())
         out["momentum_moment"] = float(np.linalg.norm(moment[flight], axis=-1).mean())
     if goals.torque_limits:
-        norms = _torque_norms(s, motion, _shares(s, support, point))
+        norms = _torque_norms(s, motion, support.shares(point, s.body.skeleton.num_joints))
         torque = {}
         for k, (j, limit) in enumerate(goals.torque_limits.items()):
             torque[body.skeleton.names[j]] = {
@@ -330,6 +325,9 @@ def physics_measures(
                 "frames_over": int((norms[:, k] > limit).sum()),
                 "worst_ratio": float(norms[:, k].max() / limit),
             }
+            if reference is not None:  # how the joint's motion changed to respect it
+                turn = quat.angle(reference.rotations[:, j], motion.rotations[:, j])
+                torque[body.skeleton.names[j]]["change_max"] = float(np.degrees(turn.max()))
         out["torque"] = torque
     if goals.positions:
         pos = positions(motion)
@@ -375,7 +373,7 @@ def physics_curves(body: Body, goals: PhysicsGoals, motion: Motion) -> dict[str,
         "momentum_moment": listed(np.linalg.norm(moment, axis=-1), flight),
     }
     if goals.torque_limits:
-        norms = _torque_norms(s, motion, _shares(s, support, point))
+        norms = _torque_norms(s, motion, support.shares(point, s.body.skeleton.num_joints))
         out["torque"] = {
             body.skeleton.names[j]: [float(x) for x in norms[:, k]]
             for k, j in enumerate(goals.torque_limits)
@@ -615,7 +613,7 @@ def _rows(s: _Setting, prior: Motion, dynamic: bool, st: FilterSettings) -> _Row
         return _Rows(kinematic, None, None, None, np.zeros((len(prior), 0)))
     support = _support(s, prior)
     point, _ = zmp(s.body, prior)
-    shares = _shares(s, support, point)
+    shares = support.shares(point, s.body.skeleton.num_joints)
     balance = torque = flight = None
     if g.balance:
         balance = support.project(point, st.margin * s.height * s.body.metres)
@@ -660,7 +658,6 @@ def _curve_goals(s: _Setting, prior: Motion, rows: _Rows, st: FilterSettings) ->
     return CurveGoals(
         legs,
         rows.support if rows.support is not None else _support(s, prior),
-        rows.shares,
         balance=g.balance,
         torque_limits=dict(g.torque_limits),
         momentum=g.momentum and rows.flight is not None,

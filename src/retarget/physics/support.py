@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..contacts import Contacts
 from ..roles import Roles
+from .dynamics import support_shares
 
 __all__ = ["Support", "convex_hulls", "project_to_support", "support_polygons"]
 
@@ -59,6 +60,19 @@ class Support:
     def flight(self) -> NDArray[np.bool_]:
         """Frames with no foot on the ground, shape (F,)."""
         return np.asarray(~np.isfinite(self.centres).all(axis=-1).any(axis=-1))
+
+    def shares(self, points: ArrayLike, num_joints: int, frames: ArrayLike | None = None) -> Array:
+        """Each joint's body's share of the ground's wrench, shape (..., J): the feet's
+        by Ko & Badler's split at the ZMPs ``points`` (..., 2), metres
+        (:func:`~retarget.physics.dynamics.support_shares`), zero for the other
+        bodies; ``frames`` (...) say which frame each point belongs to (default:
+        every frame, ``points`` (F, 2))."""
+        c = self.centres if frames is None else self.centres[np.asarray(frames)]
+        two = support_shares(points, c[..., 0, :], c[..., 1, :])
+        out = np.zeros((*two.shape[:-1], num_joints))
+        out[..., self.feet[0]] += two[..., 0]
+        out[..., self.feet[1]] += two[..., 1]
+        return out
 
     def inside(self, points: ArrayLike, tolerance: float = 1e-9) -> NDArray[np.bool_]:
         """Whether each frame's point ``(x, z)`` (F, 2) lies in its polygon (False in flight
