@@ -44,6 +44,25 @@ def data_dir() -> Path:
     return found
 
 
+def _missing(msg: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+#: Files of ``RETARGET_DATA/real`` (real files from other people's tools, its README).
+REAL = ("pybvh_test3.bvh", "tomochi_optitrack.bvh", "bvhpython_freebvh.bvh", "01.asf")
+
+
+@pytest.fixture(scope="session")
+def real_dir(data_dir) -> Path:
+    """``RETARGET_DATA/real``: skipped locally when missing, a failure under ``CI=true``."""
+    real = data_dir / "real"
+    if not all((real / f).is_file() for f in REAL):
+        _missing(f"real files {REAL} not found in {real}")
+    return real
+
+
 @pytest.fixture(scope="session")
 def lafan(data_dir):
     from retarget.io import read_bvh

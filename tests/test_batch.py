@@ -123,6 +123,55 @@ def test_corrupt_input_recorded_others_succeed(tmp_path, data_dir, capsys):
     assert "1 failed" in capsys.readouterr().out
 
 
+def test_manifest_is_strict_json_and_records_warnings(tmp_path, data_dir, capsys, monkeypatch):
+    """A still clip's measures without a ratio are null with their notes (no bare NaN or
+    Infinity in the JSON lines), and a clip read in part records its warning, which the
+    command prints once on one line (clips run in this process: the engine is replaced)."""
+    import numpy as np
+
+    from retarget import batch
+
+    walk = read_motion(data_dir / "lafan_walk.bvh")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write_bvh(folder / "still.bvh", walk[np.full(30, 100)])
+    write_bvh(folder / "extra.bvh", walk[:40])
+    text = (folder / "extra.bvh").read_text().replace("Frames: 40", "Frames: 39")
+    (folder / "extra.bvh").write_text(text)
+    last_line = text.count("\n")
+    monkeypatch.setitem(
+        batch._ENGINES, "local", lambda tasks, workers, scheduler: map(batch.run_clip, tasks)
+    )
+    out = tmp_path / "out"
+    code = main(
+        [
+            "batch", str(folder / "*.bvh"), "--target-preset", "blubby", "--method", "copy",
+            "--out", str(out), "--no-progress",
+        ]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 0, err
+    lines = (out / "manifest.jsonl").read_text().splitlines()
+
+    def refuse(word):
+        raise ValueError(word)
+
+    records = {
+        Path(r["input"]).name: r for r in (json.loads(x, parse_constant=refuse) for x in lines)
+    }
+    still = records["still.bvh"]["measures"]
+    assert still["skate_ratio"] is None and still["skate_ratio_note"].endswith("no ratio")
+    assert still["smoothness"] is None and "no jerk" in still["smoothness_note"]
+    assert "not a finite number" not in "".join(lines)
+    message = (
+        f"{folder / 'extra.bvh'}:{last_line}: more motion data than 'Frames: 39': 1 more frame "
+        "from this line on, ignored (the 39 declared are read)"
+    )
+    assert records["extra.bvh"]["warnings"] == [message]
+    assert records["extra.bvh"]["frames"] == 39 and records["still.bvh"]["warnings"] == []
+    assert err.splitlines() == [f"retarget: warning: {message}"]
+
+
 def test_rerun_redoes_only_what_changed(tmp_path, data_dir):
     sources = _clips(tmp_path / "in", data_dir, 3)
     out, manifest = tmp_path / "out", tmp_path / "out" / "manifest.jsonl"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import pickle
 import re
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 from retarget import Motion, Skeleton, quat
-from retarget.errors import FormatError, RetargetError
+from retarget.errors import FormatError, RetargetError, RetargetWarning
 from retarget.io import _files, _scan
 from retarget.io.bvh import format_bvh, parse_bvh, read_bvh, write_bvh
 from retarget.kinematics import positions
@@ -699,7 +700,22 @@ MALFORMED = {
     "overflowing value": (edit((20, "10 11 12 13 14 15 1e999 17 18")), 20, "found '1e999'"),
     "value with trailing garbage": (edit((19, "1 2 3 4 5 6 7 8 9x")), 19, "found '9x'"),
     "frame count too high": (edit((17, "Frames: 3")), 20, "file ends early"),
-    "frame count too low": (edit((17, "Frames: 1")), 20, "more motion data"),
+    "frame count too low, a partial frame beyond": (
+        edit((17, "Frames: 1"), (20, "10 11 12 13")),
+        20,
+        "expected 9 values per frame (the hierarchy's channel count), found 4: a partial frame "
+        "after the 1 of 'Frames: 1'",
+    ),
+    "a partial last line": (
+        edit((20, "10 11 12 13 14 15 16 17 18\n1 2 3")),
+        21,
+        "found 3: a partial frame after the 2 of 'Frames: 2'",
+    ),
+    "a whole frame more, but within a line": (
+        edit((20, "10 11 12 13 14 15 16 17 18 1 2 3 4 5 6 7 8 9")),
+        20,
+        "expected 9 values per frame (the hierarchy's channel count), found 18",
+    ),
     "frame count absurd": (edit((17, "Frames: 99999999999999")), 20, "file ends early"),
     "frame count negative": (edit((17, "Frames: -2")), 17, "frame count >= 0"),
     "frame count not whole": (edit((17, "Frames: 2.0")), 17, "whole frame count"),
@@ -714,7 +730,20 @@ MALFORMED = {
         20,
         "expected 9 values per frame (the hierarchy's channel count), found 8",
     ),
-    "extra frame lines": (edit((20, "10 11 12 13 14 15 16 17 18\n" * 3)), 21, "more motion data"),
+}
+
+# More motion data than 'Frames:' declares, in whole frames on their own lines: read
+# (the declared frames) with a warning naming the first line left out.
+RECOVERED = {
+    "frame count too low": (edit((17, "Frames: 1")), 20, 1, 1),
+    "extra frame lines": (edit((20, "10 11 12 13 14 15 16 17 18\n" * 3)), 21, 2, 2),
+    "extra frames wrapped over lines": (
+        edit((20, "10 11 12 13 14 15 16 17 18\n1 2 3 4\n5 6 7 8 9")),
+        21,
+        2,
+        1,
+    ),
+    "Frames: 0": (edit((17, "Frames: 0")), 19, 0, 2),
 }
 
 
@@ -736,6 +765,83 @@ def test_malformed_input_names_the_line(case, tmp_path):
             read_bvh(path)
         assert (info.value.path, info.value.line) == (str(path), line), info.value
         assert phrase in info.value.message
+
+
+@pytest.mark.parametrize("case", list(RECOVERED))
+def test_more_frames_than_declared_read_the_declared_ones_and_warn(case, tmp_path):
+    text, line, frames, extra = RECOVERED[case]
+    lines = text.splitlines()
+    exact = "\n".join(lines[: line - 1]) + "\n"  # the same file without the extra lines
+    reference = parse_bvh(exact)
+    assert reference.num_frames == frames
+    path = tmp_path / "case.bvh"
+    for variant in (text, text.replace("\n", "\r\n"), as_slow(text)):
+        path.write_bytes(variant.encode())
+        with pytest.warns(RetargetWarning) as caught:
+            motion = read_bvh(path)
+        assert len(caught) == 1
+        warning = caught[0].message
+        assert isinstance(warning, RetargetWarning)
+        assert (warning.path, warning.line) == (str(path), line)
+        plural = "frame" if extra == 1 else "frames"
+        assert f"'Frames: {frames}': {extra} more {plural} from this line on" in warning.message
+        assert str(warning).startswith(f"{path}:{line}: ")
+        assert caught[0].filename == __file__  # attributed to the caller, not the library
+        again = pickle.loads(pickle.dumps(warning))  # crosses process pools whole
+        assert (str(again), again.path, again.line) == (str(warning), warning.path, line)
+        np.testing.assert_array_equal(motion.root_position, reference.root_position)
+        np.testing.assert_array_equal(motion.rotations, reference.rotations)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    frames=st.integers(0, 6),
+    extra=st.integers(1, 3),
+    seed=st.integers(0, 2**32 - 1),
+    slow=st.booleans(),
+)
+def test_any_whole_surplus_reads_the_declared_frames(frames, extra, seed, slow):
+    """Whatever the layout of channels, a file with ``extra`` whole frames beyond its
+    ``Frames:`` reads exactly as the file cut to the declared frames, and warns naming
+    the first line cut; a surplus of part of a frame is an error naming that line."""
+    rng = np.random.default_rng(seed)
+    channels = [ROOT6, ZYX, ("Xrotation", "Zrotation"), ("Yposition", "Yrotation")]
+    values = random_values(rng, frames + extra, channels)
+    text = chain_bvh(channels, values, frames_line=f"Frames: {frames}")
+    exact = chain_bvh(channels, values[:frames])
+    if slow:
+        text, exact = as_slow(text), as_slow(exact)
+    first_extra = exact.count("\n") + 1
+    with pytest.warns(RetargetWarning, match=f"{extra} more frame") as caught:
+        motion = parse_bvh(text, name="s.bvh")
+    assert [(w.message.path, w.message.line) for w in caught] == [("s.bvh", first_extra)]
+    reference = parse_bvh(exact)
+    np.testing.assert_array_equal(motion.root_position, reference.root_position)
+    np.testing.assert_array_equal(motion.rotations, reference.rotations)
+    if reference.translations is not None:
+        np.testing.assert_array_equal(motion.translations, reference.translations)
+    partial = text + " ".join(["1.5"] * int(rng.integers(1, 13))) + "\n"
+    with pytest.raises(FormatError, match="a partial frame after") as info:
+        parse_bvh(partial, name="s.bvh")
+    assert info.value.line == partial.count("\n")
+
+
+def test_real_file_with_a_frame_more_than_declared(data_dir):
+    """assimp's Boxing_Toes.bvh: 3070 data lines under 'Frames: 3069' (Blender and
+    assimp read it): the 3069 frames are read, the last line named."""
+    path = data_dir / "real" / "assimp_boxing_toes.bvh"
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    with pytest.warns(RetargetWarning) as caught:
+        motion = read_bvh(path)
+    assert motion.num_frames == 3069
+    assert [(w.message.path, w.message.line) for w in caught] == [(str(path), 3199)]
+    # the data read is the first 3069 frames of the file's lines
+    lines = path.read_text().splitlines()
+    last = np.array(lines[-2].split(), dtype=np.float64)  # frame 3069, the last one read
+    np.testing.assert_allclose(motion.root_position[-1], last[:3], rtol=0, atol=1e-12)
+    first = np.array(lines[129].split(), dtype=np.float64)
+    np.testing.assert_allclose(motion.root_position[0], first[:3], rtol=0, atol=1e-12)
 
 
 def test_malformed_cases_are_small_edits_of_a_valid_file():
@@ -880,9 +986,10 @@ def test_two_threads_wrong_value_count_names_the_line(big, where, change):
 
 def test_two_threads_frame_count_disagrees(big):
     n = len(big["rows"])
-    with pytest.raises(FormatError, match="more motion data") as info:
-        parse_bvh(big_text(big, frames=n - 3))
-    assert info.value.line == big["first_line"] + n - 3
+    with pytest.warns(RetargetWarning, match="3 more frames") as caught:
+        motion = parse_bvh(big_text(big, frames=n - 3))
+    assert [w.message.line for w in caught] == [big["first_line"] + n - 3]
+    assert_big_motion(motion, big, frames=slice(0, n - 3))
     with pytest.raises(FormatError, match="file ends early") as info:
         parse_bvh(big_text(big, frames=n + 1))
     assert info.value.line == big["first_line"] + n - 1

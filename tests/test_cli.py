@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from retarget._json import GENERIC_NOTE
 from retarget.cli import main
-from retarget.io import read_bvh
+from retarget.errors import RetargetWarning
+from retarget.io import read_bvh, write_bvh
 from retarget.io.formats import read_motion
 from retarget.kinematics import positions
+from retarget.methods.puppetry import sensor_stream
 
 
 def run(capsys, *args):
@@ -182,8 +187,209 @@ def test_demo_on_a_short_stretch(capsys, data_dir, tmp_path, monkeypatch):
     assert f"open {(out / 'view.html').resolve()}" in text
     page = (out / "view.html").read_text()
     assert page.count('"name":') == 5  # the source and 4 results
-    report = json.loads((out / "report.json").read_text())
+    report = strict_loads((out / "report.json").read_text())
+    assert GENERIC_NOTE not in (out / "report.json").read_text()
     assert set(report["characters"]) == {"blubby", "sally"}
     assert set(report["characters"]["sally"]) == {"copy", "hierarchical"}
     assert "skate %H/s" in text and "blubby" in text
     assert (out / "feet.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# -- warnings: input read in part ------------------------------------------------------------
+
+
+def test_a_file_with_a_frame_more_than_declared_warns_on_one_line(capsys, data_dir, tmp_path):
+    """assimp's Boxing_Toes.bvh (3070 data lines under 'Frames: 3069'): every command reads
+    the 3069 frames, prints one warning line naming the file and the line, and exits 0."""
+    path = data_dir / "real" / "assimp_boxing_toes.bvh"
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    expected = (
+        f"retarget: warning: {path}:3199: more motion data than 'Frames: 3069': 1 more frame "
+        "from this line on, ignored (the 3069 declared are read)"
+    )
+    code, out, err = run(capsys, "info", path, "--json")
+    assert code == 0 and json.loads(out)["frames"] == 3069
+    assert err.splitlines() == [expected]
+    copy = tmp_path / "boxing.bvh"
+    code, out, err = run(capsys, "convert", path, copy)
+    assert code == 0 and err.splitlines() == [expected]
+    again = read_bvh(copy)  # no warning: the written file is whole
+    assert again.num_frames == 3069
+    with pytest.warns(RetargetWarning):
+        original = read_bvh(path)
+    np.testing.assert_allclose(positions(again), positions(original), atol=1e-6)
+
+
+def test_console_script_prints_the_warning_without_python_s_decoration(tmp_path):
+    bad = tmp_path / "extra.bvh"
+    bad.write_text(
+        "HIERARCHY\nROOT a\n{\n  OFFSET 0 0 0\n  CHANNELS 3 Xposition Yposition Zposition\n"
+        "  End Site\n  {\n    OFFSET 0 1 0\n  }\n}\n"
+        "MOTION\nFrames: 1\nFrame Time: 0.1\n1 2 3\n4 5 6\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "retarget.cli", "info", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"retarget: warning: {bad}:15: more motion data than 'Frames: 1': 1 more frame "
+        "from this line on, ignored (the 1 declared are read)"
+    ]
+
+
+# -- strict JSON: every JSON the command line writes, on a still and a one-frame clip ---------
+
+
+def strict_loads(text: str):
+    """``json.loads`` that refuses NaN, Infinity and -Infinity (as JSON.parse and jq do)."""
+
+    def refuse(word: str):
+        raise ValueError(f"not strict JSON: {word}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def _checked(text: str):
+    """Parsed strictly; no value was left for the serialiser's generic note."""
+    assert GENERIC_NOTE not in text, text
+    return strict_loads(text)
+
+
+@pytest.fixture(scope="module")
+def short_clips(lafan, tmp_path_factory):
+    """Frame 100 of lafan_walk.bvh held for 30 frames (a still clip), and alone."""
+    folder = tmp_path_factory.mktemp("short")
+    write_bvh(folder / "still.bvh", lafan[np.full(30, 100)])
+    write_bvh(folder / "one.bvh", lafan[100:101])
+    return folder
+
+
+@pytest.mark.parametrize("clip", ["still", "one"])
+def test_every_json_written_is_strict_on_still_and_one_frame_clips(
+    capsys, short_clips, tmp_path, clip, monkeypatch
+):
+    src = short_clips / f"{clip}.bvh"
+    code, out, err = run(capsys, "info", src, "--json")
+    assert code == 0, err
+    assert _checked(out)["frames"] == (30 if clip == "still" else 1)
+
+    for method in ("copy", "hierarchical", "omr", "puppetry"):
+        out_bvh, report = tmp_path / f"{method}.bvh", tmp_path / f"{method}.json"
+        code, out, err = run(
+            capsys, "run", src, "--target-preset", "blubby", "--method", method, "-o", out_bvh,
+            "--report", report,
+        )  # fmt: skip
+        assert code == 0, err
+        rep = _checked(report.read_text())
+        m = rep["measures"]
+        assert m["skate_ratio"] is None and "no ratio" in m["skate_ratio_note"]
+        if clip == "still":
+            assert m["smoothness"] is None and "no jerk" in m["smoothness_note"]
+        assert (rep["frames_per_second"] is None) == ("frames_per_second_note" in rep)
+
+    code, out, err = run(capsys, "eval", src, tmp_path / "hierarchical.bvh", "--json")
+    assert code == 0, err
+    measures = _checked(out)
+    assert measures["skate_ratio"] is None
+    code, out, err = run(capsys, "eval", src, tmp_path / "hierarchical.bvh")
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("skate_ratio"))
+    assert line.split()[1] == "-" and line.endswith(measures["skate_ratio_note"])
+
+    report = tmp_path / "physics.json"
+    code, out, err = run(
+        capsys, "physics", src, "--target-preset", "blubby", "--passes", "1K",
+        "-o", tmp_path / "physics.bvh", "--report", report,
+    )  # fmt: skip
+    assert code == 0, err
+    assert _checked(report.read_text())["method"] == "physics"
+
+    constraints = tmp_path / "c.json"
+    constraints.write_text('[{"joint": "LeftHand", "frame": 0, "offset": [0, 5, 0]}]')
+    report = tmp_path / "edit.json"
+    code, out, err = run(
+        capsys, "edit", src, "--constraints", constraints, "-o", tmp_path / "edit.bvh",
+        "--report", report,
+    )  # fmt: skip
+    assert code == 0, err
+    _checked(report.read_text())
+
+    motion = read_bvh(src)
+    measured = tmp_path / "points.npz"
+    np.savez(measured, LeftHand=positions(motion)[:, motion.skeleton.index("LeftHand")] + 1.0)
+    report = tmp_path / "enhance.json"
+    code, out, err = run(
+        capsys, "enhance", src, "--positions", measured, "-o", tmp_path / "enhance.bvh",
+        "--report", report,
+    )  # fmt: skip
+    assert code == 0, err
+    _checked(report.read_text())
+
+    report = tmp_path / "transition.json"
+    code, out, err = run(
+        capsys, "transition", src, src, "--blend", "1", "-o", tmp_path / "transition.bvh",
+        "--report", report,
+    )  # fmt: skip
+    assert code == 0, err
+    _checked(report.read_text())
+
+    noise = tmp_path / "noise.json"
+    code, out, err = run(capsys, "noise", src, "-o", noise)
+    if clip == "still":
+        assert code == 0, err
+        assert _checked(noise.read_text())["format"] == "retarget-noise"
+    else:  # one frame holds no still stretch: one line, no traceback
+        assert code == 2 and err.startswith(f"retarget: error: {src}: ") and err.count("\n") == 1
+
+    page = tmp_path / "view.html"
+    code, out, err = run(
+        capsys, "view", src, tmp_path / "hierarchical.bvh", "--report",
+        tmp_path / "hierarchical.json", "-o", page,
+    )  # fmt: skip
+    assert code == 0, err
+    payload = re.search(
+        r"<script id='data' type='application/json'>(.*?)</script>", page.read_text(), re.S
+    )
+    assert payload is not None
+    assert len(_checked(payload.group(1).replace("<\\/", "</"))["motions"]) == 2
+
+    pos, ori = sensor_stream(motion)
+    frames = [
+        json.dumps({"frame": k, "positions": p.tolist(), "orientations": q.tolist()})
+        for k, (p, q) in enumerate(zip(pos, ori, strict=True))
+    ]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(frames) + "\n"))
+    code, out, err = run(
+        capsys, "puppet", "--stdin", "--performer", src, "--target-preset", "blubby"
+    )
+    assert code == 0, err
+    assert [_checked(x)["frame"] for x in out.splitlines()] == list(range(len(frames)))
+
+
+def test_run_and_eval_of_one_frame_of_a_real_file(capsys, data_dir, tmp_path):
+    """``--frames 100:101`` of the real walk: the report and eval's JSON are strict."""
+    report = tmp_path / "r.json"
+    code, out, err = run(
+        capsys, "run", data_dir / "lafan_walk.bvh", "--frames", "100:101", "--target-preset",
+        "sally", "-o", tmp_path / "one.bvh", "--report", report,
+    )  # fmt: skip
+    assert code == 0, err
+    assert _checked(report.read_text())["frames"] == 1
+    code, out, err = run(
+        capsys, "eval", data_dir / "lafan_walk.bvh", tmp_path / "one.bvh", "--frames",
+        "100:101", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert _checked(out)["skate_ratio_note"].endswith("no ratio")
+
+
+def test_verb_solve_json_is_strict(capsys, tmp_path):
+    verb = tmp_path / "arm3.npz"
+    assert run(capsys, "verb", "example", "arm3", "-o", verb)[0] == 0
+    code, out, err = run(capsys, "verb", "solve", verb, "--goal", "1", "1", "--json")
+    assert code == 0, err
+    assert _checked(out)["error_percent"] >= 0.0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -19,6 +21,7 @@ from retarget.metrics import (
     smoothness,
     tracking_error,
 )
+from retarget.roles import find_roles, height
 
 
 def test_hysteresis_enters_on_enter_and_leaves_when_stay_fails():
@@ -84,6 +87,50 @@ def test_measures_on_synthetic_arrays():
     )
 
 
+@pytest.mark.parametrize(
+    ("frames", "missing"),
+    [
+        (np.full(30, 100), {"skate_ratio": "feet do not skate", "smoothness": "no jerk"}),
+        (np.array([100]), {"skate_ratio": "no foot planted over two consecutive frames"}),
+    ],
+    ids=["still", "one frame"],
+)
+def test_measures_that_do_not_exist_are_none_with_the_reason(lafan, frames, missing):
+    """A still clip has no skate or jerk to compare with, one frame no contact over two
+    frames: those measures are None and ``<key>_note`` says why; every other is finite."""
+    clip = lafan[frames]
+    m = evaluate(clip, clip)
+    assert {k for k, v in m.items() if v is None} == set(missing)
+    for key, phrase in missing.items():
+        assert phrase in m[f"{key}_note"] and m[f"{key}_note"].endswith("no ratio")
+    notes = {k for k in m if k.endswith("_note")}
+    assert notes == {f"{k}_note" for k in missing}
+    assert all(np.isfinite(v) for k, v in m.items() if k not in missing and k not in notes)
+
+
+def test_pose_deviation_across_hierarchies_is_none_with_the_reason(lafan):
+    clip = lafan[:120]
+    renamed = clip.replace(
+        skeleton=dataclasses.replace(
+            clip.skeleton, names=tuple(f"mixamorig:{n}" for n in clip.skeleton.names)
+        )
+    )
+    m = evaluate(clip, renamed)
+    assert m["pose_deviation_deg"] is None
+    assert m["pose_deviation_deg_note"] == (
+        "the skeletons share no joint name: their local rotations do not compare"
+    )
+    assert m["skate_ratio"] == pytest.approx(1.0) and m["smoothness"] == pytest.approx(1.0)
+
+
+def test_smoothness_of_a_source_without_jerk():
+    still = np.zeros((10, 2, 3))
+    assert np.isnan(smoothness(still, still, 1.0, 1.0))
+    moving = still.copy()
+    moving[5, 0, 0] = 1.0
+    assert smoothness(moving, still, 1.0, 1.0) == np.inf
+
+
 def test_source_against_itself(lafan):
     m = evaluate(lafan[:600], lafan[:600])
     assert m["skate_ratio"] == pytest.approx(1.0)
@@ -114,3 +161,54 @@ def test_copy_needs_the_source_joints(lafan, mocapbank):
     assert "copy" in METHODS
     with pytest.raises(RetargetError, match="methods: copy"):
         get_method("nope")
+
+
+def test_pop_finds_a_one_frame_jump_of_a_knee(lafan):
+    """The source against itself: 0. A knee pushed 3 % of height out at one frame: the
+    step into that frame is 3 % beyond the source's (and the step out of it too)."""
+    from retarget.metrics import pop
+
+    walk = lafan[200:320]
+    h = height(walk.skeleton)
+    knees = [find_roles(walk.skeleton)[f"{s}_knee"] for s in ("left", "right")]
+    p = positions(walk)[:, knees]
+    assert pop(p, p, h, h) == 0.0
+    glitch = p.copy()
+    glitch[60, 0, 0] += 0.03 * h
+    assert pop(glitch, p, h, h) == pytest.approx(3.0, abs=0.3)
+    # a cut of the source (its own jump) into frame 60 leaves the step into it out, not
+    # the step out of it
+    assert pop(glitch, p, h, h, cuts=[60]) == pytest.approx(3.0, abs=0.3)
+    assert pop(glitch, p, h, h, cuts=[60, 61]) < 0.3
+
+
+def test_pop_takes_the_source_step_in_the_result_proportions(lafan):
+    """A result whose legs are twice as long per height swings its knees twice as far per
+    frame: no pop with ρ = 2, the literal measure (ρ = 1) sees the whole difference."""
+    from retarget.metrics import pop
+
+    walk = lafan[200:320]
+    h = height(walk.skeleton)
+    knee = find_roles(walk.skeleton)["left_knee"]
+    p = positions(walk)[:, [knee]]
+    doubled = 2.0 * (p - p[:1]) + p[:1]
+    steps = np.linalg.norm(np.diff(p, axis=0), axis=-1).max() / h * 100
+    assert pop(doubled, p, h, h, scale=2.0) < 1e-9
+    assert pop(doubled, p, h, h) == pytest.approx(steps, rel=1e-9)
+
+
+def test_evaluate_pop_of_copy_is_small_and_of_a_flipped_knee_large(lafan):
+    """copy onto sally (longer legs): within 0.7 % of height in the result's proportions.
+    The same result with a knee bent the other way for one frame: a pop of several %."""
+    from retarget import quat
+
+    walk = lafan[200:500]
+    target = make_character(walk.skeleton, preset="sally")
+    result = get_method("copy").run(walk, target).motion
+    m = evaluate(walk, result)
+    assert m["pop"] < 0.7 and m["pop_literal"] >= m["pop"]
+    knee = find_roles(target)["left_knee"]
+    rot = result.rotations.copy()
+    rot[150, knee] = quat.conjugate(rot[150, knee])  # the knee bent backward at one frame
+    flipped = dataclasses.replace(result, rotations=rot)
+    assert evaluate(walk, flipped)["pop"] > 3.0

@@ -186,7 +186,9 @@ def test_eq7_against_brute_force(name):
     pos_t, _ = fk(sk, root, target)
     goal = pos_t[:, 3]
     big_l = np.linalg.norm(goal - pos_t[:, 1], axis=-1)
-    # references: the same pelvis, another hip and ankle, the knee bent the same way
+    # references: the same pelvis, another hip and ankle, the knee bent the target's way;
+    # the solution bends the flexion way (positive), whichever way the reference does:
+    # the same goal distance, the mirror angle when the target was bent backward
     ref = quat.normalize(rng.normal(size=(n, 4, 4)))
     ref[:, 0] = target[:, 0]
     ref[:, 2] = quat.exp(0.4 * np.sign(theta)[:, None] * limb.hinge_axis)
@@ -194,8 +196,9 @@ def test_eq7_against_brute_force(name):
 
     pos, world = fk(sk, root, sol.rotations)
     assert np.abs(pos[:, 3] - goal).max() < TOL and not sol.clamped.any()
-    np.testing.assert_allclose(channel_angles(sk, sol.rotations)[:, 2, 0], theta, atol=1e-9)
-    np.testing.assert_allclose(hinge_angle(limb, sol.rotations), theta, atol=1e-9)
+    flexion = np.abs(theta)
+    np.testing.assert_allclose(channel_angles(sk, sol.rotations)[:, 2, 0], flexion, atol=1e-9)
+    np.testing.assert_allclose(hinge_angle(limb, sol.rotations), flexion, atol=1e-9)
     # φ measured on the solved pose: projections of the bones on the plane ⊥ axis (world)
     a_world = quat.rotate(world[:, 1], limb.hinge_axis)
 
@@ -697,3 +700,24 @@ def test_soft_limb_does_not_snap_straight(lafan):
     assert np.allclose(soft.residual, np.abs(dist - reached), atol=TOL)
     with pytest.raises(ValueError, match="softness"):
         solve_limb(sk, leg, root, rot, goals[0], softness=-0.1)
+
+
+def test_bend_stays_on_the_flexion_side_through_a_straight_reference():
+    """References whose knee passes through straight (β_ref from +3° to −3°) and goals
+    that ask for a 20° bend: the solution bends the flexion way at every frame, so the
+    knee does not flip 40° where the reference crosses 0 (a one-frame pop of the knee,
+    4.8 % of height on a CMU walk onto blubby before)."""
+    sk, limb = hinge_skeleton(0.0, 40.0, 0.0, 38.0)
+    n = 61
+    theta_ref = np.radians(np.linspace(3.0, -3.0, n))
+    ref = quat.identity((n, 4))
+    ref[:, 2] = quat.exp(theta_ref[:, None] * limb.hinge_axis)
+    bent = quat.identity((n, 4))
+    bent[:, 2] = quat.exp(np.radians(20.0) * limb.hinge_axis[None])
+    root = np.zeros((n, 3))
+    goal = fk(sk, root, bent)[0][:, 3]
+    sol = solve_limb(sk, limb, root, ref, goal)
+    theta = hinge_angle(limb, sol.rotations)
+    np.testing.assert_allclose(theta, np.radians(20.0), atol=1e-9)
+    knee = fk(sk, root, sol.rotations)[0][:, 2]
+    assert np.linalg.norm(np.diff(knee, axis=0), axis=1).max() < 1e-9  # not a jump anywhere

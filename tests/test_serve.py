@@ -250,3 +250,35 @@ def test_a_frame_that_cannot_be_posed_is_counted(walk, blubby):
     out = [stream.receive(m) for m in _sensor_messages(walk, range(8)).values()]
     assert [o is None for o in out] == [False, False, True, False, True, False, False, False]
     assert stream.stats.failed == 2 and "frame 4: the retargeter" in stream.stats.last_error
+
+
+def test_wire_messages_and_stats_are_strict_json(lafan, blubby):
+    """The skeleton and pose messages of a still performer, and the stats summary, parse
+    with a strict parser; a value that is not finite in a pose's extras goes out as null
+    with a note beside it, never as a bare NaN that JSON.parse would refuse."""
+    from retarget._json import GENERIC_NOTE
+    from retarget.run import dumps_json
+
+    def strict(text):
+        def refuse(word):
+            raise ValueError(word)
+
+        return json.loads(text, parse_constant=refuse)
+
+    still = lafan[np.full(20, 100)]
+    stream = _puppetry_stream(still, blubby)
+    assert strict(stream.header())["type"] == "skeleton"
+    poses = [stream.receive(m) for m in _sensor_messages(still).values()]
+    assert all(p is not None and GENERIC_NOTE not in p for p in poses)
+    assert [strict(p)["frame"] for p in poses] == list(range(20))
+    summary = strict(dumps_json(stream.stats.summary()))
+    assert summary["poses"] == 20
+
+    class Odd(PuppetryLive):
+        def step(self, frame):
+            root, rotations, extra = super().step(frame)
+            return root, rotations, {**extra, "iterations": float("nan")}
+
+    odd = LiveStream(Odd(Puppeteer(still.skeleton, blubby, fps=still.fps)), fps=still.fps)
+    pose = strict(odd.receive(_sensor_messages(still, [0])[0]))
+    assert pose["iterations"] is None and pose["iterations_note"].startswith(GENERIC_NOTE)

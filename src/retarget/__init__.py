@@ -9,7 +9,7 @@ from . import quat
 from .characters import PRESETS, make_character
 from .contacts import Contacts, detect_contacts
 from .editing import Constraints, edit_motion, parse_constraints, transition
-from .errors import FormatError, RetargetError, UnknownJointError
+from .errors import FormatError, RetargetError, RetargetWarning, UnknownJointError
 from .io import read_asf_amc, read_bvh, read_motion, write_bvh, write_motion
 from .kinematics import center_of_mass, forward_kinematics, jacobian, positions
 from .methods import METHODS, Result, get_method
@@ -28,6 +28,7 @@ __all__ = [
     "Motion",
     "Result",
     "RetargetError",
+    "RetargetWarning",
     "Roles",
     "Skeleton",
     "UnknownJointError",

@@ -16,7 +16,8 @@ flight). A record::
     {"input": "clips/walk_01.bvh", "input_hash": "sha256:…", "key": "sha256:…",
      "output": "out/walk_01.bvh", "output_hash": "sha256:…", "method": "hierarchical",
      "target": "preset:blubby", "status": "ok", "error": null, "frames": 600,
-     "seconds": 0.41, "measures": {…}, "worker": "host:1234", "finished": "2026-…Z"}
+     "seconds": 0.41, "measures": {…}, "warnings": [], "worker": "host:1234",
+     "finished": "2026-…Z"}
 
 ``status`` is ``"ok"`` or ``"error"`` (then ``error`` holds the one-line
 message and no output is written). ``key`` hashes the contents of every file
@@ -25,7 +26,11 @@ options and the library's version. A clip is **skipped** when the manifest's
 last record for its output has the same key, status ok, and the output file
 still has the recorded hash: a re-run resumes an interrupted batch and redoes
 only what changed or failed. ``measures`` are those of ``retarget eval``
-(:func:`retarget.metrics.evaluate`).
+(:func:`retarget.metrics.evaluate`); ``warnings`` the one-line
+:class:`~retarget.errors.RetargetWarning` messages of the clip (input read
+only in part), which :func:`run_batch` also issues again in the calling
+process (the command line prints them). Records are strict JSON: a value that
+is not finite is ``null`` with a ``<key>_note`` (:mod:`retarget._json`).
 """
 
 from __future__ import annotations
@@ -37,14 +42,16 @@ import json
 import os
 import socket
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import RetargetError
-from .run import RunJob, json_default, run_job
+from ._json import json_default, strict_json
+from .errors import RetargetError, RetargetWarning, warn
+from .run import RunJob, run_job
 
 __all__ = [
     "ENGINES",
@@ -204,14 +211,21 @@ def run_clip(task: ClipTask) -> dict[str, Any]:
         "frames": None,
         "measures": None,
     }
-    try:
-        Path(job.output).parent.mkdir(parents=True, exist_ok=True)
-        report = run_job(job)
-        record["frames"] = report.get("frames")
-        record["measures"] = report.get("measures")
-        record["output_hash"] = file_hash(job.output)
-    except Exception as exc:  # a bad clip is recorded, never stops the batch
-        record["status"], record["error"] = "error", _one_line(exc)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RetargetWarning)
+        try:
+            Path(job.output).parent.mkdir(parents=True, exist_ok=True)
+            report = run_job(job)
+            record["frames"] = report.get("frames")
+            record["measures"] = report.get("measures")
+            record["output_hash"] = file_hash(job.output)
+        except Exception as exc:  # a bad clip is recorded, never stops the batch
+            record["status"], record["error"] = "error", _one_line(exc)
+    said = [w for w in caught if issubclass(w.category, RetargetWarning)]
+    record["warnings"] = list(dict.fromkeys(" ".join(str(w.message).splitlines()) for w in said))
+    for w in caught:  # others as Python shows them
+        if not issubclass(w.category, RetargetWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     record["seconds"] = time.perf_counter() - t0
     record["worker"] = f"{socket.gethostname()}:{os.getpid()}"
     record["finished"] = datetime.now(UTC).isoformat(timespec="milliseconds")
@@ -352,7 +366,7 @@ class BatchSummary:
 
 
 def _append(manifest: Path, record: dict[str, Any]) -> None:
-    line = json.dumps(record, default=json_default, allow_nan=True, separators=(",", ":"))
+    line = strict_json(record)
     with open(manifest, "a", encoding="utf-8") as fh:
         fh.write(line + "\n")
         fh.flush()
@@ -407,6 +421,8 @@ def run_batch(
         with bar:
             for record in _ENGINES[engine](todo, workers, scheduler):
                 _append(manifest, record)
+                for text in record.get("warnings", ()):  # from the worker, said here
+                    warn(text)
                 if record["status"] == "ok":
                     done += 1
                 else:

@@ -7,30 +7,32 @@ would overwrite an input) is printed on one line and exits with code 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
+import re
 import sys
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import __version__
-from .errors import RetargetError
+from ._json import strict_json
+from .errors import RetargetError, RetargetWarning
 from .mapping import (
     map_for_method,
     map_skeletons,
-    needs_mapping,
     read_overrides,
     up_axis,
 )
 from .run import (
     dumps_json,
     frame_slice,
-    json_default,
     parse_noise,
     read_character,
     read_input,
@@ -70,7 +72,12 @@ def _write_result(
         write_json(args.report, report, inputs=[*sources, args.output])
 
 
-def _measure_table(rows: dict[str, dict[str, float]]) -> str:
+def _cell(value: float | None, width: int, digits: int) -> str:
+    """A table cell: the number, or '-' where a measure has none (None, with a note)."""
+    return f"{'-':>{width}}" if value is None else f"{value:>{width}.{digits}f}"
+
+
+def _measure_table(rows: dict[str, dict[str, Any]]) -> str:
     keys = ["skate", "sliding_ratio", "penetration", "float"]
     titles = [
         ("skate %H/s", 12),
@@ -97,7 +104,8 @@ def _measure_table(rows: dict[str, dict[str, float]]) -> str:
             + "".join(
                 f"{m[k + '_result']:>{w}.3f}" for k, w in zip(keys, (12, 10, 12, 10), strict=True)
             )
-            + f"{m['pose_deviation_deg']:>11.2f}{m['smoothness']:>12.3f}"
+            + _cell(m["pose_deviation_deg"], 11, 2)
+            + _cell(m["smoothness"], 12, 3)
         )
     return "\n".join(lines)
 
@@ -113,6 +121,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     orders: dict[str, int] = {}
     for order in sk.euler_orders:
         orders[order or "-"] = orders.get(order or "-", 0) + 1
+    unit_reason, up_reason = _world_reasons(args, args.file, motion)
     info: dict[str, Any] = {
         "file": args.file,
         "joints": sk.num_joints,
@@ -121,6 +130,9 @@ def cmd_info(args: argparse.Namespace) -> int:
         "fps": motion.fps,
         "duration_s": motion.duration,
         "unit": sk.unit,
+        "unit_reason": unit_reason,
+        "up": sk.up,
+        "up_reason": up_reason,
         "root": sk.names[0],
         "channel_orders": orders,
         "channels_per_frame": sk.num_channels,
@@ -147,6 +159,24 @@ def cmd_info(args: argparse.Namespace) -> int:
             value = ", ".join(value) or "none"
         print(f"{key:<24}{value}")
     return 0
+
+
+def _world_reasons(args: argparse.Namespace, path: str, motion: Motion) -> tuple[str, str]:
+    """Why a motion file read with ``args`` has its unit and its up axis
+    (:mod:`retarget.world`): an option, the file's declaration or the body."""
+    from . import world
+
+    sk = motion.skeleton
+    if getattr(args, "unit", None):
+        unit = "given with --unit"
+    elif Path(path).suffix.lower() == ".bvh":
+        unit = world.find_unit(sk)[1]
+    elif Path(path).suffix.lower() == ".amc":
+        unit = f"declared by the ASF (:units length; lengths in {sk.unit})"
+    else:
+        unit = "stored in the file"
+    up = "given with --up" if getattr(args, "up", None) else world.find_up(sk, motion)[1]
+    return unit, up
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -189,6 +219,7 @@ def _parse_named(items: Sequence[str], option: str, unit: str) -> dict[str, floa
 
 
 def cmd_physics(args: argparse.Namespace) -> int:
+    from . import quat, world
     from .contacts import detect_contacts
     from .editing.constraints import parse_constraints
     from .physics import body_model
@@ -205,15 +236,20 @@ def cmd_physics(args: argparse.Namespace) -> int:
     passes = parse_passes(args.passes)
     mapping = None
     character = None
+    file_up = world.up_of(source)
+    frame = source  # the motion constraints and a hint refer to
+    turn = quat.identity()  # its axes -> Y up, where the filter works
     if args.target or args.target_preset:  # onto another character first (Lee & Shin 1999)
-        from .methods.hierarchical import hierarchical_retarget
+        from .methods import get_method
 
         target = target_skeleton(args, source)
         character = args.target or f"preset:{args.target_preset}"
-        if needs_mapping(source, target):
-            mapping = map_for_method(source, target, None)
-            source, target = mapping.motion, mapping.target
-        source = hierarchical_retarget(source, target).motion
+        mapping = map_for_method(source, target, None)
+        source = get_method("hierarchical").run(mapping.motion, mapping.target).motion
+        frame = source
+    else:
+        turn = world.axes_between(file_up, "y")
+        source = world.upright(source)
     sk = source.skeleton
 
     def joint(name: str, option: str) -> int:
@@ -245,8 +281,9 @@ def cmd_physics(args: argparse.Namespace) -> int:
             raise RetargetError(
                 f"{args.constraints}: cannot read the file ({exc.strerror})"
             ) from None
-        extra = parse_constraints(text, source, name=args.constraints)
+        extra = parse_constraints(text, frame, name=args.constraints)
         for p, goal in extra.positions.items():
+            goal = quat.rotate(turn, goal)
             merged = positions.get(p, np.full((source.num_frames, 3), np.nan)).copy()
             have = np.isfinite(goal).all(axis=1)
             merged[have] = goal[have]
@@ -255,6 +292,7 @@ def cmd_physics(args: argparse.Namespace) -> int:
     hint = None
     if args.hint:
         hint = read_input(args.hint, args)[frame_slice(args.frames, source.num_frames)]
+        hint = world.upright(hint) if mapping is None else hint
         if hint.skeleton.names != sk.names or hint.num_frames != source.num_frames:
             raise RetargetError(f"{args.hint}: a hint must have the source's joints and frames")
         inputs.append(args.hint)
@@ -270,7 +308,10 @@ def cmd_physics(args: argparse.Namespace) -> int:
     report = {**result.report, "source": args.source, "output": args.output}
     if character:
         report["target"] = character
-    motion = result.motion if mapping is None else mapping.finish(result.motion)
+    if mapping is None:  # back into the file's axes
+        motion = world.reorient(result.motion, file_up)
+    else:
+        motion = mapping.finish(result.motion)
     _write_result(args, motion, report, inputs)
     first, last = report["stages"][0], report["stages"][-1]
     print(
@@ -371,6 +412,8 @@ def cmd_enhance(args: argparse.Namespace) -> int:
 
 
 def cmd_map(args: argparse.Namespace) -> int:
+    from .roles import height
+
     source = read_input(args.source, args)
     target = read_character(args.target)
     overrides = read_overrides(args.map) if args.map else None
@@ -381,6 +424,22 @@ def cmd_map(args: argparse.Namespace) -> int:
         source_up=up_axis(source.skeleton, source),
         target_up=up_axis(target),
     )
+    sides = (("source", args.source, source.skeleton), ("target", args.target, target))
+    for which, path, sk in sides:
+        roles = jm.source_roles if which == "source" else jm.target_roles
+        tall = f"height {height(sk):.4g} {sk.unit}, "
+        spine = len(_path_between(sk, roles.get("hips"), roles.get("head"))) - 2
+        fingers = sum(1 for n in sk.names if _FINGER.search(n))
+        ends = [
+            f"{r} is the end site {sk.point_names[p]!r}"
+            for r, p in roles.items()
+            if r.split("_", 1)[-1] in ("wrist", "ankle") and p >= sk.num_joints
+        ]
+        print(
+            f"{which} {path}: {sk.num_joints} joints, {tall}unit {sk.unit}, up {sk.up or '?'}, "
+            f"{max(spine, 0)} joints between hips and head, {fingers} finger joints"
+            + "".join(f"; {e}" for e in ends)
+        )
     s_names, t_names = source.skeleton.point_names, target.point_names
     print(f"{'role':<20} {'source':<24} target")
     for role, p in sorted(jm.target_roles.items(), key=lambda kv: kv[1]):
@@ -404,16 +463,27 @@ def cmd_map(args: argparse.Namespace) -> int:
     return 0
 
 
+_FINGER = re.compile(r"thumb|index|middle|ring|pinky|finger", re.IGNORECASE)
+"""Finger joint names (Mixamo, LAFAN1, Biovision, CMU, Unreal), counted by ``map``."""
+
+
+def _path_between(skeleton: Any, top: int | None, bottom: int | None) -> list[int]:
+    """Joints from ``top`` down to ``bottom`` (both included); [] when either is None."""
+    if top is None or bottom is None:
+        return []
+    chain = [int(p) for p in skeleton.chain(bottom)]
+    return chain[chain.index(top) :] if top in chain else []
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .run import RunJob, run_job
 
     report = run_job(RunJob.from_args(args))
     m = report.get("measures", {})
     skate = f", skate {m['skate_result']:.3g} vs source {m['skate_source']:.3g} %H/s" if m else ""
-    print(
-        f"{args.method}: {report['frames']} frames at {report['frames_per_second']:.0f} frames/s "
-        f"-> {args.output}{skate}"
-    )
+    fps = report.get("frames_per_second")
+    rate = f"{fps:.0f} frames/s" if fps is not None else "- frames/s (no time measured)"
+    print(f"{args.method}: {report['frames']} frames at {rate} -> {args.output}{skate}")
     return 0
 
 
@@ -584,11 +654,9 @@ def cmd_noise(args: argparse.Namespace) -> int:
         noise = parse_noise(args.simulate) if args.simulate else (0.0, 0.0)
         pos, ori = sensor_stream(motion, noise)
         fps = motion.fps
-    if args.frames:
-        window = frame_slice(args.frames, len(pos))
-    else:
-        window = still_window(pos, fps, args.seconds)
-    try:
+    window = frame_slice(args.frames, len(pos)) if args.frames else None
+    try:  # (a recording too short for a window: one line, not a traceback)
+        window = window or still_window(pos, fps, args.seconds)
         r = estimate_noise(pos[window], ori[window])
     except ValueError as exc:
         raise RetargetError(f"{args.recording}: {exc}") from None
@@ -616,7 +684,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     source = read_input(args.source, args)
     source = source[frame_slice(args.frames, source.num_frames)]
-    result = read_input(args.result)
+    result = read_input(args.result, args)
     if result.num_frames != source.num_frames:
         raise RetargetError(
             f"{args.result} has {result.num_frames} frames, the source {source.num_frames}: "
@@ -627,7 +695,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         sys.stdout.write(dumps_json(measures))
         return 0
     for key in MEASURES:
-        if key in measures:
+        if key not in measures:
+            continue
+        if measures[key] is None:  # not measurable here: '-' and the reason
+            print(f"{key:<24}{'-':>12}   {measures.get(key + '_note', MEASURES[key])}")
+        else:
             print(f"{key:<24}{measures[key]:>12.4f}   {MEASURES[key]}")
     return 0
 
@@ -782,7 +854,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         "characters": {},
     }
     results = []
-    rows: dict[str, dict[str, float]] = {}
+    rows: dict[str, dict[str, Any]] = {}
     for name in PRESETS:
         target = make_character(source.skeleton, preset=name)
         rest = Motion(
@@ -967,7 +1039,7 @@ def cmd_verb_solve(args: argparse.Namespace) -> int:
         "seconds": seconds,
     }
     if args.json:
-        print(json.dumps(out, default=json_default))
+        print(strict_json(out))
     else:
         print(
             f"achieved {np.round(sol.achieved, 4).tolist()} ({verb.skeleton.unit}), "
@@ -1009,6 +1081,24 @@ def cmd_verb_refine(args: argparse.Namespace) -> int:
 # -- the parser ---------------------------------------------------------------------------------
 
 
+def _unit_option(text: str) -> str:
+    from .world import parse_unit
+
+    try:
+        return parse_unit(text)
+    except RetargetError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _up_option(text: str) -> str:
+    from .world import parse_up
+
+    try:
+        return parse_up(text)
+    except RetargetError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .batch import ENGINES
     from .characters import PRESETS, SEGMENTS
@@ -1021,6 +1111,22 @@ def build_parser() -> argparse.ArgumentParser:
     def motion_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--skeleton", help="the .asf of an .amc input (default: the .asf beside it)")
         p.add_argument("--fps", type=float, help="frame rate of an .amc input (default 120)")
+        p.add_argument(
+            "--unit",
+            type=_unit_option,
+            metavar="UNIT",
+            help="length unit of the motion file(s) read (not of a --target character): "
+            "mm, cm, dm, m, in, ft, in/0.45 (CMU's ASF unit); default: declared by the "
+            "file, or for BVH found from the body's size (`retarget info` says why)",
+        )
+        p.add_argument(
+            "--up",
+            type=_up_option,
+            metavar="AXIS",
+            help="world up axis of the motion file(s) read (not of a --target character): "
+            "x, y, z, -x, -y, -z; default: found from the body (head above hips over the "
+            "frames)",
+        )
 
     def run_options(p: argparse.ArgumentParser) -> None:
         """The character, method and its options: shared by run and batch."""
@@ -1473,11 +1579,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _warnings_on_stderr() -> Iterator[None]:
+    """Each distinct :class:`RetargetWarning` of the command printed once, as one line
+    ``retarget: warning: <file>:<line>: <message>`` (no source line); other warnings
+    as Python shows them."""
+    shown: set[str] = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", RetargetWarning)
+        python_show = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None) -> None:
+            if not issubclass(category, RetargetWarning):
+                python_show(message, category, filename, lineno, file, line)
+                return
+            text = " ".join(str(message).splitlines())
+            if text not in shown:
+                shown.add(text)
+                print(f"retarget: warning: {text}", file=sys.stderr)
+
+        warnings.showwarning = show
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with _warnings_on_stderr():
+            return int(args.func(args) or 0)
     except RetargetError as exc:
         print(f"retarget: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -179,7 +179,8 @@ def detect_contacts(
     clearance_percentile : float
         Percentile of a point's heights taken as its planted clearance.
     min_duration, max_gap : float
-        Seconds: shorter contacts are dropped, shorter gaps closed.
+        Seconds: shorter contacts are dropped (at most the clip's length is asked
+        for), shorter gaps closed.
     vertical_speed : bool
         Count vertical motion in the speed test too (a heel rising in place is
         then not planted): stricter plants, for constraints rather than measures.
@@ -213,7 +214,9 @@ def detect_contacts(
     )
     enter = (rel < height_tol * h) & (speed < speed_tol * h)
     stay = (rel < release * height_tol * h) & (speed < release * speed_tol * h)
-    min_len = max(1, round(min_duration * motion.fps))
+    # a clip shorter than the minimum duration is one still moment: its plants last
+    # as long as it does (a one-frame clip is planted where 30 repeats of it are)
+    min_len = min(max(1, round(min_duration * motion.fps)), max(1, len(feet)))
     gap = round(max_gap * motion.fps)
     mask = (
         np.stack(

@@ -33,7 +33,14 @@ directions**, not local angles:
 4. **Units and axes**: the target's unit and up axis are honoured: the root
    (hips) position is the source's turned by ``A`` and scaled by the ratio of
    the legs' lengths (thigh + shin, in each skeleton's unit), or with
-   ``scale_root=False`` by the ratio of the units only (:data:`UNITS`).
+   ``scale_root=False`` by the ratio of the units only (:data:`UNITS`). Both
+   skeletons' up axes and units are those :mod:`retarget.world` found when
+   they were read (a target whose rest pose lies down, LAFAN1's, is up as its
+   own frames say).
+5. **Limb ends**: a wrist or ankle role may be an end site (a rig without hand
+   or foot joints): it is aimed at like any point and drives nothing; for the
+   methods, :func:`map_for_method` makes it a joint with a hand (foot) beyond
+   (:func:`_with_limb_ends`).
 
 :func:`rerig` builds the target's hierarchy with the source's proportions: the
 source re-expressed on it (:func:`transfer`) can go through any method of
@@ -46,13 +53,14 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-from . import dofs, quat
+from . import dofs, quat, world
 from .errors import RetargetError
 from .kinematics import forward_kinematics
 from .motion import Motion
@@ -79,16 +87,8 @@ __all__ = [
 
 Array = NDArray[np.float64]
 
-#: Centimetres per unit of each skeleton unit spelling.
-UNITS: Mapping[str, float] = {
-    "mm": 0.1,
-    "cm": 1.0,
-    "m": 100.0,
-    "in": 2.54,
-    "inch": 2.54,
-    "inches": 2.54,
-    "ft": 30.48,
-}
+#: Centimetres per unit of each skeleton unit spelling (:data:`retarget.world.UNITS`).
+UNITS: Mapping[str, float] = world.UNITS
 
 _SIDED = ("hip", "knee", "ankle", "shoulder", "elbow", "wrist")
 #: Roles a mapping cannot do without, on both skeletons.
@@ -262,23 +262,14 @@ def _missing_message(missing: dict[str, list[str]], skeletons: dict[str, Skeleto
 def up_axis(
     skeleton: Skeleton, motion: Motion | None = None, roles: Mapping[str, int] | None = None
 ) -> Array:
-    """The world up axis of a skeleton, a unit vector along ±x, ±y or ±z.
-
-    From the head's mean position above the hips over ``motion``'s frames when
-    given, else in the rest pose (a rest pose lying along an axis, as
-    lafan_walk.bvh's, needs the motion). ``roles``: default :func:`find_roles`'s.
-    """
-    roles = roles if roles is not None else find_roles(skeleton)
-    if motion is not None:
-        pos, _ = forward_kinematics(skeleton, motion.root_position, motion.rotations)
-        v = (pos[:, roles["head"]] - pos[:, roles["hips"]]).mean(axis=0)
-    else:
-        pos, _ = forward_kinematics(skeleton, np.zeros(3), quat.identity(skeleton.num_joints))
-        v = pos[roles["head"]] - pos[roles["hips"]]
-    k = int(np.argmax(np.abs(v)))
-    out = np.zeros(3)
-    out[k] = np.sign(v[k])
-    return out
+    """The world up axis of a skeleton, a unit vector along ±x, ±y or ±z:
+    :func:`retarget.world.up_axis` (the one recorded on the skeleton by its reader,
+    else found from the head above the hips over ``motion``'s frames, else the rest
+    pose). ``roles`` (role → point) complete or replace those found."""
+    found = None
+    if roles is not None:
+        found = roles if isinstance(roles, Roles) else Roles(points=dict(roles), spine=())
+    return world.up_axis(skeleton, motion, found)
 
 
 def _rest(skeleton: Skeleton) -> tuple[Array, Array]:
@@ -758,12 +749,8 @@ def bone_direction_error(
 
 def turn(motion: Motion, axes: Array) -> Motion:
     """The motion with its whole world turned by ``axes`` (4,): root rotation and
-    position only (a change of world axes, Y-up to Z-up)."""
-    rot = motion.rotations.copy()
-    rot[:, 0] = quat.multiply(axes, rot[:, 0])
-    return dataclasses.replace(
-        motion, root_position=quat.rotate(axes, motion.root_position), rotations=rot
-    )
+    position only (a change of world axes, Y-up to Z-up); :func:`retarget.world.turn`."""
+    return world.turn(motion, axes)
 
 
 def same_hierarchy(a: Skeleton, b: Skeleton) -> bool:
@@ -773,45 +760,58 @@ def same_hierarchy(a: Skeleton, b: Skeleton) -> bool:
 
 @dataclass(frozen=True, eq=False)
 class ForMethod:
-    """A source made ready for a method onto a target of another hierarchy
-    (:func:`map_for_method`).
+    """A source made ready for a method onto a target (:func:`map_for_method`).
 
     Attributes
     ----------
     motion : Motion
-        The source on ``target``'s hierarchy with the source's proportions, Y up.
+        The source, Y up (its skeleton records it): on ``target``'s hierarchy with
+        the source's proportions when ``mapped``, else the source itself turned.
     target : Skeleton
-        The skeleton to give the method: the target with the joints inside its
-        limb bones folded away (:func:`_inner_joints`), so hip, knee and ankle
+        The skeleton to give the method, Y up: the target with the joints inside
+        its limb bones folded away (:func:`_inner_joints`), so hip, knee and ankle
         (shoulder, elbow, wrist) are each the parent of the next, as the limb
         IK wants; the target itself when it has none.
-    joint_map : JointMap
+    joint_map : JointMap or None
         Source (its axes) → the whole target, Y up (for :func:`bone_direction_error`
-        against :meth:`unfold` of a method's result).
+        against :meth:`unfold` of a method's result); ``None`` when the skeletons
+        share one hierarchy whose roles are not all found (nothing to compare).
     axes : ndarray, shape (4,)
         Y up → the target's world axes.
     whole : Skeleton
         The target as given.
+    mapped : bool
+        Whether the source went through the role mapping (another hierarchy, or
+        limb segments to fold): ``False`` when only its world was turned.
     """
 
     motion: Motion
     target: Skeleton
-    joint_map: JointMap
+    joint_map: JointMap | None
     axes: Array
     whole: Skeleton
+    mapped: bool = True
+
+    @cached_property
+    def _whole_upright(self) -> Skeleton:
+        return self.whole if self.whole.up == "y" else self.whole.replace(up="y")
 
     def unfold(self, result: Motion) -> Motion:
-        """A method's result on :attr:`target` → on :attr:`whole` (folded joints at
-        rest), Y up."""
-        if result.skeleton.names == self.whole.names:
-            return result.replace(skeleton=self.whole)
-        rotations = np.tile(quat.identity(), (result.num_frames, self.whole.num_joints, 1))
-        rotations[:, self.whole.indices(result.skeleton.names)] = result.rotations
-        return Motion(self.whole, result.root_position, rotations, result.fps)
+        """A method's result on :attr:`target` → on the whole target (folded joints at
+        rest), Y up (its skeleton records it)."""
+        whole = self._whole_upright
+        if result.skeleton.names == whole.names:
+            return result.replace(skeleton=whole)
+        # joints the whole target has (not a wrist or ankle it has as an end site)
+        ours = [k for k, n in enumerate(result.skeleton.names) if n in set(whole.names)]
+        where = whole.indices([result.skeleton.names[k] for k in ours])
+        rotations = np.tile(quat.identity(), (result.num_frames, whole.num_joints, 1))
+        rotations[:, where] = result.rotations[:, ours]
+        return Motion(whole, result.root_position, rotations, result.fps)
 
     def finish(self, result: Motion) -> Motion:
-        """A method's result on the whole target in the target's axes."""
-        return turn(self.unfold(result), self.axes)
+        """A method's result on :attr:`whole` (its skeleton) in the target's axes."""
+        return turn(self.unfold(result), self.axes).replace(skeleton=self.whole)
 
 
 def _inner_joints(skeleton: Skeleton, roles: Mapping[str, int]) -> list[int]:
@@ -821,9 +821,9 @@ def _inner_joints(skeleton: Skeleton, roles: Mapping[str, int]) -> list[int]:
     for side in ("left", "right"):
         for a, b in (("hip", "knee"), ("knee", "ankle"), ("shoulder", "elbow"), ("elbow", "wrist")):
             top, j = roles.get(f"{side}_{a}"), roles.get(f"{side}_{b}")
-            if top is None or j is None or j >= skeleton.num_joints:
+            if top is None or j is None:
                 continue
-            j = int(skeleton.parents[j])
+            j = int(skeleton.point_parents[j])  # (an ankle or wrist may be an end site)
             while j not in (top, -1):
                 out.append(j)
                 j = int(skeleton.parents[j])
@@ -858,19 +858,110 @@ def _without(skeleton: Skeleton, joints: list[int]) -> Skeleton:
         unit=skeleton.unit,
         axes=skeleton.axes[keep],
         limits=skeleton.limits[keep],
+        up=skeleton.up,
     )
 
 
+#: Length of a stub hand (foot) given to a target limb that ends in an end site
+#: where the source has no hand (foot) either, as a share of its forearm (shin).
+STUB = 0.1
+
+
+def _site_ends(skeleton: Skeleton, roles: Mapping[str, int]) -> list[str]:
+    """Wrist and ankle roles that are end sites (a rig without hand or foot joints)."""
+    return [
+        f"{side}_{r}"
+        for side in ("left", "right")
+        for r in ("wrist", "ankle")
+        if roles.get(f"{side}_{r}", -1) >= skeleton.num_joints
+    ]
+
+
+def _with_limb_ends(joint_map: JointMap) -> tuple[Skeleton, dict[str, str]]:
+    """The target with each end-site wrist (ankle) made a joint, and an end site beyond
+    it: the methods' limb IK wants shoulder, elbow, wrist joints each the parent of
+    the next, and their feet a foot. The new site is the source's hand tip (toe tip)
+    as seen from its wrist (ankle), turned into the target by ``A ⊗ B⁻¹`` of the
+    elbow (knee) as :func:`rerig` turns every counterpart; where the source has no
+    hand (foot) either, a stub of :data:`STUB` × the forearm (shin) continuing it.
+    The new joint has nothing of the target to drive: :meth:`ForMethod.unfold` drops
+    it. Returns the skeleton (``joint_map.target`` itself when no limb ends in a
+    site) and role → point name overrides naming its roles."""
+    jm = joint_map
+    tg = jm.target
+    ends = _site_ends(tg, jm.target_roles)
+    names = tg.point_names
+    overrides = {r: names[p] for r, p in jm.target_roles.items()}
+    if not ends:
+        return tg, overrides
+    pos_t, g_t = _rest(tg)
+    pos_s, _ = _rest(jm.source)
+    n_j = tg.num_joints
+    joints = list(tg.names)
+    parents = list(tg.parents)
+    offsets = list(tg.offsets)
+    channels = list(tg.channels)
+    site_names = list(tg.site_names)
+    site_parents = list(tg.site_parents)
+    site_offsets = list(tg.site_offsets)
+    promoted = {}
+    for role in ends:
+        site = jm.target_roles[role] - n_j
+        side, kind = role.split("_")
+        tip_role = f"{side}_{'hand_tip' if kind == 'wrist' else 'toe_tip'}"
+        elbow = int(tg.site_parents[site])
+        s_end, s_tip = jm.source_roles.get(role), jm.source_roles.get(tip_role)
+        if s_end is not None and s_tip is not None and s_tip != s_end:
+            turn = quat.multiply(jm.axes, quat.conjugate(jm.align[elbow]))
+            want = quat.rotate(turn, pos_s[s_tip] - pos_s[s_end]) * jm.unit_scale
+        else:
+            want = STUB * (pos_t[n_j + site] - pos_t[elbow])
+        promoted[site] = len(joints)
+        joints.append(tg.site_names[site])
+        parents.append(elbow)
+        offsets.append(tg.site_offsets[site])
+        channels.append(("Zrotation", "Yrotation", "Xrotation"))
+        tip = f"{tg.site_names[site]}_tip"
+        while tip in names or tip in site_names:
+            tip += "_"
+        site_names.append(tip)
+        site_parents.append(-1 - site)  # renumbered below
+        site_offsets.append(quat.rotate(quat.conjugate(g_t[elbow]), want))
+        overrides[tip_role] = tip
+    keep = [k for k in range(len(site_names)) if k not in promoted]
+    ext = Skeleton(
+        tuple(joints),
+        np.array(parents, dtype=np.intp),
+        np.array(offsets),
+        tuple(channels),
+        site_names=tuple(site_names[k] for k in keep),
+        site_parents=np.array(
+            [promoted[-1 - q] if q < 0 else q for q in (int(site_parents[k]) for k in keep)],
+            dtype=np.intp,
+        ),
+        site_offsets=np.array([site_offsets[k] for k in keep]).reshape(-1, 3),
+        unit=tg.unit,
+        axes=np.concatenate([tg.axes, np.tile(quat.identity(), (len(promoted), 1))]),
+        limits=np.concatenate([tg.limits, np.tile([-np.inf, np.inf], (len(promoted), 3, 1))]),
+        up=tg.up,
+    )
+    return ext, overrides
+
+
 def needs_mapping(source: Motion, target: Skeleton) -> bool:
-    """Whether a method needs the source mapped (:func:`map_for_method`) to run onto
-    ``target``: another hierarchy, a target with segments inside its limb bones,
-    or a source whose up axis is not +y."""
+    """Whether a method needs the source mapped by roles (:func:`map_for_method`) to
+    run onto ``target``: another hierarchy, or a target with segments inside its
+    limb bones. Other world axes alone need no mapping: :func:`map_for_method`
+    then only turns the source upright."""
     if not same_hierarchy(source.skeleton, target):
         return True
-    roles = find_roles(target)
-    if {"hips", "head"} <= set(roles) and _inner_joints(target, roles):
-        return True
-    return bool(up_axis(source.skeleton, source)[1] < 0.5)
+    try:
+        roles = find_roles(target)
+    except RetargetError:
+        return False
+    if not {"hips", "head"} <= set(roles):
+        return False
+    return bool(_inner_joints(target, roles) or _site_ends(target, roles))
 
 
 def map_for_method(
@@ -878,31 +969,61 @@ def map_for_method(
     target: Skeleton,
     overrides: Mapping[str, Mapping[str, str]] | None = None,
 ) -> ForMethod:
-    """The source made ready for a method onto a target of another hierarchy.
+    """The source made ready for a method onto a target of any hierarchy and axes.
 
     The methods of :mod:`retarget.methods` work on one hierarchy, Y up (their
     floor and contacts, DESIGN.md), with limbs whose three joints are each the
-    parent of the next: the source is mapped onto :func:`rerig` of the target
-    with Y up, whatever either file's up axis, and the joints inside the
-    target's limb bones are folded away (they stay at rest in the mapping); a
-    method then retargets :attr:`ForMethod.motion` onto
-    :attr:`ForMethod.target`, and :meth:`ForMethod.finish` carries its result
-    onto the whole target in the target's axes.
+    parent of the next. When :func:`needs_mapping`, the source is mapped onto
+    :func:`rerig` of the target with Y up, whatever either file's up axis, and
+    the joints inside the target's limb bones are folded away (they stay at
+    rest in the mapping); otherwise (the same hierarchy) the source is only
+    turned upright, its local rotations untouched. A method then retargets
+    :attr:`ForMethod.motion` onto :attr:`ForMethod.target`, and
+    :meth:`ForMethod.finish` carries its result onto the whole target in the
+    target's axes (its recorded up axis, :func:`retarget.world.up_axis`: found from
+    its own frames when its rest pose does not stand).
     """
     overrides = overrides or {}
+    t_up = world.up_name(world.up_axis(target))
+    axes = world.axes_between("y", t_up)
+    y_up = np.array([0.0, 1.0, 0.0])
+    upright_target = target if target.up == "y" else target.replace(up="y")
+    if not needs_mapping(source, target):
+        jm: JointMap | None
+        try:
+            jm = map_skeletons(
+                source.skeleton,
+                upright_target,
+                overrides=overrides,
+                source_up=world.up_axis(source.skeleton, source),
+                target_up=y_up,
+            )
+        except (RetargetError, KeyError, IndexError, ValueError):
+            jm = None  # nothing to compare bones by; the method says what it lacks
+        return ForMethod(world.upright(source), upright_target, jm, axes, target, mapped=False)
     s_roles = _roles(source.skeleton, overrides.get("source", {}), "source")
     known = {"hips", "head"} <= set(s_roles)  # else map_skeletons names what is missing
     s_up = up_axis(source.skeleton, source, roles=s_roles) if known else None
-    y_up = np.array([0.0, 1.0, 0.0])
-    jm = map_skeletons(source.skeleton, target, overrides=overrides, source_up=s_up, target_up=y_up)
-    mapped = transfer(source, jm, rerig(jm))
-    axes = quat.quat_between(y_up, up_axis(target, roles=jm.target_roles))
+    jm = map_skeletons(
+        source.skeleton, upright_target, overrides=overrides, source_up=s_up, target_up=y_up
+    )
+    ext, named = _with_limb_ends(jm)  # end-site wrists and ankles made joints
+    jm_ext = jm
+    if ext is not upright_target:
+        jm_ext = map_skeletons(
+            source.skeleton,
+            ext,
+            overrides={"source": dict(overrides.get("source", {})), "target": named},
+            source_up=s_up,
+            target_up=y_up,
+        )
+    mapped = transfer(source, jm_ext, rerig(jm_ext))  # (rerig keeps the Y-up record)
     rest = np.abs(mapped.rotations[..., 0]).min(axis=0) >= 1.0 - 1e-12  # (J,) at rest
-    inner = [j for j in _inner_joints(target, jm.target_roles) if rest[j]]
+    inner = [j for j in _inner_joints(ext, jm_ext.target_roles) if rest[j]]
     if not inner:
-        return ForMethod(mapped, target, jm, axes, target)
-    reduced = _without(target, inner)
-    keep = [j for j in range(target.num_joints) if j not in set(inner)]
+        return ForMethod(mapped, ext, jm, axes, target)
+    reduced = _without(ext, inner)
+    keep = [j for j in range(ext.num_joints) if j not in set(inner)]
     mapped = Motion(
         _without(mapped.skeleton, inner),
         mapped.root_position,

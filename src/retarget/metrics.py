@@ -16,22 +16,28 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from itertools import pairwise
+from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
-from . import quat
+from . import quat, world
 from .contacts import UP, Contacts, detect_contacts
+from .cuts import find_cuts
 from .kinematics import positions as motion_positions
 from .motion import Motion
 from .roles import LEG_ROLES, find_roles, height
+from .skeleton import Skeleton
 
 __all__ = [
     "MEASURES",
     "evaluate",
     "floating",
     "joint_angles",
+    "limb_scale",
     "penetration",
+    "pop",
     "pose_deviation",
     "skate",
     "sliding_ratio",
@@ -50,7 +56,8 @@ MEASURES: Mapping[str, str] = {
     "frames, % height / s",
     "skate_result": "the same for the result's foot points, over the source's contact frames, "
     "% height / s",
-    "skate_ratio": "skate_result / skate_source",
+    "skate_ratio": "skate_result / skate_source (None, with skate_ratio_note, when the "
+    "source's feet do not skate)",
     "sliding_ratio_source": "share of source contact steps longer than 0.6 % of height",
     "sliding_ratio_result": "the same for the result",
     "penetration_source": "mean depth of the lowest point of each foot below the floor, % height",
@@ -59,9 +66,15 @@ MEASURES: Mapping[str, str] = {
     "% height",
     "float_result": "the same for the result",
     "pose_deviation_deg": "mean geodesic angle between result and source local rotations, "
-    "joints outside the legs (NaN when the skeletons share no joint name)",
+    "joints outside the legs (None, with pose_deviation_deg_note, when the skeletons share "
+    "no joint name)",
     "smoothness": "mean squared jerk of joint positions (in heights), result over source "
-    "(joints by name, else the points with a role in both)",
+    "(joints by name, else the points with a role in both; None, with smoothness_note, when "
+    "the source has no jerk)",
+    "pop": "largest one-frame step of a knee or ankle beyond the source's step at that "
+    "frame in the result's proportions, % height, the source's cuts left out",
+    "pop_literal": "the same with the source's step as it is (not in the result's proportions) "
+    "and at the source's cuts too",
     "tracking_error_max": "largest distance of a constrained end-effector from its goal, "
     "% height (with goals)",
     "tracking_error_mean": "mean of those distances, % height (with goals)",
@@ -148,14 +161,95 @@ def smoothness(
 ) -> float:
     """Mean squared jerk of positions in heights, result over source (1 = no new high frequencies).
 
-    The frame rate cancels in the ratio; positions shape (F, P, 3).
+    The frame rate cancels in the ratio; positions shape (F, P, 3). A source
+    without jerk (a still clip) has no ratio: inf, or NaN when the result has
+    none either (:func:`evaluate` reports None and why).
     """
     if len(pos_source) < 4:
         return 1.0
     jr = np.diff(pos_result / height_result, 3, axis=0)
     js = np.diff(pos_source / height_source, 3, axis=0)
-    denom = float(np.mean(js**2))
-    return float(np.mean(jr**2) / denom) if denom > 0 else float("inf")
+    num, denom = float(np.mean(jr**2)), float(np.mean(js**2))
+    if denom > 0:
+        return num / denom
+    return float("inf") if num > 0 else float("nan")
+
+
+def pop(
+    pos_result: Array,
+    pos_source: Array,
+    height_result: float,
+    height_source: float,
+    scale: ArrayLike = 1.0,
+    cuts: ArrayLike = (),
+) -> float:
+    r"""Largest one-frame step of a point beyond the source's step at that frame (% of height).
+
+    .. math:: \max_{t,k} \big(|p^r_{t+1,k} - p^r_{t,k}| / h_r
+              - \rho_k |p^s_{t+1,k} - p^s_{t,k}| / h_s\big)
+
+    A single-frame jump of a knee or ankle that the source does not make (a limb's
+    branch or swivel flipping, a footplant switched on in one frame, a filter
+    smearing a cut) shows here; a result that moves as its source does scores
+    about 0 (never below 0).
+
+    ``ρ_k`` takes the source's step into the result's proportions: a character
+    whose thigh is 1.2 heights of the source's per height swings its knee 1.2
+    times as far for the same turn of the hip, so a fast source step (a leading
+    T-pose frame, a kick at 30 fps) is not a pop of a longer-legged result.
+    :func:`evaluate` passes ``max(1, ·)`` of the largest per-height length ratio of
+    the bones from the hips to the point; ``ρ = 1`` is the literal measure.
+
+    The steps into the frames ``cuts`` are left out: there the source itself jumps
+    to another pose (:func:`retarget.cuts.find_cuts`: a leading T-pose frame, joined
+    takes), the pieces on either side are retargeted apart, and how far a knee
+    moves across the jump says nothing about the method.
+
+    Parameters
+    ----------
+    pos_result, pos_source : ndarray, shape (F, K, 3)
+        Matched points (knees and ankles), each in its own unit.
+    height_result, height_source : float
+    scale : array_like, shape (K,) or scalar
+        ``ρ_k`` (≥ 1 in :func:`evaluate`).
+    cuts : array_like of int
+        Frames where the source starts a new piece (the step from ``f − 1`` to ``f``
+        is left out).
+    """
+    if len(pos_source) < 2 or pos_source.shape[1] == 0:
+        return 0.0
+    step_r = np.linalg.norm(np.diff(pos_result, axis=0), axis=-1) / height_result
+    step_s = np.linalg.norm(np.diff(pos_source, axis=0), axis=-1) / height_source
+    excess = step_r - np.asarray(scale, dtype=np.float64) * step_s
+    across = np.asarray(cuts, dtype=np.intp) - 1
+    excess[across[(across >= 0) & (across < len(excess))]] = 0.0
+    return float(max(0.0, float(excess.max())) * 100.0)
+
+
+def limb_scale(
+    source: Skeleton,
+    result: Skeleton,
+    roles_source: Mapping[str, int],
+    roles_result: Mapping[str, int],
+    role: str,
+    height_source: float,
+    height_result: float,
+) -> float:
+    """``ρ`` of :func:`pop` for a leg point: ``max(1, ·)`` of the per-height length ratio,
+    result over source, of the leg's role segments from the hips down to ``role``
+    (hips → hip → knee → ankle), each the bone-path length between the two roles."""
+    side = role.partition("_")[0]
+    chain = ["hips", f"{side}_hip", f"{side}_knee", f"{side}_ankle"]
+    chain = chain[: chain.index(role) + 1]
+    ratio = 1.0
+    for a, b in pairwise(chain):
+        if not all(r in roles_source.keys() and r in roles_result.keys() for r in (a, b)):
+            continue
+        ls = source.path_length(roles_source[a], roles_source[b]) / height_source
+        lr = result.path_length(roles_result[a], roles_result[b]) / height_result
+        if ls > 0.0 and lr > 0.0:
+            ratio = max(ratio, lr / ls)
+    return ratio
 
 
 def joint_angles(rotations: Array, reference: Array | None = None) -> tuple[Array, Array]:
@@ -209,7 +303,7 @@ def evaluate(
     *,
     contacts: Contacts | None = None,
     goals: Mapping[str, Array] | None = None,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """Every measure for a source and its retargeted result.
 
     Parameters
@@ -220,18 +314,32 @@ def evaluate(
     contacts : Contacts, optional
         The source's; detected when not given.
     goals : mapping of point name to ndarray (F, 3), optional
-        End-effector goals of the result (NaN rows where unconstrained).
+        End-effector goals of the result (NaN rows where unconstrained), in the
+        result's world axes.
+
+    Every measure is defined Y up (:data:`retarget.contacts.UP`): both motions are
+    first turned upright, each from its own up axis (:func:`retarget.world.upright`),
+    so a Z-up copy of a pair measures as the pair does; ``contacts``, when given,
+    are those of the upright source.
 
     Returns
     -------
-    dict of str to float
-        Keys of :data:`MEASURES`.
+    dict of str to float, None or str
+        Keys of :data:`MEASURES`, floats, all finite. A ratio or comparison that
+        does not exist for this pair (``skate_ratio`` when the source's feet do
+        not skate, ``smoothness`` when the source has no jerk,
+        ``pose_deviation_deg`` across hierarchies) is None, and ``<key>_note``
+        says why in words (JSON has no NaN or infinity).
     """
     if source.num_frames != result.num_frames:
         raise ValueError(
             "source and result must have the same frames, "
             f"got {source.num_frames} and {result.num_frames}"
         )
+    if goals and world.up_of(result) != "y":
+        turn = world.axes_between(world.up_of(result), "y")
+        goals = {name: quat.rotate(turn, np.asarray(g, np.float64)) for name, g in goals.items()}
+    source, result = world.upright(source), world.upright(result)
     roles_s = find_roles(source.skeleton)
     roles_r = find_roles(result.skeleton)
     h_s = height(source.skeleton, roles_s)
@@ -252,7 +360,7 @@ def evaluate(
     pos_r = motion_positions(result)
     feet_s = pos_s[:, contacts.points]
     feet_r = pos_r[:, result_points]
-    out = {
+    out: dict[str, Any] = {
         "frames": float(source.num_frames),
         "height_source": h_s,
         "height_result": h_r,
@@ -266,9 +374,15 @@ def evaluate(
         "float_source": floating(feet_s, contacts, h_s),
         "float_result": floating(feet_r, contacts, h_r),
     }
-    out["skate_ratio"] = (
-        out["skate_result"] / out["skate_source"] if out["skate_source"] > 0 else float("inf")
-    )
+    if out["skate_source"] > 0:
+        out["skate_ratio"] = out["skate_result"] / out["skate_source"]
+    else:
+        out["skate_ratio"] = None
+        out["skate_ratio_note"] = (
+            "the source's feet do not skate (0 % of height/s): no ratio"
+            if (contacts.mask[1:] & contacts.mask[:-1]).any()
+            else "the source has no foot planted over two consecutive frames: no ratio"
+        )
     # joints by name; pose deviation leaves out the legs (the constrained limbs)
     common = [n for n in source.skeleton.names if n in set(result.skeleton.names)]
     legs = {
@@ -280,11 +394,13 @@ def evaluate(
     free = [n for n in common if n not in legs]
     js = source.skeleton.indices(free)
     jr = result.skeleton.indices(free)
-    out["pose_deviation_deg"] = (
-        pose_deviation(result.rotations[:, jr], source.rotations[:, js])
-        if common
-        else float("nan")  # other hierarchies: local rotations do not compare
-    )
+    if common:
+        out["pose_deviation_deg"] = pose_deviation(result.rotations[:, jr], source.rotations[:, js])
+    else:  # other hierarchies
+        out["pose_deviation_deg"] = None
+        out["pose_deviation_deg_note"] = (
+            "the skeletons share no joint name: their local rotations do not compare"
+        )
     if common:
         ps = source.skeleton.indices(common)
         pr = result.skeleton.indices(common)
@@ -292,7 +408,25 @@ def evaluate(
         shared = [r for r in roles_s.points if r in roles_r.points]
         ps = np.array([roles_s[r] for r in shared], dtype=np.intp)
         pr = np.array([roles_r[r] for r in shared], dtype=np.intp)
-    out["smoothness"] = smoothness(pos_r[:, pr], pos_s[:, ps], h_r, h_s)
+    jerk_ratio = smoothness(pos_r[:, pr], pos_s[:, ps], h_r, h_s)
+    out["smoothness"] = jerk_ratio if np.isfinite(jerk_ratio) else None
+    if out["smoothness"] is None:
+        out["smoothness_note"] = "the source's joints have no jerk (a still clip): no ratio"
+    limbs = [
+        f"{side}_{r}"
+        for side in ("left", "right")
+        for r in ("knee", "ankle")
+        if f"{side}_{r}" in roles_s
+    ]
+    limbs = [r for r in limbs if r in roles_r.points]
+    ks = np.array([roles_s[r] for r in limbs], dtype=np.intp)
+    kr = np.array([roles_r[r] for r in limbs], dtype=np.intp)
+    rho = [
+        limb_scale(source.skeleton, result.skeleton, roles_s, roles_r, r, h_s, h_r) for r in limbs
+    ]
+    cuts = find_cuts(source, roles=roles_s)
+    out["pop"] = pop(pos_r[:, kr], pos_s[:, ks], h_r, h_s, rho, cuts)
+    out["pop_literal"] = pop(pos_r[:, kr], pos_s[:, ks], h_r, h_s)
     if goals:
         names = list(goals)
         g = np.stack([np.asarray(goals[n], dtype=np.float64) for n in names], axis=1)

@@ -45,7 +45,10 @@ same code reads every common naming convention:
    name says so (:data:`_KNEE`, :data:`_ELBOW`); failing names, the joint between
    the two longest consecutive bones. The hip (shoulder) is its parent, the
    clavicle the one above, the ankle (wrist) its child, then the toe; the
-   chain's end point is the toe tip (hand tip).
+   chain's end point is the toe tip (hand tip). A limb that ends in an end
+   site right after the knee (elbow), a rig without foot (hand) joints, has that
+   site as its ankle (wrist): a point with no rotation of its own, and no toe
+   or tip.
 
    A joint *inside* a limb bone (rigify's B-bone segment ``DEF-thigh.L.001``,
    Daz Genesis's ``lThighTwist``: a :data:`_SEGMENT` name, lying on the bone at
@@ -171,19 +174,39 @@ def _sides(skeleton: Skeleton) -> dict[int, str]:
 
 
 def _main_chain(skeleton: Skeleton, top: int) -> list[int]:
-    """From ``top`` down, always into the child with the longest sub-chain (points)."""
+    """From ``top`` down, always into the child with the longest sub-chain (points);
+    between children of equal reach, the one going on most straight (a hand's end
+    rather than a thumb beside it of the same length)."""
     parents = skeleton.point_parents
+    offsets = skeleton.point_offsets
     lengths = skeleton.bone_lengths()
+    kids: list[list[int]] = [[] for _ in range(skeleton.num_points)]
     reach = np.zeros(skeleton.num_points)  # longest bone path below each point
     for p in range(skeleton.num_points - 1, 0, -1):
         a = parents[p]
+        kids[a].insert(0, p)
         reach[a] = max(reach[a], reach[p] + lengths[p])
+
+    def longest(among: list[int]) -> list[int]:
+        total = [reach[c] + lengths[c] for c in among]
+        return [c for c, t in zip(among, total, strict=True) if t >= max(total) * (1 - 1e-9)]
+
+    def straightness(c: int, incoming: NDArray[np.float64]) -> float:
+        """Cosine of the first non-zero step from the parent into ``c``'s sub-chain
+        with the bone into the parent."""
+        step, k = offsets[c], c
+        while not step.any() and kids[k]:
+            k = longest(kids[k])[0]
+            step = offsets[k]
+        norm = float(np.linalg.norm(step) * np.linalg.norm(incoming))
+        return float(step @ incoming) / norm if norm > 0 else -1.0
+
     chain = [top]
-    while True:
-        kids = [c for c in range(skeleton.num_points) if parents[c] == chain[-1]]
-        if not kids:
-            return chain
-        chain.append(max(kids, key=lambda c: reach[c] + lengths[c]))
+    while kids[chain[-1]]:
+        ties = longest(kids[chain[-1]])
+        incoming = offsets[chain[-1]]
+        chain.append(max(ties, key=lambda c: straightness(c, incoming)))
+    return chain
 
 
 def _common_ancestor(skeleton: Skeleton, points: Sequence[int]) -> int:
@@ -321,11 +344,12 @@ def _limb_roles(skeleton: Skeleton, chain: list[int], kind: str) -> dict[str, in
     ):
         low += 1
     out = {upper: chain[top], middle: chain[mid]}
-    if low < len(chain) and chain[low] < nj:
+    if low < len(chain):  # a joint, or the end site of a limb without hand or foot joints
         out[lower] = chain[low]
-    if kind == "leg" and low + 1 < len(chain) and chain[low + 1] < nj:
+    if kind == "leg" and chain[low] < nj and low + 1 < len(chain) and chain[low + 1] < nj:
         out["toe"] = chain[low + 1]
-    out[tip] = chain[-1]
+    if chain[low] < nj:  # (a leaf wrist joint is its own hand tip, as before)
+        out[tip] = chain[-1]
     if kind == "arm" and top >= 1:
         out["clavicle"] = chain[top - 1]
     return out

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,10 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from ._json import strict_json
 from .errors import RetargetError
-from .mapping import bone_direction_error, map_for_method, needs_mapping, read_overrides
+from .mapping import bone_direction_error, map_for_method, read_overrides
+from .result import speed
 
-__all__ = ["RunJob", "run_job"]
+__all__ = ["RunJob", "retarget_clip", "run_job"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ class RunJob:
     map: str | None = None
     skeleton: str | None = None
     fps: float | None = None
+    unit: str | None = None
+    up: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, **changes: Any) -> RunJob:
@@ -88,37 +91,34 @@ def frame_slice(spec: str | None, count: int) -> slice:
 
 
 def read_input(path: str, args: RunJob | argparse.Namespace | None = None):
+    """A motion file read with the options of ``args`` (``skeleton``, ``fps``, and
+    ``unit``/``up``: overrides of what :mod:`retarget.world` finds)."""
     from .io.formats import read_motion
 
-    skeleton = getattr(args, "skeleton", None) if args is not None else None
-    fps = getattr(args, "fps", None) if args is not None else None
-    return read_motion(path, skeleton=skeleton, fps=fps)
+    options = {k: getattr(args, k, None) for k in ("skeleton", "fps", "unit", "up")}
+    return read_motion(path, **options)
 
 
 def read_character(path: str):
-    """A character's skeleton: an ASF file alone, or any motion file's."""
+    """A character's skeleton: an ASF file alone, or any motion file's, its unit and up
+    axis recorded (:mod:`retarget.world`: a motion file's up from its own frames, an
+    ASF's from its rest pose)."""
     if Path(path).suffix.lower() == ".asf":
         from .io.asf_amc import read_asf
+        from .world import settle_skeleton
 
-        return read_asf(path)
+        return settle_skeleton(read_asf(path))
     return read_input(path).skeleton
 
 
-def json_default(value: Any) -> Any:
-    if isinstance(value, (np.floating, np.integer)):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, Path):
-        return str(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
 def dumps_json(data: Any) -> str:
-    return json.dumps(data, indent=2, default=json_default, allow_nan=True) + "\n"
+    """The JSON text of a report or listing, indented, ending in a newline: strict
+    (never NaN or Infinity; :func:`retarget._json.strict_json`)."""
+    return strict_json(data, indent=2) + "\n"
 
 
 def write_json(path: str, data: Any, inputs: Sequence[str]) -> None:
+    """Write ``data`` as :func:`dumps_json` text, atomically, never over ``inputs``."""
     from .io._files import atomic_write
 
     atomic_write(path, dumps_json(data), inputs=inputs)
@@ -231,47 +231,70 @@ def parse_noise(spec: str) -> tuple[float, float]:
 def run_job(job: RunJob) -> dict[str, Any]:
     """Read ``job.source``, retarget it, write ``job.output`` (and ``job.report``).
 
-    What ``retarget run`` does for one clip: a source of another hierarchy is
-    mapped onto the character's (:mod:`retarget.mapping`), the method runs,
-    the output is written atomically and measured against the source
-    (:func:`retarget.metrics.evaluate`).
+    What ``retarget run`` does for one clip: the files are read (their units and
+    up axes found from the bodies, :mod:`retarget.world`, or ``job.unit`` and
+    ``job.up`` for the source), then :func:`retarget_clip`, then the output is
+    written atomically.
 
     Returns
     -------
     dict
-        The report: the method's own keys, ``source``, ``output``, ``frames``,
-        ``target``, ``seconds``, ``frames_per_second``, ``measures`` (or
-        ``measures_note``), ``goals`` and, for a mapped source, ``mapping``.
+        The report of :func:`retarget_clip`.
 
     Raises
     ------
     RetargetError
         Bad input (a one-line message naming the file).
     """
-    from . import quat
     from .io.formats import write_motion
+
+    source = read_input(job.source, job)
+    source = source[frame_slice(job.frames, source.num_frames)]
+    target = target_skeleton(job, source)
+    result, report = retarget_clip(job, source, target)
+    characters = (job.target, job.target_from, job.target_to)
+    inputs = [job.source] + [p for p in (*characters, job.skeleton) if p]
+    write_motion(job.output, result.motion, inputs=tuple(inputs))
+    if job.report:
+        write_json(job.report, report, inputs=[*inputs, job.output])
+    return report
+
+
+def retarget_clip(job: RunJob, source: Any, target: Any) -> tuple[Any, dict[str, Any]]:
+    """Retarget a source motion onto a target skeleton as ``job`` says, and measure.
+
+    The source is made ready for the method (:func:`retarget.mapping.map_for_method`:
+    mapped by roles onto a target of another hierarchy, or only turned Y up),
+    the method runs, its result goes onto the whole target in the target's own
+    axes, and it is measured against the source (:func:`retarget.metrics.evaluate`)
+    and, where both skeletons have the roles, by world bone directions
+    (:func:`retarget.mapping.bone_direction_error`, under ``mapping``).
+
+    Returns
+    -------
+    result : Result
+        Its motion on ``target`` in the target's axes.
+    report : dict
+        The method's own keys, ``source``, ``output``, ``frames``, ``target``,
+        ``world`` (unit and up axis of source and target), ``seconds``,
+        ``frames_per_second``, ``measures`` (or ``measures_note``), ``goals`` and
+        ``mapping``.
+    """
+    from . import quat
     from .methods import get_method
     from .metrics import evaluate
 
     method = get_method(job.method)
-    source = read_input(job.source, job)
-    source = source[frame_slice(job.frames, source.num_frames)]
-    target = target_skeleton(job, source)
-    mapping = original = None
-    if needs_mapping(source, target):
-        overrides = read_overrides(job.map) if job.map else None
-        mapping = map_for_method(source, target, overrides)
-        original, source, target = source, mapping.motion, mapping.target
-    options = method_options(method, job, source, target, mapped=mapping is not None)
+    overrides = read_overrides(job.map) if job.map else None
+    original = source
+    mapping = map_for_method(source, target, overrides)
+    source, method_target = mapping.motion, mapping.target
+    options = method_options(method, job, source, method_target, mapped=mapping.mapped)
     t0 = time.perf_counter()
-    result = method.run(source, target, **options)
+    result = method.run(source, method_target, **options)
     seconds = time.perf_counter() - t0
-    ours = result.motion  # Y up, as the mapped source: measured against it
-    if mapping is not None:  # the whole target, in its axes
-        result = dataclasses.replace(result, motion=mapping.finish(result.motion))
-    characters = (job.target, job.target_from, job.target_to)
-    inputs = [job.source] + [p for p in (*characters, job.skeleton) if p]
-    write_motion(job.output, result.motion, inputs=tuple(inputs))
+    ours = result.motion  # Y up, as the source made ready: measured against it
+    result = dataclasses.replace(result, motion=mapping.finish(result.motion))
     report = dict(result.report)
     if job.target_to:
         character = f"morph:{job.target_from}->{job.target_to}"
@@ -283,11 +306,16 @@ def run_job(job: RunJob) -> dict[str, Any]:
             "output": job.output,
             "frames": source.num_frames,
             "target": character,
+            "world": {
+                "source_unit": original.skeleton.unit,
+                "source_up": original.skeleton.up,
+                "target_unit": target.unit,
+                "target_up": mapping.whole.up,
+            },
         }
     )
-    goals = dict(result.goals or {})
-    if mapping is not None:  # the methods' goals are Y up: into the written motion's axes
-        goals = {name: quat.rotate(mapping.axes, g) for name, g in goals.items()}
+    # the methods' goals are Y up: into the written motion's axes
+    goals = {name: quat.rotate(mapping.axes, g) for name, g in (result.goals or {}).items()}
     if goals:  # per point, each frame's goal or null: `retarget view --report` draws them
         report["goals"] = {
             name: [row.tolist() if np.isfinite(row).all() else None for row in np.asarray(g)]
@@ -298,17 +326,22 @@ def run_job(job: RunJob) -> dict[str, Any]:
 
         report["scene"] = shape_dicts(read_environment(job.terrain))
     report.setdefault("seconds", seconds)
-    report.setdefault("frames_per_second", source.num_frames / seconds if seconds else float("inf"))
+    if "frames_per_second" not in report:
+        report.update(speed(source.num_frames, seconds))
     try:
         report["measures"] = evaluate(source, ours, goals=result.goals or None)
     except (RetargetError, KeyError) as exc:
         report["measures_note"] = f"not measured: {exc}"
-    if mapping is not None and original is not None:
-        joint_map = mapping.joint_map
+    joint_map = mapping.joint_map
+    if joint_map is not None:
         angles, bones = bone_direction_error(original, mapping.unfold(ours), joint_map)
         report["mapping"] = {
+            "mapped": mapping.mapped,
             "bone_direction_error_deg": dict(zip(bones, angles.mean(axis=0).tolist(), strict=True)),
-            "bone_direction_error_worst_frame_deg": float(angles.mean(axis=1).max()),
+            "bone_direction_error_mean_deg": float(angles.mean()) if angles.size else 0.0,
+            "bone_direction_error_worst_frame_deg": float(angles.mean(axis=1).max())
+            if angles.size
+            else 0.0,
             "roles": {
                 r: [
                     original.skeleton.point_names[p],
@@ -318,6 +351,4 @@ def run_job(job: RunJob) -> dict[str, Any]:
                 if r in joint_map.target_roles
             },
         }
-    if job.report:
-        write_json(job.report, report, inputs=[*inputs, job.output])
-    return report
+    return result, report

@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .errors import UnknownJointError
 
-__all__ = ["CHANNEL_NAMES", "Skeleton"]
+__all__ = ["CHANNEL_NAMES", "UP_AXES", "Skeleton"]
 
 CHANNEL_NAMES = (
     "Xposition",
@@ -40,6 +40,8 @@ CHANNEL_NAMES = (
 )
 ROOT_CHANNELS = ("Xposition", "Yposition", "Zposition", "Zrotation", "Yrotation", "Xrotation")
 JOINT_CHANNELS = ("Zrotation", "Yrotation", "Xrotation")
+#: The world up axes a skeleton may record (:attr:`Skeleton.up`).
+UP_AXES = ("x", "y", "z", "-x", "-y", "-z")
 
 
 def _frozen(a: ArrayLike, dtype: type, shape: tuple[int | None, ...], name: str) -> NDArray:
@@ -81,6 +83,11 @@ class Skeleton:
     limits : array_like, shape (J, 3, 2), optional
         Lower and upper bound (radians) of the Euler angle about x, y, z of each
         joint's channel frame; ``±inf`` where unbounded (the default).
+    up : str, optional
+        The world up axis of the file the skeleton came from, one of
+        :data:`UP_AXES` (``"y"``, ``"-z"``, ...; ``"+y"`` is read as ``"y"``), as
+        the readers find it from the body (:mod:`retarget.world`); ``None``:
+        not recorded, found from the frames (or the rest pose) when asked.
     """
 
     names: tuple[str, ...]
@@ -94,6 +101,7 @@ class Skeleton:
     # None asks for the defaults; __post_init__ always stores an array
     axes: NDArray[np.float64] = None  # type: ignore[assignment]
     limits: NDArray[np.float64] = None  # type: ignore[assignment]
+    up: str | None = None
 
     def __post_init__(self) -> None:
         names = tuple(str(n) for n in self.names)
@@ -142,6 +150,13 @@ class Skeleton:
         limits = _frozen(limits, np.float64, (n_joints, 3, 2), "limits")
         if np.any(limits[..., 0] > limits[..., 1]):
             raise ValueError("Expected lower limits <= upper limits")
+        up = self.up
+        if up is not None:
+            up = str(up).strip().lower().removeprefix("+")
+            if up not in UP_AXES:
+                raise ValueError(
+                    f"Expected `up` to be one of {', '.join(UP_AXES)}, got {self.up!r}"
+                )
         for key, value in [
             ("names", names),
             ("parents", parents),
@@ -153,6 +168,7 @@ class Skeleton:
             ("axes", axes),
             ("limits", limits),
             ("unit", str(self.unit)),
+            ("up", up),
         ]:
             object.__setattr__(self, key, value)
 
@@ -312,6 +328,7 @@ class Skeleton:
             unit=self.unit,
             axes=self.axes[joints],
             limits=self.limits[joints],
+            up=self.up,
         )
         return sub, joints
 

@@ -131,27 +131,100 @@ def _errors(
     return float(err.max()), float(err.mean()), pen
 
 
+def _pieces(num_frames: int, cuts: Sequence[int]) -> list[slice]:
+    from ..cuts import segments
+
+    return segments(num_frames, list(cuts))
+
+
+def _fit_pieces(
+    times: Array,
+    values: Array,
+    spacing: float,
+    num_frames: int,
+    weights: Array,
+    pieces: Sequence[slice],
+) -> Array:
+    """One B-spline level (:func:`retarget.editing.mba.fit_bspline`) fitted to each
+    piece of the clip on its own and evaluated at every frame, shape (F, d): a
+    displacement never reaches across a cut (:mod:`retarget.cuts`)."""
+    out = np.zeros((num_frames, values.shape[1]))
+    for piece in pieces:
+        start, stop = int(piece.start), int(piece.stop)
+        inside = (times >= start) & (times < stop)
+        if not inside.any():
+            continue
+        held = _held_value(times[inside] - start, values[inside], stop - start, weights[inside])
+        if held is not None:
+            out[start:stop] = held
+            continue
+        spline = fit_bspline(
+            times[inside] - start, values[inside], spacing, stop - start, weights[inside]
+        )
+        out[start:stop] = spline(np.arange(stop - start, dtype=float))
+    return out
+
+
+def _held_value(
+    times: Array, values: Array, num_frames: int, weights: Array | None
+) -> Array | None:
+    """The one value of samples that give it at every frame of a piece, equally weighted,
+    else None (dimensions of weight 0 are 0).
+
+    Eq. (2) reproduces a constant only approximately (each finer level shrinks the
+    error, none removes it), and a knee near full extension turns a 0.05 mm wobble
+    of the root into half a degree: a held pose would shimmer, and a clip of one
+    frame (fitted exactly: one sample) would not be what thirty repeats of it are.
+    Constant data over a whole piece is therefore that constant, exactly.
+    """
+    frames = np.unique(times)
+    if len(frames) != num_frames or not np.array_equal(frames, np.arange(num_frames)):
+        return None
+    scale = max(1.0, float(np.abs(values).max(initial=0.0)))
+    if np.ptp(values, axis=0).max(initial=0.0) > 1e-12 * scale:
+        return None
+    if weights is None:
+        return np.asarray(values[0], dtype=np.float64)
+    if np.ptp(weights, axis=0).max(initial=0.0) > 0.0:
+        return None
+    # a dimension no sample knows (weight 0: a free joint) stays 0, as eq. (2) leaves it
+    return np.where(weights[0] > 0.0, values[0], 0.0)
+
+
 def _smooth_envelope(
-    frames: NDArray[np.intp], values: Array, num_frames: int, width: float
+    frames: NDArray[np.intp],
+    values: Array,
+    num_frames: int,
+    width: float,
+    pieces: Sequence[slice] | None = None,
 ) -> Array:
     """The smallest-looking smooth curve that is at least ``values`` at ``frames``:
     the upper envelope of ``values[i] · k((t − frames[i]) / width)``, ``k`` a
-    smootherstep bump of half-width ``width`` frames (C² at its ends), shape (F,)."""
+    smootherstep bump of half-width ``width`` frames (C² at its ends), shape (F,); a
+    bump stops at the ends of the piece of the clip (``pieces``) that holds its frame."""
     out = np.zeros(num_frames)
+    bounds = [(int(p.start), int(p.stop)) for p in (pieces or [slice(0, num_frames)])]
     for f in np.flatnonzero(values > 0):
-        lo, hi = max(0, int(frames[f] - width)), min(num_frames, int(frames[f] + width) + 1)
+        start, stop = next((a, b) for a, b in bounds if a <= frames[f] < b)
+        lo, hi = max(start, int(frames[f] - width)), min(stop, int(frames[f] + width) + 1)
         u = 1.0 - np.abs(np.arange(lo, hi) - frames[f]) / (width + 1.0)
         bump = u**3 * (u * (6.0 * u - 15.0) + 10.0)
         out[lo:hi] = np.maximum(out[lo:hi], values[f] * bump)
     return out
 
 
-def root_guess(motion: Motion, constraints: Constraints, spacings: Sequence[float]) -> Motion:
+def root_guess(
+    motion: Motion,
+    constraints: Constraints,
+    spacings: Sequence[float],
+    cuts: Sequence[int] = (),
+) -> Motion:
     """Shift the root by the smoothed average shift of the contact goals (§4.5).
 
     At each frame with contact goals, the sample is the mean over contact
     points of ``goal − position``; a multilevel B-spline over those samples
-    gives a root displacement for every frame.
+    gives a root displacement for every frame (of each piece between ``cuts``
+    on its own).
     """
     points = [p for p in constraints.positions if p in constraints.contact_points]
     if not points:
@@ -164,9 +237,20 @@ def root_guess(motion: Motion, constraints: Constraints, spacings: Sequence[floa
     if frames.size == 0:
         return motion
     mean = np.where(have[..., None], shifts, 0.0).sum(axis=1)[frames] / count[frames, None]
-    levels = multilevel_fit(frames.astype(float), mean, spacings, motion.num_frames)
-    all_frames = np.arange(motion.num_frames, dtype=float)
-    shift = sum((level(all_frames) for level in levels), np.zeros((motion.num_frames, 3)))
+    shift = np.zeros((motion.num_frames, 3))
+    for piece in _pieces(motion.num_frames, cuts):
+        start, stop = int(piece.start), int(piece.stop)
+        inside = (frames >= start) & (frames < stop)
+        if not inside.any():
+            continue
+        times = (frames[inside] - start).astype(float)
+        held = _held_value(times, mean[inside], stop - start, None)
+        if held is not None:
+            shift[start:stop] = held
+            continue
+        levels = multilevel_fit(times, mean[inside], spacings, stop - start)
+        here = np.arange(stop - start, dtype=float)
+        shift[start:stop] = sum((level(here) for level in levels), np.zeros((stop - start, 3)))
     return motion.replace(root_position=motion.root_position + shift)
 
 
@@ -182,6 +266,7 @@ def fit_motion(
     initial_guess: bool = True,
     guess_spacings: Sequence[float] | None = None,
     root_spacing: float = 0.0,
+    cuts: Sequence[int] = (),
 ) -> FitResult:
     """Algorithm 1: a smooth displacement map hierarchy that meets the constraints.
 
@@ -216,6 +301,10 @@ def fit_motion(
         Knot spacings of the root guess; by default those of ``spacings`` of at
         least 8 frames (or the coarsest): the average contact shift jumps where
         a contact starts or ends, and the root must not follow such jumps.
+    cuts : sequence of int
+        Frames where the source jumps to another pose (:func:`retarget.cuts.find_cuts`):
+        every displacement (each level, the root guess, the reach drop) is fitted
+        on each piece between them on its own, so none reaches across a cut.
 
     Returns
     -------
@@ -225,9 +314,9 @@ def fit_motion(
         raise ValueError("Expected at least one level (knot spacing)")
     if initial_guess:
         coarse = [sp for sp in spacings if sp >= 8] or [max(spacings)]
-        motion = root_guess(motion, constraints, guess_spacings or coarse)
+        motion = root_guess(motion, constraints, guess_spacings or coarse, cuts)
     num_frames = motion.num_frames
-    all_frames = np.arange(num_frames, dtype=float)
+    pieces = _pieces(num_frames, cuts)
     active = constraints.active()
     reports = []
     for level, spacing in enumerate(spacings, start=1):
@@ -247,12 +336,11 @@ def fit_motion(
             samples = ominus(root, rot, motion.root_position[frames], motion.rotations[frames])
             weights = np.repeat(determined.astype(np.float64), 3, axis=1)
             times = frames.astype(float)
-            displacement = fit_bspline(times, samples, spacing, num_frames, weights)(all_frames)
+            displacement = _fit_pieces(times, samples, spacing, num_frames, weights, pieces)
             if root_spacing > spacing:  # the root (translation, orientation) on coarser knots
-                root_fit = fit_bspline(
-                    times, samples[:, :6], root_spacing, num_frames, weights[:, :6]
+                displacement[:, :6] = _fit_pieces(
+                    times, samples[:, :6], root_spacing, num_frames, weights[:, :6], pieces
                 )
-                displacement[:, :6] = root_fit(all_frames)
             motion = motion.displace(displacement)
         max_err, mean_err, pen = _errors(constraints, _pose(motion), height)
         reports.append(
@@ -283,7 +371,7 @@ def fit_motion(
                 constraints,
                 translations=_translations(motion, frames),
             )
-            envelope = _smooth_envelope(frames, need, num_frames, root_spacing)
+            envelope = _smooth_envelope(frames, need, num_frames, root_spacing, pieces)
             if envelope.any():
                 from ..contacts import UP
 

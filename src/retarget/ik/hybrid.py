@@ -56,7 +56,7 @@ from ..kinematics import Pose
 from ..roles import Roles, height
 from ..skeleton import Skeleton
 from ..tasks import OrientationTask, PositionTask, Task
-from .limb import Limb, limb_from_roles, solve_limb
+from .limb import Limb, limb_from_roles, limb_reach, solve_limb
 from .numeric import conjugate_gradient
 
 if TYPE_CHECKING:
@@ -72,8 +72,8 @@ class _LimbGoals:
     limb: Limb
     goal: Array  # (N, 3), NaN where the limb is free
     orientation: Array  # (N, 4), NaN where not asked
-    extension_ref: Array  # (N,) the limb's extension in the reference pose
-    reach: Array  # (N,) the limb's full length |d1| + |d2| (each frame's own bones)
+    extension_ref: Array  # (N,) the limb's allowed extension (``HybridSolver.extensions``)
+    reach: Array  # (N,) the limb's reach L_max in the reference pose (``limb_reach``)
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,6 +117,16 @@ class HybridSolver:
         not stretched further than it already was (beyond a 0.97 floor, about
         28° of knee flexion for equal bones), which keeps slack for the levels
         where the root stays put, while a leg as straight as the source's stays so.
+    softness : float
+        The legs are soft over this share of their reach (:func:`retarget.ik.limb.soft_reach`):
+        at full extension a knee's angle has no bounded derivative in the goal's
+        distance, so a footplant whose goal crosses the reach (a short-legged
+        character's heel strike or push-off) clamped the leg straight for a few
+        frames and the knee kinked back (jerk ratio 13 on a CMU walk at 120
+        frames/s onto ``blubby``; 2.9 at 0.01). A goal in that band is eased:
+        the ankle stops short of it by at most ``softness · L_max / e`` (0.37 %
+        of the leg at 0.01); :meth:`reach_drop` lowers the root so that the
+        footplants lie below the band, where they are met exactly. Arms are exact.
     minimizer : {"lm", "cg"}
         ``"lm"``: Levenberg–Marquardt on the least-squares form of the objective
         (one Jacobian and one trial per iteration); ``"cg"``: the paper's
@@ -138,6 +148,8 @@ class HybridSolver:
     minimizer: str = "lm"
     extension: float = 0.97
     extension_weight: float = 1e3
+    softness: float = 0.01
+    extensions: tuple[Array, ...] = ()
 
     @classmethod
     def for_skeleton(cls, skeleton: Skeleton, roles: Roles, motion=None, **options) -> HybridSolver:
@@ -151,6 +163,17 @@ class HybridSolver:
                     p for p in range(skeleton.num_points) if limb.lower in skeleton.chain(p)[:-1]
                 ]
                 tips.append(tuple(below))
+        extensions: tuple[Array, ...] = ()
+        if motion is not None:  # each limb's extension in ``motion``, frame by frame
+            pose = Pose.of(skeleton, motion.root_position, motion.rotations, motion.translations)
+            extensions = tuple(
+                np.linalg.norm(pose.positions[:, lb.lower] - pose.positions[:, lb.upper], axis=1)
+                / limb_reach(
+                    skeleton, lb, motion.root_position, motion.rotations, motion.translations
+                )
+                for lb in limbs
+            )
+        options.setdefault("extensions", extensions)
         return cls(tuple(limbs), tuple(tips), height(skeleton, roles), **options)
 
     # -- goals ---------------------------------------------------------------------------------
@@ -160,7 +183,13 @@ class HybridSolver:
         frames: NDArray[np.intp],
         constraints: Constraints,
         translations: Array | None = None,
+        *,
+        hang: bool = False,
     ) -> list[_LimbGoals]:
+        """The limb goals of ``frames`` (module docstring). ``hang``: an ankle that hangs
+        from a planted toe keeps the reference foot's turn even beyond the leg's reach
+        (what :meth:`reach_drop` must make reachable), instead of turning about the
+        toe toward the hip."""
         n = len(frames)
         lowest = {}  # lowest allowed height of the ground points
         if constraints.ground is not None:
@@ -200,9 +229,13 @@ class HybridSolver:
             goal[under, UP] = lowest[point][under] if point in lowest else 0.0
             return goal
 
-        out = []
+        out: list[_LimbGoals] = []
         for limb, tips in zip(self.limbs, self.tips, strict=True):
-            full_reach = np.broadcast_to(_full_reach(ref.skeleton, limb, translations), (n,))
+            # L_max of eq. 7 in each reference pose (not l1 + l2: ``limb_reach``)
+            full_reach = np.broadcast_to(
+                limb_reach(ref.skeleton, limb, ref.root_position, ref.rotations, translations),
+                (n,),
+            )
             lower = limb.lower
             g_low = explicit(lower)
             o_low = np.full((n, 4), np.nan)
@@ -222,6 +255,12 @@ class HybridSolver:
                 have_both = np.isfinite(g_low).all(axis=1) & np.isfinite(g_tip).all(axis=1)
                 lead_tip = have_both & (w_tip >= w_low) & (w_low < 2.0)
                 g_low[lead_tip] = _toward(g_tip, g_low, length, lead_tip)
+                if not hang:  # an ankle so led beyond the leg's reach turns about the tip
+                    hip = ref.positions[:, limb.upper]
+                    reach = 0.999 * full_reach
+                    far = lead_tip & (np.linalg.norm(g_low - hip, axis=1) > reach)
+                    if far.any():
+                        g_low[far] = _within_reach(g_tip[far], g_low[far], hip[far], reach[far])
                 sunk = lead_tip & below(lower, np.where(lead_tip[:, None], g_low, np.inf))
                 if sunk.any():
                     g_low[sunk] = _pivot(g_tip, g_low - g_tip, lowest[lower], sunk)
@@ -255,6 +294,7 @@ class HybridSolver:
                     hip = ref.positions[:, limb.upper]
                     reach = 0.999 * full_reach
                     far = only_tip & free_turn & (np.linalg.norm(g_low - hip, axis=1) > reach)
+                    far &= not hang
                     if far.any():
                         g_low[far] = _within_reach(g_tip[far], g_low[far], hip[far], reach[far])
                         turn = quat.quat_between(lever[far], g_tip[far] - g_low[far])
@@ -275,10 +315,14 @@ class HybridSolver:
             lift = lifted(lower)
             use = free & np.isfinite(lift).all(axis=1)
             g_low[use] = lift[use]
-            extension = (
-                np.linalg.norm(ref.positions[:, lower] - ref.positions[:, limb.upper], axis=1)
-                / full_reach
-            )
+            k = len(out)
+            if self.extensions and len(self.extensions[k]) > int(frames.max(initial=-1)):
+                extension = self.extensions[k][frames]  # the source's bend, on the target
+            else:
+                extension = (
+                    np.linalg.norm(ref.positions[:, lower] - ref.positions[:, limb.upper], axis=1)
+                    / full_reach
+                )
             out.append(_LimbGoals(limb, g_low, o_low, extension, full_reach))
         return out
 
@@ -313,21 +357,32 @@ class HybridSolver:
 
         For a limb whose goal lies ``horiz`` away from the hip horizontally and
         below it, the hip must be at most ``√(L² − horiz²)`` above the goal,
-        ``L`` = 0.999 × the limb's length (the frame's own, with per-frame
-        offsets ``translations`` (N, J, 3)); the drop is what exceeds that (0
-        when every goal is in reach), the most any limb of the frame needs.
-        Shape (N,).
+        ``L`` = ``(1 − softness)`` × the limb's reach ``L_max`` (0.999 without
+        soft legs: where a soft leg still meets its goal exactly; eq. 7 at the straightest
+        hinge angle, with the frame's own offsets ``translations`` (N, J, 3)):
+        not the bone-path length ``l1 + l2``, which a limb whose hinge axis is
+        not square to its bones (``h1, h2 ≠ 0``: a femur slanting in, as CMU's)
+        never reaches; asking for it left such legs clamped straight and their
+        knees kinked. The drop is what exceeds that (0 when every goal is in
+        reach), the most any limb of the frame needs. Shape (N,).
         """
         ref = Pose.of(skeleton, root_position, rotations, translations)
         drop = np.zeros(len(frames))
-        for lg in self._limb_goals(ref, frames, constraints, translations):
+        for lg in self._limb_goals(ref, frames, constraints, translations, hang=True):
             have = np.isfinite(lg.goal).all(axis=1)
             if not have.any():
                 continue
             hip = ref.positions[have, lg.limb.upper]
             d = lg.goal[have] - hip
             horiz = np.linalg.norm(np.delete(d, UP, axis=1), axis=1)
-            length = 0.999 * lg.reach[have]
+            reach = limb_reach(
+                skeleton,
+                lg.limb,
+                root_position[have],
+                rotations[have],
+                None if translations is None else translations[have],
+            )
+            length = (1.0 - self.softness if self.softness > 0 else 0.999) * reach
             allowed = np.sqrt(np.maximum(length**2 - horiz**2, 0.0))
             drop[have] = np.maximum(drop[have], -d[:, UP] - allowed)
         return np.maximum(drop, 0.0)
@@ -418,6 +473,7 @@ class HybridSolver:
                     orientation=lg.orientation[index],
                     swivel=x[:, col],
                     translations=None if offsets is None else offsets[index],
+                    softness=self.softness if lg.limb.kind == "leg" else 0.0,
                 )
                 rot = sol.rotations
                 blocks.append(goal_scale * sol.residual[:, None] / h)
@@ -510,16 +566,6 @@ def _reduce(
         limits=skeleton.limits[keep],
     )
     return sub, keep, remap
-
-
-def _full_reach(skeleton: Skeleton, limb: Limb, translations: Array | None) -> Array:
-    """The limb's length ``|d1| + |d2|`` (upper to lower joint, straight): shape () from
-    the skeleton's offsets, (N,) from per-frame offsets ``translations`` (N, J, 3)."""
-    offsets = skeleton.offsets if translations is None else translations
-    return np.asarray(
-        np.linalg.norm(offsets[..., limb.middle, :], axis=-1)
-        + np.linalg.norm(offsets[..., limb.lower, :], axis=-1)
-    )
 
 
 def _remap_limb(limb: Limb, remap: dict[int, int]) -> Limb:

@@ -157,6 +157,7 @@ __all__ = [
     "estimate_hinge_axis",
     "hinge_angle",
     "limb_from_roles",
+    "limb_reach",
     "soft_reach",
     "solve_limb",
     "swivel_angle",
@@ -741,8 +742,10 @@ def _solve_hinge(
     # eq. (7): cos φ = (l1² + l2² + 2 h1 h2 − L²) / (2 r1 r2), and β = ±(π − φ)
     c = np.clip((length * length - k) / (2.0 * rr_safe), c_min, c_max)
     b = np.arccos(np.clip(c, -1.0, 1.0))
-    # keep the bending direction of the reference (β = 0: bend positively, i.e. flex)
-    beta = np.where(beta_ref >= 0.0, b, -b)
+    # always the flexion side (the axis is oriented so that flexion is positive): the
+    # side nearer the reference would flip the whole bend b wherever a reference passes
+    # through straight (β_ref crossing 0), a one-frame pop of the knee (elbow)
+    beta = b
     if not full:
         _, dist_keep = _on_arc(beta, beta_lo, width)
         _, dist_flip = _on_arc(-beta, beta_lo, width)
@@ -944,6 +947,48 @@ def solve_limb(
         clamped=np.asarray(clamped, dtype=bool),
         extension=np.where(valid, length_goal / np.maximum(length_max, 1e-300), 0.0),
     )
+
+
+def limb_reach(
+    skeleton: Skeleton,
+    limb: Limb,
+    root_position: ArrayLike,
+    rotations: ArrayLike,
+    translations: ArrayLike | None = None,
+) -> Array:
+    """``L_max``: the farthest the lower joint gets from the upper one, per pose.
+
+    Eq. (7) at the straightest hinge angle the limits allow (module docstring,
+    "Reach"), with the middle joint's swing of each pose: ``√((h1 + h2)² + (r1 + r2)²)``
+    when full extension is allowed, at most the bone-path length ``l1 + l2`` and
+    below it when the hinge axis is not square to the bones.
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+    limb : Limb
+    root_position : array_like, shape (..., 3)
+    rotations : array_like, shape (..., J, 4)
+    translations : array_like, shape (..., J, 3), optional
+        Per-pose joint offsets (:func:`solve_limb`).
+
+    Returns
+    -------
+    ndarray, shape (...)
+    """
+    rotations = _as_batch(rotations, (skeleton.num_joints, 4), "rotations")
+    root_position = _as_batch(root_position, (3,), "root_position")
+    _, p_upper = _upper_frame(
+        skeleton,
+        root_position,
+        rotations,
+        limb.upper,
+        None if translations is None else _as_batch(translations, (skeleton.num_joints, 3), "t"),
+    )
+    far = p_upper + np.array([0.0, -1.0, 0.0]) * 1e3 * (1.0 + np.abs(p_upper).max(initial=0.0))
+    sol = solve_limb(skeleton, limb, root_position, rotations, far, translations=translations)
+    distance = np.linalg.norm(far - p_upper, axis=-1)
+    return np.asarray(distance / np.maximum(sol.extension, 1e-300))
 
 
 def swivel_angle(

@@ -5,7 +5,11 @@ Accepted: any rotation order per joint (one to three rotation channels), 3- and
 spaces or colons, tabs, CRLF line ends, numbers in exponent form, frames
 wrapped over several lines, and ``Frames: 0``. Every problem raises
 :class:`retarget.errors.FormatError` naming the file, the line and what was
-expected.
+expected. One is recovered from, as the reference importers do: more motion
+data than ``Frames:`` declares, in whole frames, reads the declared frames
+and warns (:class:`retarget.errors.RetargetWarning`) naming the first line
+left out; fewer values, or a surplus that is not whole frames (a partial
+trailing line, on which Blender's importer fails too), stays an error.
 
 Semantics (those of Blender's importer): position channels *replace* the
 joint's OFFSET (the root's OFFSET is its rest position only); rotation
@@ -25,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import quat
-from ..errors import FormatError, RetargetError
+from .. import quat, world
+from ..errors import FormatError, RetargetError, warn
 from ..motion import Motion
 from ..skeleton import CHANNEL_NAMES, Skeleton
 from ._files import atomic_write
@@ -44,14 +48,18 @@ _COUNT_RE = re.compile(r"\+?[0-9]+")
 Buffer = bytes | mmap.mmap  # a file's bytes, read or memory-mapped
 
 
-def read_bvh(path: str | os.PathLike, *, unit: str = "cm") -> Motion:
+def read_bvh(path: str | os.PathLike, *, unit: str | None = None, up: str | None = None) -> Motion:
     """Read a BVH file.
 
     Parameters
     ----------
     path : str or path-like
-    unit : str
-        Length unit to record on the skeleton (BVH does not say; most files are cm).
+    unit : str, optional
+        Length unit to record on the skeleton. BVH does not say: by default it is
+        found from the body's size (:func:`retarget.world.find_unit`).
+    up : str, optional
+        The world up axis to record (``"y"``, ``"z"``, ``"-x"``, ...); by default
+        found from the body over the frames (:func:`retarget.world.find_up`).
 
     Returns
     -------
@@ -61,6 +69,12 @@ def read_bvh(path: str | os.PathLike, *, unit: str = "cm") -> Motion:
     ------
     FormatError
         When the file is malformed (the message gives file, line and expectation).
+
+    Warns
+    -----
+    RetargetWarning
+        When the motion data holds whole frames beyond ``Frames:`` (read: the
+        declared frames; the warning names the first line left out).
     """
     path = Path(path)
     try:
@@ -73,7 +87,7 @@ def read_bvh(path: str | os.PathLike, *, unit: str = "cm") -> Motion:
     except OSError as exc:
         raise FormatError(str(path), None, f"cannot read the file ({exc.strerror})") from None
     try:
-        return parse_bvh(data, name=str(path), unit=unit)
+        return parse_bvh(data, name=str(path), unit=unit, up=up)
     finally:
         if isinstance(data, mmap.mmap):
             with contextlib.suppress(BufferError):  # a view still alive: the GC closes it
@@ -301,7 +315,9 @@ def _find_motion(data: Buffer) -> re.Match[bytes] | None:
         start = k + 6
 
 
-def parse_bvh(data: Buffer | str, *, name: str = "<string>", unit: str = "cm") -> Motion:
+def parse_bvh(
+    data: Buffer | str, *, name: str = "<string>", unit: str | None = None, up: str | None = None
+) -> Motion:
     """Parse BVH text (see :func:`read_bvh`)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
@@ -379,7 +395,7 @@ def parse_bvh(data: Buffer | str, *, name: str = "<string>", unit: str = "cm") -
             raise _count_error(name, data[pos:], lineno, num_frames, n_chan, count)
         layout = _Layout(channels, offsets, num_frames)
         rotations = np.tile(quat.identity(), (num_frames, len(parser.names), 1))
-        return _build_motion(parser, layout, rotations, frame_time, unit)
+        return _build_motion(parser, layout, rotations, frame_time, unit, up)
     layout = _Layout(channels, offsets, num_frames)
     rotations, count, kind, err = scan_channels(
         data,
@@ -393,13 +409,13 @@ def parse_bvh(data: Buffer | str, *, name: str = "<string>", unit: str = "cm") -
     )
     if kind == TOKEN_SLOW:  # a value the fast path cannot take: parse all values generically
         values, count, err = parse_floats(data, expected, start=start)
-        if err < 0 and count == expected:
+        if err < 0 and count >= expected:  # (values holds the declared frames' only)
             rotations = layout.fill(values.reshape(num_frames, n_chan))
     if err >= 0:
         raise _bad_token(name, data, pos, lineno, err)
     if count != expected:
-        raise _count_error(name, data[pos:], lineno, num_frames, n_chan, count)
-    return _build_motion(parser, layout, rotations, frame_time, unit)
+        _extra_frames(name, data, pos, lineno, num_frames, n_chan, count)
+    return _build_motion(parser, layout, rotations, frame_time, unit, up)
 
 
 def _last_line(data: Buffer) -> int:
@@ -462,6 +478,47 @@ class _Layout:
         return euler_deg_to_quat(values, self.columns, self.orders)
 
 
+def _extra_frames(
+    name: str, data: Buffer, pos: int, header_line: int, frames: int, n_chan: int, count: int
+) -> None:
+    """Accept whole frames beyond ``Frames:`` with a warning; raise for any other count.
+
+    ``count`` values were found where the header declares ``frames`` × ``n_chan``.
+    More values that make whole frames and begin on a line of their own (an
+    exporter that wrote one frame more than it counted) leave the declared
+    frames read, and a :class:`~retarget.errors.RetargetWarning` names the first
+    line left out: assimp reads the declared frames, Blender every line. Fewer
+    values, or a surplus that is not whole frames (a partial trailing line, a
+    line longer than the channel count), is a :class:`~retarget.errors.FormatError`
+    naming the line: Blender's importer, which reads each line as one frame,
+    also fails on a line shorter than the hierarchy's channel count.
+
+    Only here (off the normal path) are the data's tokens located, with numpy
+    over the bytes from ``pos`` (the line after line ``header_line``).
+    """
+    expected = frames * n_chan
+    surplus = count - expected
+    if n_chan == 0 or surplus <= 0 or surplus % n_chan:
+        raise _count_error(name, data[pos:], header_line, frames, n_chan, count)
+    buf = np.frombuffer(data, dtype=np.uint8, offset=min(pos, len(data)))
+    space = (buf == 32) | ((buf >= 9) & (buf <= 13))
+    starts = np.flatnonzero(~space & np.concatenate(([True], space[:-1])))
+    first = int(starts[expected])  # byte of the first value beyond the declared frames
+    before = int(starts[expected - 1]) if expected else -1
+    if expected and not np.any(buf[before:first] == 10):  # the surplus starts mid-line
+        raise _count_error(name, data[pos:], header_line, frames, n_chan, count)
+    line = header_line + 1 + int(np.count_nonzero(buf[:first] == 10))
+    extra = surplus // n_chan
+    del buf  # (no view of a memory-mapped file outlives the read)
+    warn(
+        f"more motion data than 'Frames: {frames}': {extra} more "
+        f"{'frame' if extra == 1 else 'frames'} from this line on, ignored "
+        f"(the {frames} declared are read)",
+        path=name,
+        line=line,
+    )
+
+
 def _count_error(
     name: str, body: bytes, header_line: int, frames: int, n_chan: int, count: int
 ) -> FormatError:
@@ -478,11 +535,13 @@ def _count_error(
         # one frame per line, as files are written: point at the line that breaks it
         odd = data_lines[counts[data_lines] != n_chan]
         if len(odd):
+            after = int(counts[: odd[0]].sum()) >= frames * n_chan  # past the declared frames
             return FormatError(
                 name,
                 header_line + 1 + int(odd[0]),
                 f"expected {n_chan} values per frame (the hierarchy's channel count), "
-                f"found {counts[odd[0]]}",
+                f"found {counts[odd[0]]}"
+                + (f": a partial frame after the {frames} of 'Frames: {frames}'" if after else ""),
             )
     expected = frames * n_chan
     if count < expected:
@@ -511,7 +570,12 @@ def _fps_from_frame_time(frame_time: float) -> float:
 
 
 def _build_motion(
-    parser: _Parser, layout: _Layout, rotations: np.ndarray, frame_time: float, unit: str
+    parser: _Parser,
+    layout: _Layout,
+    rotations: np.ndarray,
+    frame_time: float,
+    unit: str | None,
+    up: str | None,
 ) -> Motion:
     offsets = layout.offsets
     translations = layout.trans if layout.has_trans else None
@@ -529,9 +593,13 @@ def _build_motion(
         site_names=tuple(_site_names(parser)),
         site_parents=np.array([s[1] for s in sites], dtype=np.intp),
         site_offsets=np.array([s[2] for s in sites], dtype=np.float64).reshape(-1, 3),
-        unit=unit,
+        unit=unit or "cm",
     )
     fps = _fps_from_frame_time(frame_time)
+    motion = Motion._adopt(skeleton, layout.root, rotations, fps, translations)
+    # BVH says neither unit nor up axis: both from the body (retarget.world)
+    unit = unit if unit is not None else world.find_unit(skeleton)[0]
+    skeleton = world.settle_skeleton(skeleton, motion, unit=unit, up=up)
     return Motion._adopt(skeleton, layout.root, rotations, fps, translations)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .. import world
 from ..errors import RetargetError
 from ..motion import Motion
 from .asf_amc import write_amc
@@ -18,9 +19,18 @@ WRITABLE = (".bvh", ".amc", ".npz")
 
 
 def read_motion(
-    path: str | os.PathLike, *, skeleton: str | os.PathLike | None = None, fps: float | None = None
+    path: str | os.PathLike,
+    *,
+    skeleton: str | os.PathLike | None = None,
+    fps: float | None = None,
+    unit: str | None = None,
+    up: str | None = None,
 ) -> Motion:
     """Read a motion file, choosing the reader by extension.
+
+    The skeleton records the file's length unit and world up axis
+    (:mod:`retarget.world`): BVH's unit found from the body's size, the others'
+    as the file declares it; the up axis from the body over the frames.
 
     Parameters
     ----------
@@ -31,21 +41,24 @@ def read_motion(
         same stem, or the only ``.asf`` in its folder).
     fps : float, optional
         Frame rate of an ``.amc`` (Acclaim files do not store it; default 120).
+    unit, up : str, optional
+        Override the unit (``"cm"``, ``"m"``, ``"in"``, ...) and the up axis
+        (``"y"``, ``"z"``, ``"-x"``, ...) found or declared.
     """
     path = Path(path)
     ext = path.suffix.lower()
     if ext == ".bvh":
-        return read_bvh(path)
+        return read_bvh(path, unit=unit, up=up)
     if ext == ".npz":
-        return read_npz(path)
-    if ext == ".amc":
+        motion = read_npz(path)
+    elif ext == ".amc":
         from .asf_amc import read_asf_amc
 
         asf = Path(skeleton) if skeleton is not None else _sibling_asf(path)
-        if fps is not None:
-            return read_asf_amc(asf, path, fps=fps)
-        return read_asf_amc(asf, path)
-    raise RetargetError(f"{path}: cannot read '{ext}' files; readable: {', '.join(READABLE)}")
+        motion = read_asf_amc(asf, path, fps=fps) if fps is not None else read_asf_amc(asf, path)
+    else:
+        raise RetargetError(f"{path}: cannot read '{ext}' files; readable: {', '.join(READABLE)}")
+    return world.settle(motion, unit=unit, up=up)
 
 
 def _sibling_asf(amc: Path) -> Path:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._json import strict_json
 from ..errors import FormatError
 from ..skeleton import Skeleton
 
@@ -246,13 +247,12 @@ def format_pose(
     digits: int = 7,
 ) -> str:
     """One pose as a JSON line (no trailing newline)."""
-    return json.dumps(
+    return strict_json(
         {
             "frame": int(frame),
             "root_position": np.round(root_position, digits).tolist(),
             "rotations": np.round(rotations, digits).tolist(),
             "importance": {k: round(float(v), 5) for k, v in importance},
             "iterations": int(iterations),
-        },
-        separators=(",", ":"),
+        }
     )

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from ..contacts import UP, Contacts, detect_contacts
 from ..kinematics import positions
 from ..motion import Motion
-from ..result import Result
+from ..result import Result, speed
 from ..roles import Roles, find_roles, height
 from ..skeleton import Skeleton
 from ._base import check_same_hierarchy
@@ -192,6 +192,6 @@ def copy_retarget(source: Motion, target: Skeleton) -> Result:
         "floor": moved.floor,
         "vertical_shift": moved.vertical_shift,
         "seconds": seconds,
-        "frames_per_second": source.num_frames / seconds if seconds > 0 else float("inf"),
+        **speed(source.num_frames, seconds),
     }
     return Result(moved.motion, report)

@@ -27,13 +27,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..contacts import detect_contacts
+from ..cuts import find_cuts
 from ..dofs import widen_limits
 from ..editing.constraints import footplants
 from ..editing.fitting import fit_motion
 from ..errors import RetargetError
 from ..ik.hybrid import HybridSolver
 from ..motion import Motion
-from ..result import Result
+from ..result import Result, speed
 from ..roles import find_roles, height
 from ..skeleton import Skeleton
 from .copy import leg_length, transfer
@@ -188,6 +189,7 @@ def hierarchical_retarget(
             raise ValueError(f"Expected `translations` of shape {shape}, got {trans.shape}")
     roles_s, roles_t = find_roles(source.skeleton), find_roles(target)
     contacts = detect_contacts(source, roles=roles_s)
+    cuts = find_cuts(source, roles=roles_s)  # no displacement reaches across a cut
     leg_ratio = leg_length(target, roles_t, trans) / leg_length(source.skeleton, roles_s)
     h = height(target, roles_t, trans)  # per frame with translations
     height_ratio = h / height(source.skeleton, roles_s)
@@ -247,6 +249,7 @@ def hierarchical_retarget(
         height=h,
         exact=exact,
         root_spacing=root_spacing,
+        cuts=cuts.tolist(),
     )
     seconds = time.perf_counter() - t0
     names = target.point_names
@@ -263,7 +266,8 @@ def hierarchical_retarget(
         "limits": limits,
         "levels": [lv.as_dict() for lv in fitted.levels],
         "ik_solves": int(sum(lv.frames_solved for lv in fitted.levels)),
+        "cuts": cuts.tolist(),
         "seconds": seconds,
-        "frames_per_second": source.num_frames / seconds if seconds > 0 else float("inf"),
+        **speed(source.num_frames, seconds),
     }
     return Result(fitted.motion.replace(skeleton=target), report, goals)

@@ -31,6 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..contacts import UP
+from ..cuts import find_cuts
 from ..errors import RetargetError
 from ..kinematics import Pose, forward_kinematics, positions
 from ..motion import Motion
@@ -126,7 +127,8 @@ def omr_retarget(
     )
     effectors, active, ratio, leg_ratio = plan.effectors, plan.active, plan.ratio, plan.leg_ratio
     names = plan.names
-    out_root, out_rot, tracked = run_filter(filt, root, rotations, goals, orientations)
+    cuts = find_cuts(source)  # the filter restarts where the source jumps to another pose
+    out_root, out_rot, tracked = run_filter(filt, root, rotations, goals, orientations, cuts)
     motion = Motion(target, out_root, out_rot, source.fps)
     report: dict[str, Any] = {
         "method": "omr",
@@ -366,18 +368,25 @@ def run_filter(
     rotations: Array,
     goals: Array,
     orientations: Array | None = None,
+    cuts: ArrayLike = (),
 ) -> tuple[Array, Array, Array]:
     """Feed a clip to the filter frame by frame: output root (F, 3), rotations (F, J, 4)
-    and the goals it tracked (F, K, 3)."""
+    and the goals it tracked (F, K, 3). At the frames ``cuts`` (:func:`retarget.cuts.find_cuts`:
+    the source jumps to another pose) the filter is reset instead of stepped, as at the
+    first frame: its closed loop would otherwise chase the jump over the next frames."""
     n = len(root)
     out_root = np.empty_like(root)
     out_rot = np.empty((n, filt.skeleton.num_joints, 4))
     tracked = np.empty_like(goals)
     o = (lambda f: None) if orientations is None else (lambda f: orientations[f])
-    out_root[0], out_rot[0] = filt.reset(root[0], rotations[0], goals[0], o(0))
-    tracked[0] = filt.goals
-    for f in range(1, n):
-        out_root[f], out_rot[f] = filt.step(root[f], rotations[f], goals[f], o(f))
+    restarts = set(np.asarray(cuts, dtype=np.intp).tolist())
+    for f in range(n):
+        if f == 0 or f in restarts:
+            out_root[f], out_rot[f] = filt.reset(
+                root[f], rotations[f], goals[f], o(f), restart=f > 0
+            )
+        else:
+            out_root[f], out_rot[f] = filt.step(root[f], rotations[f], goals[f], o(f))
         tracked[f] = filt.goals
     return out_root, out_rot, tracked
 

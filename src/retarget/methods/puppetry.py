@@ -14,6 +14,7 @@ feeding :class:`~retarget.online.puppetry.Puppeteer` frame by frame.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -21,12 +22,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..contacts import detect_contacts
+from ..cuts import find_cuts, segments
 from ..environment import Floor, Shape
-from ..filters import KalmanParameters, filter_stream
+from ..filters import KalmanParameters, SensorEstimate, filter_stream
 from ..kinematics import forward_kinematics
 from ..motion import Motion
 from ..online.puppetry import EFFECTORS, PuppetFrames, local_rotations, make_puppet, solve_frames
-from ..result import Result
+from ..result import Result, speed
 from ..skeleton import Skeleton
 from ._base import check_same_hierarchy
 
@@ -108,7 +111,9 @@ def puppetry_retarget(
         Sensor rate; default the clip's.
     terrain, objects : Shape
         The environment: ``terrain`` the ground (the scene of ``--terrain``;
-        default the floor at height 0), ``objects`` further shapes (boxes).
+        default the floor under the source's planted feet,
+        :func:`retarget.contacts.detect_contacts`), ``objects`` further shapes
+        (boxes).
     influence : float or array (4, m), optional
         ``D_ij`` of eq. 13; default 30 % of the source's height.
     lookahead : float
@@ -136,11 +141,19 @@ def puppetry_retarget(
     clip = source
     if sensor_fps is not None and abs(sensor_fps - source.fps) > 1e-9:
         clip = source.resample(sensor_fps)
-    scene: list[Shape] = [terrain if terrain is not None else Floor(0.0), *objects]
+    # the ground: the given terrain, else the floor the source's feet rest on (not
+    # y = 0: a file's floor lies where its capture put it)
+    ground = terrain if terrain is not None else Floor(detect_contacts(source).floor)
+    scene: list[Shape] = [ground, *objects]
     positions, orientations = sensor_stream(clip, noise, seed)
     params = parameters if parameters is not None else filter_parameters(noise)
+    # the Kalman filter and the foot hold restart where the source jumps to another
+    # pose (a leading T-pose frame, joined takes): they would smear the jump
+    pieces = segments(clip.num_frames, find_cuts(clip))
     t0 = time.perf_counter()
-    est = filter_stream(positions, orientations, clip.fps, params)
+    est = _concatenate_estimates(
+        [filter_stream(positions[p], orientations[p], clip.fps, params) for p in pieces]
+    )
     t_filter = time.perf_counter() - t0
     # calibration: the filtered take itself (the first frame for clearances, all of
     # them for the knee and elbow axes; a property of the bodies, not of the motion)
@@ -158,7 +171,7 @@ def puppetry_retarget(
         softness=softness,
         calibration_positions=est.positions,
     )
-    frames = solve_frames(puppet, est)
+    frames = _concatenate_frames([solve_frames(puppet, _estimate_slice(est, p)) for p in pieces])
     frames.seconds["filter"] = t_filter
     motion = Motion(target, frames.root_position, frames.rotations, clip.fps)
     goals = frames.goals
@@ -196,13 +209,44 @@ def puppetry_retarget(
     return Result(motion=motion, report=report, goals=goal_map)
 
 
+def _estimate_slice(est: SensorEstimate, frames: slice) -> SensorEstimate:
+    return SensorEstimate(
+        est.positions[frames],
+        est.orientations[frames],
+        est.velocities[frames],
+        est.angular_velocities[frames],
+    )
+
+
+def _concatenate_estimates(pieces: Sequence[SensorEstimate]) -> SensorEstimate:
+    """Filtered pieces of one recording, one after the other (frame axis first)."""
+    return SensorEstimate(
+        *(
+            np.concatenate([getattr(e, name) for e in pieces])
+            for name in ("positions", "orientations", "velocities", "angular_velocities")
+        )
+    )
+
+
+def _concatenate_frames(pieces: Sequence[PuppetFrames]) -> PuppetFrames:
+    """:func:`solve_frames` of consecutive pieces as one: arrays joined on the frame
+    axis, stage times summed, the last piece's foot hold."""
+    arrays = {
+        f.name: np.concatenate([getattr(p, f.name) for p in pieces])
+        for f in dataclasses.fields(PuppetFrames)
+        if f.name not in ("hold", "seconds")
+    }
+    seconds = {k: float(sum(p.seconds.get(k, 0.0) for p in pieces)) for k in pieces[0].seconds}
+    return PuppetFrames(**arrays, hold=pieces[-1].hold, seconds=seconds)
+
+
 def _report(frames: PuppetFrames, *, puppet_seconds: float, n: int) -> dict[str, Any]:
     """The per-run report of :func:`puppetry_retarget` (JSON-serialisable)."""
     from .. import quat
 
     w = frames.importance
     out: dict[str, Any] = {
-        "frames_per_second": n / puppet_seconds if puppet_seconds > 0 else float("inf"),
+        **speed(n, puppet_seconds),
         "seconds": puppet_seconds,
         "stage_seconds": {k: float(v) for k, v in frames.seconds.items()},
         "iterations": {

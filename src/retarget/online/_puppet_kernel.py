@@ -563,7 +563,7 @@ def _solve_hinge(
     length = min(max(length_goal, length_min), length_max)
     c = min(max((length * length - k) / (2.0 * rr_safe), c_min), c_max)
     b = math.acos(min(max(c, -1.0), 1.0))
-    beta = b if beta_ref >= 0.0 else -b  # keep the reference's bending direction
+    beta = b  # the flexion side, always (ik.limb._solve_hinge: no flip at a straight limb)
     if not full:
         if _arc_distance(beta, beta_lo, width) > max(
             _arc_distance(-beta, beta_lo, width), _ARC_TOL
@@ -1061,12 +1061,7 @@ def frame_plan(puppet: Puppet) -> FramePlan | None:
     if not all(_free_joint(ch, limb.lower) for limb in puppet.limbs):
         return None
     toe_clearance = puppet.contact_clearance[4:]
-    toe_shift = (
-        toe_clearance
-        * puppet.character_clearance[:toes]
-        / np.maximum(puppet.clearance[:toes], 1e-12)
-        - toe_clearance
-    )
+    toe_shift = toe_clearance * puppet.foot_scale[:toes] - toe_clearance
     geometry = [_geometry(ch, limb) for limb in puppet.limbs]
     f, i = np.float64, np.intp
     arguments = (

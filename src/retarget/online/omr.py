@@ -57,6 +57,7 @@ from numpy.typing import ArrayLike, NDArray
 from .. import quat
 from ..dofs import channel_axes, project_to_dofs
 from ..kinematics import _fk_kernel
+from ..result import speed
 from ..skeleton import Skeleton
 from ._kernel import _update
 
@@ -67,6 +68,11 @@ Array = NDArray[np.float64]
 #: Frames of each kind of event (gains lowered, input clamped, hold or release) the report
 #: lists; all are counted (``events``).
 EVENTS_LISTED = 10_000
+#: The first frame has settled when a step moves no rotation component and no root
+#: coordinate (in heights) by more than this.
+_SETTLED = 1e-10
+#: Rounds of settling and judging the holds at the first frame.
+_HOLD_ROUNDS = 4
 
 
 @dataclass(frozen=True)
@@ -287,6 +293,7 @@ class OnlineRetargeter:
         self._anchored = np.array([self.effectors[p].anchor >= 0 for p in foot_points], bool)
         self._reach = np.array([self.effectors[p].reach for p in foot_points], np.float64)
         self._root: Array | None = None  # the pose (1, 3), (1, J, 4) and its FK: see _kernel
+        self._frames = 0  # frames stepped since the first reset
 
     # -- state ---------------------------------------------------------------------------------
     def reset(
@@ -296,9 +303,11 @@ class OnlineRetargeter:
         goals: ArrayLike,
         orientations: ArrayLike | None = None,
         *,
-        settle: int = 20,
+        settle: int = 1000,
+        restart: bool = False,
     ) -> tuple[Array, Array]:
-        """Start from the first frame: the source pose, then ``settle`` steps toward its goals.
+        """Start from the first frame: the source pose, then steps toward its goals until
+        the pose stops changing (the update's fixed point, at most ``settle`` steps).
 
         Parameters
         ----------
@@ -308,6 +317,9 @@ class OnlineRetargeter:
             Position goals per effector (rows of orientation-only effectors ignored).
         orientations : array_like, shape (K, 4), optional
             World orientation goals of the effectors that track one.
+        restart : bool
+            The same stream goes on after a cut (its source jumped to another pose):
+            the report's sums and the frame count carry on.
 
         Returns
         -------
@@ -325,6 +337,7 @@ class OnlineRetargeter:
         o = self._orientations(orientations, len(g))
         k = len(g)
         n_points = self.skeleton.num_points
+        restart = restart and self._root is not None
         self._root = root.reshape(1, 3).copy()
         self._rot = rot.reshape(1, n_joints, 4).copy()
         self._pos = np.empty((1, n_points, 3))
@@ -339,17 +352,20 @@ class OnlineRetargeter:
         self._rest_goal = g.copy()  # each point's goal when it was last held
         self._base_foot = -1
         self._swung = np.zeros(k, bool)
-        self._frames = 0
-        # the report's running sums (memory does not grow with the stream)
-        self._error_max = np.full(k, -np.inf)
-        self._error_frame = np.zeros(k, np.intp)
-        self._error_sum = np.zeros(k)
-        self._error_count = np.zeros(k, np.intp)
-        self._lowered: list[int] = []
-        self._clamped: list[int] = []
-        self._holds: list[tuple[int, str, str]] = []
-        self._events = [0, 0, 0]  # gains lowered, inputs clamped, holds/releases: all counted
-        self._seconds = 0.0
+        if restart:
+            self._frames += 1
+        else:
+            self._frames = 0
+            # the report's running sums (memory does not grow with the stream)
+            self._error_max = np.full(k, -np.inf)
+            self._error_frame = np.zeros(k, np.intp)
+            self._error_sum = np.zeros(k)
+            self._error_count = np.zeros(k, np.intp)
+            self._lowered: list[int] = []
+            self._clamped: list[int] = []
+            self._holds: list[tuple[int, str, str]] = []
+            self._events = [0, 0, 0]  # gains lowered, inputs clamped, holds/releases: counted
+            self._seconds = 0.0
         if self.base is not None:  # at first, the points on the ground are held
             feet = self.base.feet
             if self.base.single:  # the foot with the lowest toe is the base
@@ -361,11 +377,30 @@ class OnlineRetargeter:
                 for p in (foot.toe, foot.heel):
                     if p >= 0 and g[p, 1] < low + 0.03 * self.height:
                         self._hold(p, g[p])
-        goal, turn = self._effective(g, o)
-        self._tracking = self._tracked(goal, turn)
         source = self._source = (root, rot)
-        for _ in range(settle):
-            self._update(goal, goal, turn, turn, source, source, moving=False)
+        # settle to the filter's own steady state for this frame: the update's fixed
+        # point, with the holds that the next frame's rules (_switch_base) keep on a
+        # still input, so a still input gives a still output from the first frame on
+        # (a clip of one frame is the first frame of thirty repeats); at most
+        # ``settle`` steps in all
+        steps = 0
+        for _ in range(_HOLD_ROUNDS):
+            goal, turn = self._effective(g, o)
+            self._tracking = self._tracked(goal, turn)
+            while steps < settle:
+                steps += 1
+                before_root, before_rot = self._root.copy(), self._rot.copy()
+                self._update(goal, goal, turn, turn, source, source, moving=False)
+                moved = max(
+                    float(np.abs(self._root - before_root).max()) / self.height,
+                    float(np.abs(self._rot - before_rot).max()),
+                )
+                if moved < _SETTLED:
+                    break
+            held = self._held.copy()
+            self._switch_base(g)
+            if np.array_equal(held, self._held):
+                break
         self._last = (goal, turn)
         self._record(goal)
         return self.pose
@@ -664,7 +699,13 @@ class OnlineRetargeter:
         return {
             "frames": self._frames + 1,
             "tracking_error": per,
-            "frames_per_second": self._frames / self._seconds if self._seconds > 0 else None,
+            **speed(
+                self._frames,
+                self._seconds,
+                why="one frame: the filter was reset on it, no step was timed: no rate"
+                if self._frames == 0
+                else None,
+            ),
             "gains_lowered_frames": list(self._lowered),
             "clamped_frames": list(self._clamped),
             "holds": [list(h) for h in self._holds],

@@ -150,6 +150,9 @@ class Puppet:
         The character's toe joints in their ankles' frames.
     character_clearance : ndarray, shape (4,)
         The character's (goals and the penetration fix).
+    foot_scale : ndarray, shape (2,)
+        Per foot, the character's ankle height above its foot's lowest point over
+        the performer's: the character's clearances are the performer's times it.
     lengths : ndarray, shape (4,)
         ``l_i`` of eq. 17, the radii of the reach balls: the distance from the
         upper joint to the end-effector that the soft limb attains for a goal
@@ -195,6 +198,7 @@ class Puppet:
     contact_clearance: Array
     toe_offsets: Array
     character_clearance: Array
+    foot_scale: Array
     lengths: Array
     character_height: float
     fps: float
@@ -350,11 +354,11 @@ def make_puppet(
     calibration : array_like, shape (J_performer, 4) or (F, J_performer, 4)
         Captured postures (local rotations) of the performer, the first one
         with the feet flat (usually the first frame): clearances are measured
-        on it (module docstring). With several frames (a calibration take:
-        knees and elbows bending), the character's knee and elbow hinge axes
-        are estimated from them (:func:`retarget.ik.limb.estimate_hinge_axis`);
-        from one posture, they come from the rest pose, which is arbitrary for
-        a straight rest limb (lafan's).
+        on it (module docstring). The character's knee and elbow hinge axes are
+        estimated from them (:func:`retarget.ik.limb.estimate_hinge_axis`), from
+        one posture as from a take of many (knees and elbows bending: better);
+        a joint that does not turn in them at all takes the rest pose's axis,
+        which is arbitrary for a straight rest limb (lafan's).
     calibration_positions : array_like, shape (F, J_performer, 3), optional
         The take's sensor positions: each ankle's clearance is then the 5th
         percentile of its height above the ground over the take (the
@@ -403,11 +407,9 @@ def make_puppet(
             f"Expected `calibration` of shape ([F,] {performer.num_joints}, 4), got {takes.shape}"
         )
     takes = takes.reshape(-1, performer.num_joints, 4)
-    take = (
-        Motion(character, np.zeros((len(takes), 3)), takes[:, sensor_of], 30.0)
-        if len(takes) > 1
-        else None
-    )
+    # the axes from the postures given, however many (one frame tells what thirty
+    # repeats of it tell: a clip of one frame is retargeted as a still clip is)
+    take = Motion(character, np.zeros((len(takes), 3)), takes[:, sensor_of], 30.0)
     limbs = tuple(
         _flexing(limb_from_roles(character, roles_c, s, k, take), take) for s, k in _LIMBS
     )
@@ -431,7 +433,8 @@ def make_puppet(
     clearance = planted[:4].copy()
     shape_p = np.array([_foot_clearance(performer, cal_p, s) for s, _ in _LIMBS[:2]])
     shape_c = np.array([_foot_clearance(character, cal_c, s) for s, _ in _LIMBS[:2]])
-    char_clear = np.concatenate([clearance[:2] * shape_c / np.maximum(shape_p, 1e-12), [0.0, 0.0]])
+    foot_scale = np.where(shape_p > 0.0, shape_c / np.where(shape_p > 0.0, shape_p, 1.0), 1.0)
+    char_clear = np.concatenate([clearance[:2] * foot_scale, [0.0, 0.0]])
     big_d.setflags(write=False)
     return Puppet(
         performer=performer,
@@ -450,6 +453,7 @@ def make_puppet(
             [character.offsets[roles_c[f"{s}_toe"]] for s, _ in _LIMBS[:2] if toes]
         ).reshape(-1, 3),
         character_clearance=char_clear,
+        foot_scale=foot_scale,
         lengths=np.array([_limb_length(character, limb) for limb in limbs])
         * (1.0 - softness / math.e),
         character_height=height(character),
@@ -553,11 +557,7 @@ def solve_frames(
         toe_w = imp.weights[:, 4:]
         share = toe_w / np.maximum(toe_w + imp.weights[:, :2], 1e-9)
         toe = sensors.positions[:, puppet.contacts[4:]]
-        toe_c = (
-            puppet.contact_clearance[4:]
-            * puppet.character_clearance[:2]
-            / np.maximum(puppet.clearance[:2], 1e-12)
-        )
+        toe_c = puppet.contact_clearance[4:] * puppet.foot_scale[:2]
         toe[..., UP] += toe_c - puppet.contact_clearance[4:]
         ankle_world = sensors.orientations[:, puppet.effectors[:2]]
         from_toe = toe - quat.rotate(ankle_world, puppet.toe_offsets)

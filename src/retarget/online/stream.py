@@ -52,6 +52,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from .._json import strict_json
 from ..errors import FormatError, RetargetError
 from ..io.sensors import frame_time, pose_frame, sensor_frame, skeleton_message
 from ..kinematics import forward_kinematics
@@ -259,7 +260,7 @@ class LiveStream:
     def header(self) -> str:
         """The skeleton message (sent once per connection)."""
         message = skeleton_message(self._character, method=self.live.method, fps=self.fps)
-        return json.dumps(message, separators=(",", ":"))
+        return strict_json(message)
 
     def receive(self, message: str | bytes) -> str | None:
         """One input message → the pose message (JSON text), or None when it is skipped."""
@@ -326,7 +327,7 @@ class LiveStream:
         }
         stats.poses += 1
         self.last_pose = pose
-        return json.dumps(pose, separators=(",", ":"))
+        return strict_json(pose)
 
 
 def pose_arrays(message: str | Mapping[str, Any]) -> tuple[int, Array, Array, Array]:

@@ -54,9 +54,9 @@ from numpy.typing import NDArray
 from .. import quat
 from ..errors import RetargetError
 from ..kinematics import forward_kinematics
-from ..mapping import UNITS
 from ..roles import Roles, find_roles
 from ..skeleton import Skeleton
+from ..world import metres_per_unit
 
 __all__ = ["DE_LEVA_MALE", "Body", "body_model"]
 
@@ -177,7 +177,7 @@ def body_model(
     if not total_mass > 0:
         raise RetargetError(f"expected a total mass > 0 kg, got {total_mass}")
     roles = roles if roles is not None else find_roles(skeleton)
-    metres = UNITS.get(skeleton.unit, 1.0) / 100.0
+    metres = metres_per_unit(skeleton.unit)  # SI from the file's unit
     pos_w, rot_w = _rest(skeleton)
     pos = pos_w * metres
     n = skeleton.num_joints

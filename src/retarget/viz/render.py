@@ -27,10 +27,10 @@ from matplotlib.collections import LineCollection
 from ..errors import RetargetError
 from ..io._files import check_not_input
 from ..kinematics import forward_kinematics
-from ..mapping import UNITS, up_axis
 from ..motion import Motion
 from ..quat import matrix_from_quat, quat_between
 from ..roles import height
+from ..world import UNITS, up_axis
 from .viewer import COLOURS, _across
 
 __all__ = ["render_video"]

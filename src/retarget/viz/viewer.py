@@ -30,15 +30,15 @@ from typing import Any
 
 import numpy as np
 
+from .._json import strict_json
 from ..contacts import detect_contacts
 from ..errors import RetargetError
 from ..io._files import atomic_write
 from ..kinematics import forward_kinematics
-from ..mapping import UNITS, up_axis
-from ..mapping import turn as turn_world
 from ..motion import Motion
 from ..quat import matrix_from_quat, quat_between
 from ..roles import find_roles, height
+from ..world import UNITS, up_axis, upright
 
 __all__ = ["COLOURS", "live_motion", "viewer_html", "write_viewer"]
 
@@ -80,8 +80,7 @@ def _motion_data(
     contact_mask = np.zeros((motion.num_frames, 0), dtype=np.uint8)
     if roles is not None:
         try:
-            upright = turn_world(motion, quat_between(up, [0.0, 1.0, 0.0]))
-            c = detect_contacts(upright, roles=roles)
+            c = detect_contacts(upright(motion), roles=roles)
             contact_points = [int(p) for p in c.points]
             contact_mask = c.mask.astype(np.uint8)
         except (RetargetError, KeyError, ValueError):
@@ -160,7 +159,7 @@ def viewer_html(
         data["goals"] = _goals(report.get("goals") or {}, motions[-1][1])
         data["scene"] = list(report.get("scene") or [])
     script = resources.files("retarget.viz").joinpath("viewer.js").read_text(encoding="utf-8")
-    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    payload = strict_json(data).replace("</", "<\\/")  # JSON.parse takes no NaN
     return (
         "<!doctype html>\n<html><head><meta charset='utf-8'>"
         f"<title>{_escape(title)}</title>\n<style>{_CSS}</style></head>\n<body>\n"
