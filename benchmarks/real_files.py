@@ -20,8 +20,10 @@ Each row gives, from the run's own report (:func:`retarget.metrics.evaluate`):
   step at that frame taken in the result's proportions, % of height (``pop``;
   :func:`retarget.metrics.pop`), and **(literal)** the same beyond the source's
   step as it is (``pop_literal``);
-- **jerk**: mean squared jerk of the joint positions, result over source
-  (``smoothness``);
+- **jerk**: mean squared jerk of the joint positions, result over source, each
+  result point's jerk taken in the source's proportions and the source's cuts
+  left out (``smoothness``), and **(literal)** the raw ratio
+  (``smoothness_literal``);
 - **frames/s**: the method alone (``frames_per_second``: no file I/O, no
   mapping), one core, one run: a rough figure beside the quality measures;
   ``benchmarks/hierarchical.py`` and friends time the methods properly.
@@ -138,6 +140,7 @@ def run_one(clip: Clip, target: str, method: str, frames: int) -> dict[str, Any]
         pop=m.get("pop"),
         pop_literal=m.get("pop_literal"),
         jerk=m.get("smoothness"),
+        jerk_literal=m.get("smoothness_literal"),
         fps=report.get("frames_per_second"),
         note=report.get("measures_note"),
     )
@@ -155,7 +158,7 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
     """Markdown: one row per clip and method, both targets side by side."""
     head = ["clip", "method"]
     for t in TARGETS:
-        head += [f"{t} exit", "skate", "pop %H", "(literal)", "jerk", "frames/s"]
+        head += [f"{t} exit", "skate", "pop %H", "(literal)", "jerk", "(literal)", "frames/s"]
     lines = [common.row(head), common.row(["---"] * 2 + ["---:"] * (len(head) - 2))]
     by = {(r["clip"], r["method"], r["target"]): r for r in rows}
     order = list(dict.fromkeys((r["clip"], r["method"]) for r in rows))
@@ -165,11 +168,11 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
         for t in TARGETS:
             r = by.get((clip, method, t))
             if r is None:
-                cells += ["", "", "", "", "", ""]
+                cells += ["", "", "", "", "", "", ""]
                 continue
             cells.append(str(r["exit"]))
             if r["exit"] != 0:
-                cells += ["", "", "", "", ""]
+                cells += ["", "", "", "", "", ""]
                 failures.append(f"- {clip}, {method} onto {t} (exit {r['exit']}): {r['message']}")
                 if r.get("traceback"):
                     failures.append("  ```\n  " + r["traceback"].replace("\n", "\n  ") + "```")
@@ -179,6 +182,7 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
                 _cell(r["pop"], 2, POP_BOUND),
                 _cell(r["pop_literal"], 2),
                 _cell(r["jerk"], 2, JERK_BOUND),
+                _cell(r["jerk_literal"], 2),
                 _cell(r["fps"], 0),
             ]
         lines.append(common.row(cells))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -28,20 +27,19 @@ from .cuts import find_cuts
 from .kinematics import positions as motion_positions
 from .motion import Motion
 from .roles import LEG_ROLES, find_roles, height
-from .skeleton import Skeleton
 
 __all__ = [
     "MEASURES",
     "evaluate",
     "floating",
     "joint_angles",
-    "limb_scale",
     "penetration",
     "pop",
     "pose_deviation",
     "skate",
     "sliding_ratio",
     "smoothness",
+    "source_on_result",
     "tracking_error",
 ]
 
@@ -68,13 +66,14 @@ MEASURES: Mapping[str, str] = {
     "pose_deviation_deg": "mean geodesic angle between result and source local rotations, "
     "joints outside the legs (None, with pose_deviation_deg_note, when the skeletons share "
     "no joint name)",
-    "smoothness": "mean squared jerk of joint positions (in heights), result over source "
-    "(joints by name, else the points with a role in both; None, with smoothness_note, when "
-    "the source has no jerk)",
-    "pop": "largest one-frame step of a knee or ankle beyond the source's step at that "
-    "frame in the result's proportions, % height, the source's cuts left out",
-    "pop_literal": "the same with the source's step as it is (not in the result's proportions) "
-    "and at the source's cuts too",
+    "smoothness": "mean squared jerk of joint positions (in heights), result over the source "
+    "carried onto the result's body (its angles on the result's bones; the source itself "
+    "across hierarchies: the points with a role in both), the source's cuts left out; None, "
+    "with smoothness_note, when the source has no jerk",
+    "smoothness_literal": "the same over the source as it is, the cuts in",
+    "pop": "largest one-frame step of a knee or ankle beyond the step of the source carried "
+    "onto the result's body at that frame, % height, the source's cuts left out",
+    "pop_literal": "the same beyond the source's own step, the cuts in",
     "tracking_error_max": "largest distance of a constrained end-effector from its goal, "
     "% height (with goals)",
     "tracking_error_mean": "mean of those distances, % height (with goals)",
@@ -157,22 +156,58 @@ def pose_deviation(rot_result: Array, rot_source: Array) -> float:
 
 
 def smoothness(
-    pos_result: Array, pos_source: Array, height_result: float, height_source: float
+    pos_result: Array,
+    pos_source: Array,
+    height_result: float,
+    height_source: float,
+    cuts: ArrayLike = (),
 ) -> float:
     """Mean squared jerk of positions in heights, result over source (1 = no new high frequencies).
 
     The frame rate cancels in the ratio; positions shape (F, P, 3). A source
     without jerk (a still clip) has no ratio: inf, or NaN when the result has
-    none either (:func:`evaluate` reports None and why).
+    none either (:func:`evaluate` reports None and why). Third differences that
+    span a frame of ``cuts`` (the source jumping to another pose,
+    :func:`retarget.cuts.find_cuts`) are left out of both sides: the jump would
+    fill the source's side and hide what the result adds elsewhere.
+    :func:`evaluate` compares the result with the source carried onto the
+    result's body (:func:`source_on_result`), so a change of proportions alone
+    scores 1.
     """
     if len(pos_source) < 4:
         return 1.0
     jr = np.diff(pos_result / height_result, 3, axis=0)
     js = np.diff(pos_source / height_source, 3, axis=0)
-    num, denom = float(np.mean(jr**2)), float(np.mean(js**2))
+    keep = np.ones(len(js), bool)
+    for c in np.asarray(cuts, dtype=np.intp):
+        keep[max(0, c - 3) : max(0, c)] = False  # windows [t, t + 3] holding the step c-1 → c
+    if not keep.any():
+        return 1.0
+    num, denom = float(np.mean(jr[keep] ** 2)), float(np.mean(js[keep] ** 2))
     if denom > 0:
         return num / denom
     return float("inf") if num > 0 else float("nan")
+
+
+def source_on_result(source: Motion, result: Motion) -> Motion | None:
+    """The source carried onto the result's body: its local rotations on the result's
+    bones (by joint name), its root path at the result's size (scaled by the ratio of
+    the heights), the result's per-frame offsets if it has any. What copying the
+    angles gives, before any method acts; None when the result lacks a source joint
+    (another hierarchy: :func:`evaluate` then compares with the source as it is).
+
+    A longer bone per height swings its end farther, and jerks it more, for the same
+    turn: measured against this, a change of proportions alone adds no pop and no jerk
+    (``copy`` scores 0 and 1), and what remains is what the method did.
+    """
+    names = set(result.skeleton.names)
+    if not all(n in names for n in source.skeleton.names):
+        return None
+    rotations = np.tile([1.0, 0.0, 0.0, 0.0], (source.num_frames, result.skeleton.num_joints, 1))
+    rotations[:, result.skeleton.indices(source.skeleton.names)] = source.rotations
+    ratio = height(result.skeleton) / height(source.skeleton)
+    root = source.root_position * ratio
+    return Motion(result.skeleton, root, rotations, source.fps, result.translations)
 
 
 def pop(
@@ -180,25 +215,19 @@ def pop(
     pos_source: Array,
     height_result: float,
     height_source: float,
-    scale: ArrayLike = 1.0,
     cuts: ArrayLike = (),
 ) -> float:
     r"""Largest one-frame step of a point beyond the source's step at that frame (% of height).
 
-    .. math:: \max_{t,k} \big(|p^r_{t+1,k} - p^r_{t,k}| / h_r
-              - \rho_k |p^s_{t+1,k} - p^s_{t,k}| / h_s\big)
+    .. math:: \max_{t,k} \big(|p^r_{t+1,k} - p^r_{t,k}| / h_r - |p^s_{t+1,k} - p^s_{t,k}| / h_s\big)
 
     A single-frame jump of a knee or ankle that the source does not make (a limb's
     branch or swivel flipping, a footplant switched on in one frame, a filter
     smearing a cut) shows here; a result that moves as its source does scores
-    about 0 (never below 0).
-
-    ``ρ_k`` takes the source's step into the result's proportions: a character
-    whose thigh is 1.2 heights of the source's per height swings its knee 1.2
-    times as far for the same turn of the hip, so a fast source step (a leading
-    T-pose frame, a kick at 30 fps) is not a pop of a longer-legged result.
-    :func:`evaluate` passes ``max(1, ·)`` of the largest per-height length ratio of
-    the bones from the hips to the point; ``ρ = 1`` is the literal measure.
+    about 0 (never below 0). :func:`evaluate` compares with the source carried onto
+    the result's body (:func:`source_on_result`): a knee on a thigh 1.2 times as
+    long per height swings 1.2 times as far for the same turn of the hip, and a
+    fast source step (a kick at 30 frames/s) is no pop of a longer-legged result.
 
     The steps into the frames ``cuts`` are left out: there the source itself jumps
     to another pose (:func:`retarget.cuts.find_cuts`: a leading T-pose frame, joined
@@ -210,8 +239,6 @@ def pop(
     pos_result, pos_source : ndarray, shape (F, K, 3)
         Matched points (knees and ankles), each in its own unit.
     height_result, height_source : float
-    scale : array_like, shape (K,) or scalar
-        ``ρ_k`` (≥ 1 in :func:`evaluate`).
     cuts : array_like of int
         Frames where the source starts a new piece (the step from ``f − 1`` to ``f``
         is left out).
@@ -220,36 +247,10 @@ def pop(
         return 0.0
     step_r = np.linalg.norm(np.diff(pos_result, axis=0), axis=-1) / height_result
     step_s = np.linalg.norm(np.diff(pos_source, axis=0), axis=-1) / height_source
-    excess = step_r - np.asarray(scale, dtype=np.float64) * step_s
+    excess = step_r - step_s
     across = np.asarray(cuts, dtype=np.intp) - 1
     excess[across[(across >= 0) & (across < len(excess))]] = 0.0
     return float(max(0.0, float(excess.max())) * 100.0)
-
-
-def limb_scale(
-    source: Skeleton,
-    result: Skeleton,
-    roles_source: Mapping[str, int],
-    roles_result: Mapping[str, int],
-    role: str,
-    height_source: float,
-    height_result: float,
-) -> float:
-    """``ρ`` of :func:`pop` for a leg point: ``max(1, ·)`` of the per-height length ratio,
-    result over source, of the leg's role segments from the hips down to ``role``
-    (hips → hip → knee → ankle), each the bone-path length between the two roles."""
-    side = role.partition("_")[0]
-    chain = ["hips", f"{side}_hip", f"{side}_knee", f"{side}_ankle"]
-    chain = chain[: chain.index(role) + 1]
-    ratio = 1.0
-    for a, b in pairwise(chain):
-        if not all(r in roles_source.keys() and r in roles_result.keys() for r in (a, b)):
-            continue
-        ls = source.path_length(roles_source[a], roles_source[b]) / height_source
-        lr = result.path_length(roles_result[a], roles_result[b]) / height_result
-        if ls > 0.0 and lr > 0.0:
-            ratio = max(ratio, lr / ls)
-    return ratio
 
 
 def joint_angles(rotations: Array, reference: Array | None = None) -> tuple[Array, Array]:
@@ -408,10 +409,21 @@ def evaluate(
         shared = [r for r in roles_s.points if r in roles_r.points]
         ps = np.array([roles_s[r] for r in shared], dtype=np.intp)
         pr = np.array([roles_r[r] for r in shared], dtype=np.intp)
-    jerk_ratio = smoothness(pos_r[:, pr], pos_s[:, ps], h_r, h_s)
-    out["smoothness"] = jerk_ratio if np.isfinite(jerk_ratio) else None
-    if out["smoothness"] is None:
-        out["smoothness_note"] = "the source's joints have no jerk (a still clip): no ratio"
+    cuts = find_cuts(source, roles=roles_s)
+    carried = source_on_result(source, result)
+    if carried is not None:  # the source on the result's body: the same points, by name
+        pos_c, h_c = motion_positions(carried), h_r
+        pc = carried.skeleton.indices([result.skeleton.point_names[p] for p in pr])
+    else:
+        pos_c, h_c, pc = pos_s, h_s, ps
+    for key, ref, h_ref, at in (
+        ("smoothness", pos_c[:, pc], h_c, cuts),
+        ("smoothness_literal", pos_s[:, ps], h_s, ()),
+    ):
+        jerk_ratio = smoothness(pos_r[:, pr], ref, h_r, h_ref, at)
+        out[key] = jerk_ratio if np.isfinite(jerk_ratio) else None
+        if out[key] is None:
+            out[f"{key}_note"] = "the source's joints have no jerk (a still clip): no ratio"
     limbs = [
         f"{side}_{r}"
         for side in ("left", "right")
@@ -421,11 +433,8 @@ def evaluate(
     limbs = [r for r in limbs if r in roles_r.points]
     ks = np.array([roles_s[r] for r in limbs], dtype=np.intp)
     kr = np.array([roles_r[r] for r in limbs], dtype=np.intp)
-    rho = [
-        limb_scale(source.skeleton, result.skeleton, roles_s, roles_r, r, h_s, h_r) for r in limbs
-    ]
-    cuts = find_cuts(source, roles=roles_s)
-    out["pop"] = pop(pos_r[:, kr], pos_s[:, ks], h_r, h_s, rho, cuts)
+    kc = kr if carried is not None else ks
+    out["pop"] = pop(pos_r[:, kr], pos_c[:, kc], h_r, h_c, cuts)
     out["pop_literal"] = pop(pos_r[:, kr], pos_s[:, ks], h_r, h_s)
     if goals:
         names = list(goals)
