@@ -21,9 +21,13 @@ project), each contender retargeting the whole clip frame by frame:
    lower-body problem: the model of ``blubby`` is ``pinocchio_model`` from
    ``benchmarks/io_kinematics.py`` (free-flyer root, spherical joints, end
    sites as frames) and the source pose ``q_src`` is
-   ``q_pinocchio_from_motion`` of the pose contender 1 imitates (the source's
-   rotations, its root where the source's is, the root's height above the
-   floor scaled by the ratio of leg lengths). Per frame: one
+   ``q_pinocchio_from_motion`` of the pose contender 1 imitated with the
+   paper's goals (the source's rotations, its root where the source's is, the
+   root's height above the floor scaled by the ratio of leg lengths; since
+   issue 24 contender 1's default goals shorten the stride to ``blubby``'s
+   legs and stand its pelvis where its legs reach, so its toe tips are far
+   from the source's over the walk and the peer solves a problem of the same
+   size, not the same problem). Per frame: one
    ``pin.computeJointJacobians`` (forward kinematics and joint Jacobians),
    ``pin.updateFramePlacement`` and ``pin.getFrameJacobian`` (LOCAL_WORLD_ALIGNED)
    of the two toe-tip frames, ``pin.getJointJacobian`` of the root for the

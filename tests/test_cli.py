@@ -120,6 +120,7 @@ def test_convert_round_trip(capsys, data_dir, tmp_path):
         ),
         (["run", "{walk}", "--target-preset", "blubby", "-o", "x.txt"], "cannot write '.txt'"),
         (["convert", "{walk}", "out.fbx"], "writable: .bvh, .amc, .npz"),
+        (["plot", "{walk}", "{bank}", "-o", "f.png"], "has 455 frames, the source 7184"),
         (["run", "{walk}", "--method", "nope", "-o", "x.bvh"], "invalid choice"),
     ],
 )

@@ -529,7 +529,7 @@ BAD_FILES = [
     (
         '{"shapes": [\n{"type": "floor"},\n{"type": "cone", "radius": 1}]}',
         3,
-        "unknown shape type 'cone'; expected one of floor, box, sphere, heightfield",
+        "unknown shape type 'cone'; expected one of floor, slope, box, sphere, heightfield",
     ),
     ('{"shapes": [{"radius": 1}]}', 1, "unknown shape type None"),
     ('{"shapes": [1]}', 1, "expected an object"),

@@ -123,7 +123,7 @@ def test_fitting_levels_converge_and_reports(blubby_setup):
     )
     errors = [lv.max_error for lv in fit.levels]
     # % of height: the soft legs (HybridSolver.softness) leave a goal near full
-    # extension short by at most 0.37 % of the leg; here 0.02 % (Table 1: about 1 %)
+    # extension short by at most 0.18 % of the leg (Table 1: about 1 %)
     assert errors[-1] < 0.05 and errors[-1] < errors[0]
     assert [lv.spacing for lv in fit.levels] == [16, 8, 4, 2, 0]
     assert all(lv.frames_solved > 0 and lv.seconds >= 0 for lv in fit.levels)

@@ -26,9 +26,23 @@ from retarget.tasks import OrientationTask, PositionTask, stack
 
 # -- a plain numpy evaluation -----------------------------------------------------------------
 def numpy_rate_step(
-    jac, change, error, s_change, s_error, *, damping, gains, min_dex, max_input, rigidity, priority
+    jac,
+    change,
+    error,
+    s_change,
+    s_error,
+    *,
+    damping,
+    gains,
+    min_dex,
+    max_input,
+    rigidity,
+    priority,
+    activation=None,
 ):
-    """Eq. (21) with priorities, one problem, from numpy's SVD (no shared code)."""
+    """Eq. (21) with priorities, one problem, from numpy's SVD (no shared code); a row of
+    activation ``a`` asks for ``a`` of its input and ``1 − a`` of ``J_i (Δ_{i−1} + P s)``."""
+    act = np.ones(len(change)) if activation is None else np.asarray(activation, np.float64)
     root_w = np.sqrt(rigidity)
     j = jac / root_w
     levels = np.unique(priority)
@@ -51,7 +65,8 @@ def numpy_rate_step(
         a = j[rows] @ proj
         uu, sv, vt = np.linalg.svd(a, full_matrices=False)
         live = sv > 1e-9 * sv[0]  # zero below round-off: those directions are arbitrary
-        coef = np.where(live, sv / (sv**2 + damping**2), 0.0) * (uu.T @ (u[rows] - j[rows] @ delta))
+        ask = act[rows] * (u[rows] - j[rows] @ delta) + (1.0 - act[rows]) * (a @ s)
+        coef = np.where(live, sv / (sv**2 + damping**2), 0.0) * (uu.T @ ask)
         delta = delta + vt.T @ coef
         proj = proj - vt[live].T @ vt[live]
     return (delta + proj @ s) / root_w, dex, gain, clamped
@@ -74,7 +89,7 @@ def numpy_update(
     """One update of :class:`OnlineRetargeter` (made with ``options``) from task objects,
     ``stack`` and numpy."""
     sk, h = filt.skeleton, filt.height
-    tasks, rows, scale, change, level = [], [], [], [], []
+    tasks, rows, scale, change, level, act = [], [], [], [], [], []
     for k, e in enumerate(filt.effectors):
         if e.axes:
             goal = np.full(3, np.nan)
@@ -84,6 +99,7 @@ def numpy_update(
             scale.append(np.full(3, 1.0 / h))
             change.append(goal - last_goals[k] if moving else np.zeros(3))
             level.append(np.full(3, e.priority))
+            act.append(np.full(3, filt._activation[k]))
     for k, e in enumerate(filt.effectors):
         if e.orientation:
             tasks.append(OrientationTask(e.point, ori[k]))
@@ -92,8 +108,10 @@ def numpy_update(
             turn = quat.log(quat.multiply(ori[k], quat.conjugate(last_ori[k])))
             change.append(turn if moving else np.zeros(3))
             level.append(np.full(3, e.priority))
+            act.append(np.full(3, filt._activation[k]))
     residual, jac, _, _ = stack(tasks, pose)
     rows, scale, level = np.concatenate(rows), np.concatenate(scale), np.concatenate(level)
+    act = np.concatenate(act)
     change = np.concatenate(change)
     change = np.where(np.isfinite(change), change * scale, 0.0)
     error = -residual * scale - change
@@ -133,6 +151,7 @@ def numpy_update(
         max_input=filt.max_input,
         rigidity=weights,
         priority=level[rows],
+        activation=act[rows],
     )
     if basis is not None:
         delta[3:] = np.einsum("aik,ak->ai", basis, delta[3:].reshape(-1, 3)).ravel()
@@ -255,6 +274,8 @@ def test_rate_step_matches_numpy(seed):
         rigidity=rng.uniform(0.5, 10.0, n),
         priority=rng.integers(0, 3, m),
     )
+    if len(np.unique(options["priority"])) > 1:  # rows fading in and out (one level: 1)
+        options["activation"] = np.where(rng.random(m) < 0.5, 1.0, rng.random(m))
     out = rate_step(jac, change, error, s_change, s_error, **options)
     for b in range(batch):
         delta, dex, gain, clamped = numpy_rate_step(
@@ -269,6 +290,7 @@ def test_rate_step_matches_numpy(seed):
             max_input=options["max_input"],
             rigidity=options["rigidity"],
             priority=options["priority"],
+            activation=options.get("activation"),
         )
         np.testing.assert_allclose(out.delta[b], delta, rtol=1e-9, atol=1e-9)
         assert out.dexterity[b] == pytest.approx(dex, rel=1e-9)
@@ -320,6 +342,7 @@ def test_update_matches_numpy(lafan, vicon, skeleton, case, kind):
     last_goals, last_ori = random_goals(filt, pose, rng)
     source, last_source = random_pose(motion, rng, 0.2), random_pose(motion, rng, 0.2)
     filt.reset(root, rot, goals, ori, settle=0)
+    filt._activation[:] = rng.choice([1.0, 0.0, 0.4], len(filt.effectors))  # rows fading
     moving, correction = kind == "step", kind == "correction"
     gain, clamped = filt._update(
         last_goals, goals, last_ori, ori, last_source, source, moving=moving, correction=correction

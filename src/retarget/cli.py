@@ -25,6 +25,7 @@ from . import __version__
 from ._json import strict_json
 from .errors import RetargetError, RetargetWarning
 from .mapping import (
+    MappingError,
     map_for_method,
     map_skeletons,
     read_overrides,
@@ -36,6 +37,7 @@ from .run import (
     parse_noise,
     read_character,
     read_input,
+    require_humanoid,
     target_skeleton,
     write_json,
 )
@@ -232,6 +234,7 @@ def cmd_physics(args: argparse.Namespace) -> int:
     )
 
     source = read_input(args.source, args)
+    require_humanoid(args.source, source.skeleton)
     source = source[frame_slice(args.frames, source.num_frames)]
     passes = parse_passes(args.passes)
     mapping = None
@@ -332,6 +335,7 @@ def cmd_character(args: argparse.Namespace) -> int:
     scales = _parse_scales(args.scale) if args.scale else None
     if args.preset is None and scales is None and args.uniform == 1.0:
         raise RetargetError("say how to scale: --preset NAME, --scale SEGMENT=F ... or --uniform S")
+    require_humanoid(args.source, source.skeleton)  # (a character is a target: a humanoid)
     target = make_character(source.skeleton, scales, preset=args.preset, uniform=args.uniform)
     rest = Motion(
         target, target.offsets[:1], np.tile([1.0, 0, 0, 0], (1, target.num_joints, 1)), source.fps
@@ -416,14 +420,19 @@ def cmd_map(args: argparse.Namespace) -> int:
 
     source = read_input(args.source, args)
     target = read_character(args.target)
-    overrides = read_overrides(args.map) if args.map else None
-    jm = map_skeletons(
-        source.skeleton,
-        target,
-        overrides=overrides,
-        source_up=up_axis(source.skeleton, source),
-        target_up=up_axis(target),
-    )
+    overrides = read_overrides(args.map) if args.map else {}
+    require_humanoid(args.source, source.skeleton, overrides.get("source"), side="source")
+    require_humanoid(args.target, target, overrides.get("target"), side="target")
+    try:
+        jm = map_skeletons(
+            source.skeleton,
+            target,
+            overrides=overrides,
+            source_up=up_axis(source.skeleton, source),
+            target_up=up_axis(target),
+        )
+    except MappingError as exc:  # (roles the --map file left missing): which files
+        raise MappingError(f"{args.source} onto {args.target}: {exc}") from None
     sides = (("source", args.source, source.skeleton), ("target", args.target, target))
     for which, path, sk in sides:
         roles = jm.source_roles if which == "source" else jm.target_roles
@@ -554,6 +563,7 @@ def _puppeteer(args: argparse.Namespace):
 
     take = read_input(args.performer)
     performer = take.skeleton
+    require_humanoid(args.performer, performer)
     target = target_skeleton(args, take)
     options: dict[str, Any] = {}
     if args.terrain:
@@ -614,6 +624,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         live: Any = PuppetryLive(_puppeteer(args))
     else:
         take = read_input(args.performer)
+        require_humanoid(args.performer, take.skeleton)
         live = OMRLive(
             take.skeleton,
             target_skeleton(args, take),
@@ -683,8 +694,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .metrics import MEASURES, evaluate
 
     source = read_input(args.source, args)
+    require_humanoid(args.source, source.skeleton)
     source = source[frame_slice(args.frames, source.num_frames)]
     result = read_input(args.result, args)
+    require_humanoid(args.result, result.skeleton)
     if result.num_frames != source.num_frames:
         raise RetargetError(
             f"{args.result} has {result.num_frames} frames, the source {source.num_frames}: "
@@ -782,6 +795,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
             pick = frame_slice(args.frames, source.num_frames)
             source = source[pick]
             results = [(name, m[pick]) for name, m in results]
+        require_humanoid(first, source.skeleton)
+        for path, (_, m) in zip(args.inputs[1:], results, strict=True):
+            if m.num_frames != source.num_frames:  # (frame by frame against the source)
+                raise RetargetError(
+                    f"{path} has {m.num_frames} frames, the source {source.num_frames}: "
+                    "give motions of the same frames (--frames for a run's source)"
+                )
         if args.kind == "angles":
             out = plot_joint_angles(source, results, args.output)
         else:
@@ -1159,7 +1179,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--scaled-goals",
             action="store_true",
-            help="omr: goals scaled to the target's height (default: the source's own, the paper)",
+            help="omr: goals scaled to the target's height (default: strides its legs can take)",
         )
         p.add_argument(
             "--limits",

@@ -16,10 +16,11 @@ support polygons (Tak & Ko 2005) all ask the same questions of a
 * ``ground_height(xz)`` -- the top of the shape above ``(x, z)``: where a
   foot can stand, ``-inf`` where there is nothing.
 
-Shapes are :class:`Floor`, :class:`HeightField`, :class:`Box`,
-:class:`Sphere`, and :class:`Scene`, their union. World frame as everywhere
-(DESIGN.md, "Conventions"): right-handed, Y up; lengths in the skeleton's unit.
-Values are immutable: frozen dataclasses holding read-only array copies.
+Shapes are :class:`Floor`, :class:`Slope` (a tilted floor: a ramp, or a
+capture volume whose floor is not level, :func:`retarget.contacts.estimate_ground`),
+:class:`HeightField`, :class:`Box`, :class:`Sphere`, and :class:`Scene`, their union.
+World frame as everywhere (DESIGN.md, "Conventions"): right-handed, Y up; lengths in
+the skeleton's unit. Values are immutable: frozen dataclasses holding read-only array copies.
 
 The height field
 ----------------
@@ -47,6 +48,7 @@ File format
       "unit": "cm",                         # optional: the unit of every length
       "shapes": [
         {"type": "floor", "height": 0.0},
+        {"type": "slope", "height": 0.0, "slope": [dh/dx, dh/dz]},
         {"type": "box", "center": [x, y, z], "half_extents": [hx, hy, hz],
          "rotation": [w, x, y, z]},         # rotation optional (identity)
         {"type": "sphere", "center": [x, y, z], "radius": r},
@@ -91,6 +93,7 @@ __all__ = [
     "HeightField",
     "Scene",
     "Shape",
+    "Slope",
     "Sphere",
     "ground_height",
     "random_height_field",
@@ -283,6 +286,39 @@ class Floor(Shape):
 
     def ground_height(self, xz: ArrayLike, *, below: ArrayLike | None = None) -> Array:
         return np.full(_as_xz(xz).shape[:-1], self.height)
+
+
+@dataclass(frozen=True, eq=False)
+class Slope(Shape):
+    """The plane ``y = height + slope · (x, z)``: a floor that rises ``slope[0]`` per unit
+    along x and ``slope[1]`` along z (a ramp; a capture volume whose floor is not level).
+    Everything below it is inside; ``slope = (0, 0)`` is :class:`Floor`.
+
+    >>> ramp = Slope(0.0, [0.0, 0.5])
+    >>> float(ramp.ground_height([3.0, 2.0])), round(float(ramp.distance([0.0, 1.0, 0.0])), 6)
+    (1.0, 0.894427)
+    """
+
+    height: float = 0.0
+    slope: Array = field(default_factory=lambda: np.zeros(2))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "height", _finite_float(self.height, "height"))
+        object.__setattr__(self, "slope", _frozen(self.slope, (2,), "slope"))
+
+    @property
+    def _unit_normal(self) -> Array:
+        n = np.array([-self.slope[0], 1.0, -self.slope[1]])
+        return n / np.linalg.norm(n)
+
+    def closest(self, points: ArrayLike) -> Closest:
+        p = _as_points(points)
+        n = self._unit_normal
+        d = (p[..., 1] - self.ground_height(p[..., [0, 2]])) * n[1]  # along the normal
+        return Closest(d, p - d[..., None] * n, np.broadcast_to(n, p.shape).copy())
+
+    def ground_height(self, xz: ArrayLike, *, below: ArrayLike | None = None) -> Array:
+        return self.height + _as_xz(xz) @ self.slope
 
 
 # -- sphere ------------------------------------------------------------------------------
@@ -1156,9 +1192,10 @@ def ground_height(shape: Shape, xz: ArrayLike, *, below: ArrayLike | None = None
 
 # -- files -------------------------------------------------------------------------------
 
-_TYPES = ("floor", "box", "sphere", "heightfield")
+_TYPES = ("floor", "slope", "box", "sphere", "heightfield")
 _KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # required, optional
     "floor": ((), ("height",)),
+    "slope": (("slope",), ("height",)),
     "box": (("center", "half_extents"), ("rotation",)),
     "sphere": (("center", "radius"), ()),
     "heightfield": (("origin", "spacing", "heights"), ()),
@@ -1231,6 +1268,11 @@ def _shape_from_dict(entry: Any, where: str) -> Shape:
     at = f"{where}."
     if kind == "floor":
         return Floor(_number(entry.get("height", 0.0), at + "height"))
+    if kind == "slope":
+        return Slope(
+            _number(entry.get("height", 0.0), at + "height"),
+            _numbers(entry["slope"], at + "slope", (2,), "[dh/dx, dh/dz]"),
+        )
     if kind == "sphere":
         return Sphere(
             _numbers(entry["center"], at + "center", (3,), "[x, y, z]"),
@@ -1394,6 +1436,8 @@ def read_environment(path: str | os.PathLike) -> Scene:
 def _shape_to_dict(shape: Shape) -> dict[str, Any]:
     if isinstance(shape, Floor):
         return {"type": "floor", "height": shape.height}
+    if isinstance(shape, Slope):
+        return {"type": "slope", "height": shape.height, "slope": shape.slope.tolist()}
     if isinstance(shape, Sphere):
         return {"type": "sphere", "center": shape.center.tolist(), "radius": shape.radius}
     if isinstance(shape, Box):

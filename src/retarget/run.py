@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 
 from ._json import strict_json
 from .errors import RetargetError
-from .mapping import bone_direction_error, map_for_method, read_overrides
+from .mapping import MappingError, bone_direction_error, map_for_method, read_overrides
 from .result import speed
 
 __all__ = ["RunJob", "retarget_clip", "run_job"]
@@ -111,6 +112,53 @@ def read_character(path: str):
     return read_input(path).skeleton
 
 
+def require_humanoid(
+    path: str,
+    skeleton: Any,
+    overrides: Mapping[str, str] | None = None,
+    *,
+    side: str | None = None,
+) -> None:
+    """Refuse, naming the file, a skeleton without the humanoid roles a retargeting
+    command needs (hips, head, two arms and two legs: :func:`retarget.roles.find_roles`).
+
+    A motion file that is not a humanoid (a joint chain, a rig cut to a few joints)
+    can still be read, converted and viewed; ``run``, ``physics``, ``eval``, ``map``
+    and the other commands that find roles refuse it here, before any work, with the
+    one line ``PATH: cannot find the humanoid limbs ...: missing ...``.
+
+    Parameters
+    ----------
+    path : str
+        The file the skeleton was read from, named in the message.
+    skeleton : Skeleton
+    overrides : mapping of str to str, optional
+        The file's part of a ``--map`` file (role → joint name): when it names roles,
+        the mapping checks what is still missing instead
+        (:func:`retarget.mapping.map_skeletons`).
+    side : {"source", "target"}, optional
+        For a command that takes ``--map``: the part of a map file that could name the
+        roles, which the message then suggests.
+
+    Raises
+    ------
+    RetargetError
+        The file, what is missing and the joints it has.
+    """
+    from .roles import find_roles
+
+    if overrides:
+        return
+    try:
+        find_roles(skeleton)
+    except RetargetError as exc:
+        hint = ""
+        if side is not None:
+            example = json.dumps({side: {"hips": "<joint>", "left_knee": "<joint>"}})
+            hint = f"; roles not found: name them with --map map.json, e.g. {example}"
+        raise RetargetError(f"{path}: {exc}{hint}") from None
+
+
 def dumps_json(data: Any) -> str:
     """The JSON text of a report or listing, indented, ending in a newline: strict
     (never NaN or Infinity; :func:`retarget._json.strict_json`)."""
@@ -137,10 +185,15 @@ def target_skeleton(args: RunJob | argparse.Namespace, source) -> Any:
         raise RetargetError(
             "a morphing character needs both --target-from A.bvh and --target-to B.bvh"
         )
-    if args.target:
-        return read_character(args.target)
-    if args.target_from:
-        return read_character(args.target_from)
+    path: str | None = args.target or args.target_from
+    if path:
+        target = read_character(path)
+        if isinstance(args, RunJob):  # (`run` and `batch`: a --map file may name roles)
+            named = read_overrides(args.map).get("target") if args.map else None
+            require_humanoid(path, target, named, side="target")
+        else:
+            require_humanoid(path, target)
+        return target
     if args.target_preset:
         return make_character(source.skeleton, preset=args.target_preset)
     raise RetargetError("say which character: --target TARGET.bvh or --target-preset NAME")
@@ -195,6 +248,7 @@ def method_options(
         options["terrain"] = read_environment(args.terrain)
     if args.target_to:
         end = read_character(args.target_to)
+        require_humanoid(args.target_to, end)
         options["translations"] = morph_translations(target, end, source.num_frames)
     if args.setup:
         options["setup"] = args.setup
@@ -249,6 +303,11 @@ def run_job(job: RunJob) -> dict[str, Any]:
     from .io.formats import write_motion
 
     source = read_input(job.source, job)
+    if job.target_preset:  # (a preset is made from the roles found: a map cannot name them)
+        require_humanoid(job.source, source.skeleton)
+    else:
+        named = read_overrides(job.map).get("source") if job.map else None
+        require_humanoid(job.source, source.skeleton, named, side="source")
     source = source[frame_slice(job.frames, source.num_frames)]
     target = target_skeleton(job, source)
     result, report = retarget_clip(job, source, target)
@@ -287,7 +346,14 @@ def retarget_clip(job: RunJob, source: Any, target: Any) -> tuple[Any, dict[str,
     method = get_method(job.method)
     overrides = read_overrides(job.map) if job.map else None
     original = source
-    mapping = map_for_method(source, target, overrides)
+    if job.target_to:
+        character = f"morph:{job.target_from}->{job.target_to}"
+    else:
+        character = job.target or f"preset:{job.target_preset}"
+    try:
+        mapping = map_for_method(source, target, overrides)
+    except MappingError as exc:  # (roles a --map left missing): which files
+        raise MappingError(f"{job.source} onto {character}: {exc}") from None
     source, method_target = mapping.motion, mapping.target
     options = method_options(method, job, source, method_target, mapped=mapping.mapped)
     t0 = time.perf_counter()
@@ -296,10 +362,6 @@ def retarget_clip(job: RunJob, source: Any, target: Any) -> tuple[Any, dict[str,
     ours = result.motion  # Y up, as the source made ready: measured against it
     result = dataclasses.replace(result, motion=mapping.finish(result.motion))
     report = dict(result.report)
-    if job.target_to:
-        character = f"morph:{job.target_from}->{job.target_to}"
-    else:
-        character = job.target or f"preset:{job.target_preset}"
     report.update(
         {
             "source": job.source,

@@ -366,6 +366,17 @@ def footplants(
                     g = on_ground(mapped[window][mask[k], k].mean(axis=0), k, frames[mask[k]])
                 goals[point][window][mask[k]] = g
 
+    # A toe tip (an end site beyond a toe joint) gets no goal: it follows the toe bone,
+    # which no limb IK turns, and a tip placed on the ground a foot's length from the
+    # toe could not be met with the toe on it too (a long-footed character's toe bone
+    # tilts: the two goals fought frame by frame, and the tip's easing in and out of
+    # its own plants switched the foot's goals between branches). A foot without a toe
+    # joint is held by its tip.
+    for side in ("left", "right"):
+        toe, tip = (roles_target.get(f"{side}_{r}") for r in ("toe", "toe_tip"))
+        if toe in goals and tip in goals and tip >= initial.skeleton.num_joints:
+            goals[int(tip)][:] = np.nan
+
     def smootherstep(u: float) -> float:  # C2: zero slope and curvature at both ends
         return u**3 * (u * (6.0 * u - 15.0) + 10.0)
 

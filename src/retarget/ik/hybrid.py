@@ -56,7 +56,7 @@ from ..kinematics import Pose
 from ..roles import Roles, height
 from ..skeleton import Skeleton
 from ..tasks import OrientationTask, PositionTask, Task
-from .limb import Limb, limb_from_roles, limb_reach, solve_limb
+from .limb import Limb, limb_from_roles, limb_reach, soft_reach, solve_limb
 from .numeric import conjugate_gradient
 
 if TYPE_CHECKING:
@@ -110,22 +110,30 @@ class HybridSolver:
         (spacing 0) bend the limbs alone. Per-frame optima of the root jump
         where a contact starts or ends; coarse levels spread the root's share
         over many frames and keep it smooth.
-    extension, extension_weight : float
+    extension, extension_cap, extension_weight : float
         While the root may move, a limb asked for more of its full reach than
-        ``max(extension, its extension in the reference pose)`` is penalised
-        (``extension_weight (e − threshold)²``): the root is placed so a leg is
-        not stretched further than it already was (beyond a 0.97 floor, about
-        28° of knee flexion for equal bones), which keeps slack for the levels
-        where the root stays put, while a leg as straight as the source's stays so.
+        ``min(max(extension, its extension in the source), extension_cap)`` is
+        penalised (``extension_weight (e − threshold)²``; the source's extension is
+        that of ``motion`` given to :meth:`for_skeleton`, the source's angles on
+        the character's bones): the root is placed so a leg is not stretched
+        further than the source's is (beyond a 0.97 floor, about 28° of knee
+        flexion for equal bones), which keeps slack for the levels where the
+        root stays put. ``extension_cap`` (1: off, the default) keeps slack even
+        where the source's leg is straight: near full extension the knee's angle
+        goes as the square root of the slack, and at 0.98 a short-legged
+        character's push-off at 120 frames/s turns its knee more smoothly (jerk
+        ratio 2.6 → 1.2 on a CMU walk onto ``blubby``), but stance knees bend 5°
+        more than the source's on rough terrain (Lee & Shin's §4.5 asks for the
+        root to move, not the knees).
     softness : float
         The legs are soft over this share of their reach (:func:`retarget.ik.limb.soft_reach`):
         at full extension a knee's angle has no bounded derivative in the goal's
         distance, so a footplant whose goal crosses the reach (a short-legged
         character's heel strike or push-off) clamped the leg straight for a few
         frames and the knee kinked back (jerk ratio 13 on a CMU walk at 120
-        frames/s onto ``blubby``; 2.9 at 0.01). A goal in that band is eased:
-        the ankle stops short of it by at most ``softness · L_max / e`` (0.37 %
-        of the leg at 0.01); :meth:`reach_drop` lowers the root so that the
+        frames/s onto ``blubby``; about 2 at 0.005). A goal in that band is eased:
+        the ankle stops short of it by at most ``softness · L_max / e`` (0.18 %
+        of the leg at 0.005); :meth:`reach_drop` lowers the root so that the
         footplants lie below the band, where they are met exactly. Arms are exact.
     minimizer : {"lm", "cg"}
         ``"lm"``: Levenberg–Marquardt on the least-squares form of the objective
@@ -147,9 +155,11 @@ class HybridSolver:
     root_spacing: float = 8.0
     minimizer: str = "lm"
     extension: float = 0.97
+    extension_cap: float = 1.0
     extension_weight: float = 1e3
-    softness: float = 0.01
+    softness: float = 0.005
     extensions: tuple[Array, ...] = ()
+    end_turns: tuple[Array, ...] = ()
 
     @classmethod
     def for_skeleton(cls, skeleton: Skeleton, roles: Roles, motion=None, **options) -> HybridSolver:
@@ -164,7 +174,8 @@ class HybridSolver:
                 ]
                 tips.append(tuple(below))
         extensions: tuple[Array, ...] = ()
-        if motion is not None:  # each limb's extension in ``motion``, frame by frame
+        turns: tuple[Array, ...] = ()
+        if motion is not None:  # each limb's extension and end's turn in ``motion``
             pose = Pose.of(skeleton, motion.root_position, motion.rotations, motion.translations)
             extensions = tuple(
                 np.linalg.norm(pose.positions[:, lb.lower] - pose.positions[:, lb.upper], axis=1)
@@ -173,7 +184,9 @@ class HybridSolver:
                 )
                 for lb in limbs
             )
+            turns = tuple(np.ascontiguousarray(pose.world_rotations[:, lb.lower]) for lb in limbs)
         options.setdefault("extensions", extensions)
+        options.setdefault("end_turns", turns)
         return cls(tuple(limbs), tuple(tips), height(skeleton, roles), **options)
 
     # -- goals ---------------------------------------------------------------------------------
@@ -242,7 +255,41 @@ class HybridSolver:
             if lower in constraints.orientations:
                 o_low = constraints.orientations[lower][frames].copy()
             w_ref = ref.world_rotations[:, lower]
+            # a foot turned by a goal keeps the source's turn about the new direction
+            # (the world rotation of ``end_turns``: the source's angles on these bones),
+            # not the reference's, which the legs' corrections of earlier levels rolled:
+            # a held ankle and toe left a toe tip circling about the line between them
+            k = len(out)
+            if self.end_turns and len(self.end_turns[k]) > int(frames.max(initial=-1)):
+                w_base = self.end_turns[k][frames]
+            else:
+                w_base = w_ref
             w_low = constraints.firmness(lower, frames)
+            # a free foot (no goal on it) whose points dip under the ground while its ankle
+            # does not turns up about the ankle, where the reference has it, by the least
+            # angle that lifts every point of it onto the ground (a swinging foot toes up):
+            # lifting it whole bent the knee 25° more than the source's for a
+            # long-footed, short-legged character, and one tip at a time switched the
+            # foot's turn between the tips from frame to frame
+            free_foot = ~np.isfinite(g_low).all(axis=1) & ~below(lower, ref.positions[:, lower])
+            for tip in tips:
+                free_foot &= ~np.isfinite(explicit(tip)).all(axis=1)
+            turn_up = np.zeros(n)
+            axis = _lift_axis(ref.positions[:, lower], ref.positions[:, tips[-1]]) if tips else None
+            for tip in tips:
+                if tip in lowest and axis is not None:
+                    turn_up = np.maximum(
+                        turn_up,
+                        _lift_angle(
+                            ref.positions[:, lower], ref.positions[:, tip], lowest[tip], axis
+                        ),
+                    )
+            toes_up = free_foot & (turn_up > 0.0)
+            if toes_up.any() and axis is not None:
+                g_low[toes_up] = ref.positions[toes_up, lower]
+                o_low[toes_up] = quat.multiply(
+                    quat.exp(turn_up[toes_up, None] * axis[toes_up]), w_ref[toes_up]
+                )
             for tip in tips:
                 g_tip = explicit(tip)
                 w_tip = constraints.firmness(tip, frames)
@@ -255,17 +302,16 @@ class HybridSolver:
                 have_both = np.isfinite(g_low).all(axis=1) & np.isfinite(g_tip).all(axis=1)
                 lead_tip = have_both & (w_tip >= w_low) & (w_low < 2.0)
                 g_low[lead_tip] = _toward(g_tip, g_low, length, lead_tip)
-                if not hang:  # an ankle so led beyond the leg's reach turns about the tip
+                if not hang:  # an ankle so led toward the leg's reach turns about the tip
                     hip = ref.positions[:, limb.upper]
-                    reach = 0.999 * full_reach
-                    far = lead_tip & (np.linalg.norm(g_low - hip, axis=1) > reach)
+                    far, reach = self._toward_reach(g_low, hip, full_reach, lead_tip)
                     if far.any():
                         g_low[far] = _within_reach(g_tip[far], g_low[far], hip[far], reach[far])
                 sunk = lead_tip & below(lower, np.where(lead_tip[:, None], g_low, np.inf))
                 if sunk.any():
                     g_low[sunk] = _pivot(g_tip, g_low - g_tip, lowest[lower], sunk)
                 have_low = np.isfinite(g_low).all(axis=1)
-                # a free foot whose tip dips under the ground: the tip lifted onto it
+                # a free foot whose tip dips under an ankle on the ground itself: lifted
                 lift = lifted(tip)
                 use = ~have_low & ~np.isfinite(g_tip).all(axis=1) & np.isfinite(lift).all(axis=1)
                 g_tip[use] = lift[use]
@@ -290,10 +336,9 @@ class HybridSolver:
                     if pivot.any():
                         g_low[pivot] = _pivot(g_tip, -lever, lowest[lower], pivot)
                         have_low = have_low | pivot
-                    # an ankle beyond the leg's reach turns about the planted tip toward the hip
+                    # an ankle toward the leg's reach turns about the planted tip toward the hip
                     hip = ref.positions[:, limb.upper]
-                    reach = 0.999 * full_reach
-                    far = only_tip & free_turn & (np.linalg.norm(g_low - hip, axis=1) > reach)
+                    far, reach = self._toward_reach(g_low, hip, full_reach, only_tip & free_turn)
                     far &= not hang
                     if far.any():
                         g_low[far] = _within_reach(g_tip[far], g_low[far], hip[far], reach[far])
@@ -309,8 +354,9 @@ class HybridSolver:
                     under = below(tip, reached)
                     if under.any():
                         g_tip[under] = _pivot(g_low, reached - g_low, lowest[tip], under)
-                    turn = quat.quat_between(lever[both], g_tip[both] - g_low[both])
-                    o_low[both] = quat.multiply(turn, w_ref[both])
+                    base = quat.rotate(w_base, quat.rotate(quat.conjugate(w_ref), lever))
+                    turn = quat.quat_between(base[both], g_tip[both] - g_low[both])
+                    o_low[both] = quat.multiply(turn, w_base[both])
             free = ~np.isfinite(g_low).all(axis=1)
             lift = lifted(lower)
             use = free & np.isfinite(lift).all(axis=1)
@@ -325,6 +371,23 @@ class HybridSolver:
                 )
             out.append(_LimbGoals(limb, g_low, o_low, extension, full_reach))
         return out
+
+    def _toward_reach(
+        self, ankle: Array, hip: Array, full_reach: Array, rows: NDArray[np.bool_]
+    ) -> tuple[NDArray[np.bool_], Array]:
+        """Rows whose ankle (hanging from a planted tip) lies in the leg's soft band or
+        beyond, and the distance from the hip each of them is given: the soft reach of
+        its distance (:func:`retarget.ik.limb.soft_reach`; 0.999 of the reach without
+        soft legs). A smooth function of the distance, so a heel rising off a planted
+        toe turns the foot smoothly as the leg nears its reach, instead of a clamp
+        that held the knee still and let it go (a kink of the knee at push-off)."""
+        distance = np.linalg.norm(ankle - hip, axis=1)
+        if self.softness > 0:
+            knee = (1.0 - self.softness) * full_reach
+            reach = soft_reach(distance, full_reach, self.softness)
+        else:
+            knee = reach = 0.999 * full_reach
+        return rows & (distance > knee), np.asarray(reach)
 
     def _other_goals(
         self, frames, constraints
@@ -479,7 +542,9 @@ class HybridSolver:
                 blocks.append(goal_scale * sol.residual[:, None] / h)
                 blocks.append(goal_scale * sol.orientation_residual[:, None])
                 if root_free:
-                    threshold = np.maximum(lg.extension_ref[index], self.extension)
+                    threshold = np.minimum(
+                        np.maximum(lg.extension_ref[index], self.extension), self.extension_cap
+                    )
                     stretch = np.maximum(sol.extension - threshold, 0.0)
                     blocks.append(np.sqrt(2.0 * self.extension_weight) * stretch[:, None])
                 col += 1
@@ -700,6 +765,31 @@ def _within_reach(tip: Array, ankle: Array, hip: Array, reach: Array) -> Array:
     meet = centre + rho[:, None] * side
     apart = dist > reach + foot  # the tip itself is out of reach: stretch toward it
     return np.where(apart[:, None], hip + u * reach[:, None], meet)
+
+
+def _lift_axis(ankle: Array, point: Array) -> Array:
+    """The horizontal axis (N, 3) about which a positive turn lifts ``point`` about
+    ``ankle`` (across the foot: ``lever × up``, normalised; x for a vertical lever)."""
+    lever = point - ankle
+    across = np.cross(lever, np.eye(3)[UP])
+    norm = np.linalg.norm(across, axis=1, keepdims=True)
+    return np.where(norm > 1e-12, across / np.maximum(norm, 1e-300), np.eye(3)[0])
+
+
+def _lift_angle(ankle: Array, point: Array, lowest: Array, axis: Array) -> Array:
+    """The least turn (radians, in [0, π/2], shape (N,)) of ``point`` about ``axis``
+    (N, 3, horizontal) through ``ankle`` that puts it at height ``lowest`` or above.
+
+    With ``v`` the lever and the turn by Rodrigues' formula, the point's height above
+    the ankle is ``v_y cos φ + (k × v)_y sin φ = r sin(φ + α)``."""
+    v = point - ankle
+    v = v - np.sum(v * axis, axis=1, keepdims=True) * axis  # the part the turn moves
+    a, b = v[:, UP], np.cross(axis, v)[:, UP]
+    r = np.maximum(np.hypot(a, b), 1e-12)
+    alpha = np.arctan2(a, b)
+    need = lowest - ankle[:, UP]
+    phi = np.arcsin(np.clip(need / r, -1.0, 1.0)) - alpha
+    return np.where(a >= need, 0.0, np.clip(phi, 0.0, 0.5 * np.pi))
 
 
 def _any_perpendicular(u: Array) -> Array:

@@ -19,6 +19,13 @@ singularities, bounded near them. Near a
 singularity the gains are lowered by the dexterity ``σmin/σmax`` of ``J1``
 (§4), and an input to ``J1⁺`` longer than ``max_input`` is clamped to it (§4).
 
+Beyond the paper, rows have priority levels (Nakamura; Siciliano & Slotine)
+and an activation in [0, 1]: a row of activation ``a`` asks for ``a`` of its
+input and ``1 − a`` of the motion that the levels above it and the secondary
+task would give it (Mansard, Khatib & Kheddar's intermediate desired value),
+so a constraint that comes and goes (a heel put down and lifted) enters and
+leaves the step continuously instead of in one frame.
+
 Arrays: ``jac (m, n)``, ``primary (m,)``, ``secondary (n,)``; every function
 also broadcasts over leading batch axes. Units are the caller's: the online
 retargeter (:mod:`retarget.online.omr`) measures lengths in character heights
@@ -103,6 +110,7 @@ def rate_step(
     max_input: float = np.inf,
     rigidity: ArrayLike | None = None,
     priority: ArrayLike | None = None,
+    activation: ArrayLike | None = None,
 ) -> RateStep:
     """One discrete step of closed-loop inverse rate control with a secondary task (eq. 21).
 
@@ -139,6 +147,14 @@ def rate_step(
         level then gives way instead of the upper one. Default: one level.
         The dexterity and the gain rule read the first level's rows; every
         level's input is clamped to ``max_input``.
+    activation : array_like, shape (..., m), optional
+        Per primary row, in [0, 1] (default 1): a row of activation ``a`` asks for
+        ``a`` of its input and ``1 − a`` of the motion the levels above it and the
+        secondary task would give it without it (the intermediate desired value of
+        Mansard, Khatib & Kheddar 2009, "A unified approach to integrate unilateral
+        constraints in the stack of tasks"): at 0 it is as if it were not there (up to
+        the damping of its singular directions), so a row fades in and out without a
+        jump as its activation moves.
 
     Returns
     -------
@@ -175,6 +191,10 @@ def rate_step(
     level = np.zeros(m, np.intp) if priority is None else np.asarray(priority, np.intp)
     if level.shape != (m,):
         raise ValueError(f"Expected `priority` of shape ({m},), got {level.shape}")
+    act = np.ones(m) if activation is None else np.asarray(activation, dtype=np.float64)
+    if act.shape[-1:] != (m,):
+        raise ValueError(f"Expected `activation` of shape (..., {m}), got {act.shape}")
+    batch = np.broadcast_shapes(batch, act.shape[:-1])
     size = int(np.prod(batch))
     delta = np.empty((size, n))
     dex, gain = np.empty(size), np.empty(size)
@@ -187,6 +207,7 @@ def rate_step(
         flat(arrays["secondary_error"], (n,)),
         root_w,
         np.ascontiguousarray(level),
+        flat(act, (m,)),
         float(damping),
         float(gains[0]),
         float(gains[1]),
@@ -306,11 +327,24 @@ def _take_rows(a, rows):  # pragma: no cover - jitted
 
 @numba.njit(cache=True, nogil=True)
 def _rate_step_core(
-    jac, change, error, s_change, s_error, root_w, level, damping, k1, k2, min_dex, max_input, delta
+    jac,
+    change,
+    error,
+    s_change,
+    s_error,
+    root_w,
+    level,
+    activation,
+    damping,
+    k1,
+    k2,
+    min_dex,
+    max_input,
+    delta,
 ):  # pragma: no cover - jitted
     """:func:`rate_step` of one problem: ``jac`` (m, n), ``change``/``error`` (m,),
-    ``s_change``/``s_error`` (n,), ``root_w = √w`` (n,), ``level`` (m,); writes ``Δθ``
-    into ``delta`` (n,) and returns ``(dexterity, gain, clamped)``."""
+    ``s_change``/``s_error`` (n,), ``root_w = √w`` (n,), ``level`` (m,), ``activation``
+    (m,); writes ``Δθ`` into ``delta`` (n,) and returns ``(dexterity, gain, clamped)``."""
     m, n = jac.shape
     j = np.empty((m, n))  # in the coordinates W^½ Δθ the weighted problem is the plain one
     for i in range(m):
@@ -349,10 +383,11 @@ def _rate_step_core(
         for c in range(n):
             step[c] = s[c]
         if m > 0:
-            r = u.copy()
+            r = u.copy()  # a row of activation a asks a (u − J s): (1 − a) of it as s goes
             for i in range(m):
                 for c in range(n):
                     r[i] -= j[i, c] * s[c]
+                r[i] *= activation[i]
             _damped_solve(u_top, sv_top, vt_top, r, damping, 0.0, step)
     else:
         # P = I − Bᵀ B: the rows of B span what the levels above have taken
@@ -371,10 +406,10 @@ def _rate_step_core(
                 r[a] = u[rows[a]]
                 for c in range(n):
                     r[a] -= j[rows[a], c] * step[c]
+            jp = _take_rows(j, rows)  # J_i P
             if q == 0:  # P = I
                 u_svd, sv, vt = u_top, sv_top, vt_top
             else:
-                jp = _take_rows(j, rows)
                 for a in range(rows.shape[0]):
                     for b in range(taken):
                         dot = 0.0
@@ -383,6 +418,16 @@ def _rate_step_core(
                         for c in range(n):
                             jp[a, c] -= dot * basis[b, c]
                 u_svd, sv, vt = _svd(jp)
+            # a row of activation a asks for a of its input and (1 − a) of the motion the
+            # levels above and the secondary task would give it, J_i (Δ_{i−1} + P_{i−1} s):
+            # r = a (u_i − J_i Δ_{i−1}) + (1 − a) J_i P_{i−1} s
+            for a in range(rows.shape[0]):
+                act = activation[rows[a]]
+                if act < 1.0:
+                    free = 0.0
+                    for c in range(n):
+                        free += jp[a, c] * s[c]
+                    r[a] = act * r[a] + (1.0 - act) * free
             cut = 1e-9 * max(sv[0], 1e-300)
             _damped_solve(u_svd, sv, vt, r, damping, cut, step)
             for k in range(sv.shape[0]):
@@ -411,6 +456,7 @@ def _rate_step_rows(
     s_error,
     root_w,
     level,
+    activation,
     damping,
     k1,
     k2,
@@ -424,7 +470,7 @@ def _rate_step_rows(
     for b in range(jac.shape[0]):
         dex[b], gain[b], clamped[b] = _rate_step_core(
             jac[b], change[b], error[b], s_change[b], s_error[b], root_w, level,
-            damping, k1, k2, min_dex, max_input, delta[b],
+            activation[b], damping, k1, k2, min_dex, max_input, delta[b],
         )  # fmt: skip
 
 

@@ -26,13 +26,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..contacts import detect_contacts
+from ..contacts import Contacts, detect_contacts, estimate_ground
 from ..cuts import find_cuts
 from ..dofs import widen_limits
 from ..editing.constraints import footplants
 from ..editing.fitting import fit_motion
 from ..errors import RetargetError
 from ..ik.hybrid import HybridSolver
+from ..kinematics import positions
 from ..motion import Motion
 from ..result import Result, speed
 from ..roles import find_roles, height
@@ -96,6 +97,32 @@ def morph_translations(start: Skeleton, end: Skeleton, num_frames: int) -> Array
     return start.offsets + s[:, None, None] * (end.offsets[order] - start.offsets)
 
 
+#: A foot point's plant speed is at most this many times its median speed over the
+#: source's contacts (:func:`plant_speeds`), and at least ``plant_speed``.
+PLANT_SPEED_FACTOR = 3.0
+
+
+def plant_speeds(source: Motion, contacts: Contacts, least: float) -> Array:
+    """The 3-D speed (share of height per second) under which each foot point of the
+    source is pinned, shape (K,): ``least`` (5 %: a clean capture's planted foot
+    moves well under 1 %/s), raised to :data:`PLANT_SPEED_FACTOR` times the point's
+    median speed over its contact frames where the capture's feet drift in
+    contact (CMU and Emilya walks: 6 to 22 %/s; with 5 % no plant was found and
+    the result skated as the source), at most the contacts' own 25 %/s.
+    """
+    pos = positions(source)[:, contacts.points]
+    if len(pos) < 2:
+        return np.full(len(contacts.points), least)
+    speed = np.linalg.norm(np.gradient(pos, axis=0), axis=-1) * source.fps / contacts.height
+    median = np.array(
+        [
+            np.median(speed[contacts.mask[:, k], k]) if contacts.mask[:, k].any() else 0.0
+            for k in range(len(contacts.points))
+        ]
+    )
+    return np.clip(PLANT_SPEED_FACTOR * median, least, 0.25)
+
+
 def hierarchical_retarget(
     source: Motion,
     target: Skeleton,
@@ -113,6 +140,7 @@ def hierarchical_retarget(
     stride: str = "auto",
     minimizer: str = "lm",
     limits: str = "strict",
+    feather: float = 0.1,
 ) -> Result:
     """Retarget with footplants enforced by hierarchical fitting.
 
@@ -166,6 +194,9 @@ def hierarchical_retarget(
         (:func:`retarget.mapping.map_for_method`), whose clavicles or wrists sit
         outside limits measured on the target's subject; the method then never
         pulls a joint back to them, nor pushes one further out.
+    feather : float
+        Seconds over which the exact pass's corrections fade out beyond the
+        constrained frames (:func:`retarget.editing.fitting.fit_motion`).
     reach : float
         Scale of the mapped leg vectors (hip to foot) on top of the leg-length
         ratio; below 1 keeps a straight source leg from asking the target's leg
@@ -204,12 +235,16 @@ def hierarchical_retarget(
     moved = transfer(source, target, ratio, contacts, roles_s, roles_t, trans)
     # Plants to pin: stricter than the contacts of the measures (a heel rising in
     # place is not pinned; no hysteresis widening); the feet ease in and out.
+    # the ground the source walks on: the terrain given, else the level floor or the
+    # slope its footprints lie on (a ramp, a capture floor that is not level)
+    ground = terrain if terrain is not None else estimate_ground(source, contacts)
     plants = detect_contacts(
         source,
         roles=roles_s,
         floor=contacts.floor,
+        ground=ground if terrain is None else None,
         height_tol=plant_height,
-        speed_tol=plant_speed,
+        speed_tol=plant_speeds(source, contacts, plant_speed),
         release=1.0,
         vertical_speed=True,
     )
@@ -221,7 +256,7 @@ def hierarchical_retarget(
         roles_t,
         ratio=ratio * reach,
         clearance=np.multiply.outer(moved.foot_ratio, plants.clearance),
-        surface=terrain,
+        surface=ground,
         blend=max(1, round(blend * source.fps)),
     )
     if limits not in ("strict", "source"):
@@ -250,6 +285,7 @@ def hierarchical_retarget(
         exact=exact,
         root_spacing=root_spacing,
         cuts=cuts.tolist(),
+        feather=max(2, round(feather * source.fps)),
     )
     seconds = time.perf_counter() - t0
     names = target.point_names

@@ -18,21 +18,45 @@ shift of one height like a joint turn of one radian.
 **Base switching** (§6.1). The paper's walking set-up makes the stance toe
 tip the kinematic base and the swing toe tip the end-effector, switching at
 low-acceleration frames between steps. With a floating root a base is a held
-point: a foot point whose goal comes to rest (speed under ``rest_speed``,
-acceleration under ``rest_acceleration``, judged on this and the two
-previous frames' goals: causally) is held where it is, and released when its
-goal moves again. ``BaseSwitching(single=True)`` is the paper's rule, one
-base foot at a time; the default holds every resting point, heels included,
-so a foot in double support does not slide. A rigid foot of the target's size
-cannot meet the source's toe and heel both: on one held point it follows the
-source's foot orientation instead (:class:`Foot`). Whenever a row starts to
-track its goal it keeps the offset between where its point is and the goal,
-fading as the goal travels (``settle_distance``): nothing jumps at a switch.
+point: a foot point whose goal comes to rest is held where it is, and let go
+when its goal moves again. ``BaseSwitching(single=True)`` is the paper's rule,
+one base foot at a time; the default holds every resting point, heels
+included, so a foot in double support does not slide.
+
+A switch in one frame is a step of velocity (beyond the paper): a goal that
+freezes when its input's speed falls under a threshold and follows it again
+when the speed passes another jumps by that speed (0.15-0.3 heights/s), and
+the root and the upper body, moved to meet it, jerk with it (on the walks of
+issue 24 the holds and releases made most of the result's jerk: 2-7 times
+the source's). So a hold has a weight ``w`` in [0, 1] (:meth:`_weigh`), a
+product of smooth (C2) steps of its goal's speed, of how far the hold has
+kept it from its goal and of its leg's stretch, followed in time with a time
+constant (``BaseSwitching.engage``, ``ramp``); the held goal moves by
+``1 − w`` of its input's motion (:meth:`_shape`), and the offset it gathers
+fades as the goal travels once it is let go (``settle_distance``). A heel's
+rows are always in the stack with the activation ``w``
+(:func:`retarget.ik.rate.rate_step`): they ask for ``w`` of "stay" and
+``1 − w`` of the motion the rest of the step would give the heel, so a heel
+fades in and out instead of switching a row on and off. A rigid foot of the
+target's size cannot meet the source's toe and heel both: while the heel is
+held and the toe is not, the toe's goal rolls about the heel (by the share
+``w_heel (1 − w_toe)`` it goes where the foot's orientation goal puts it),
+and while both are held the foot's orientation goal is held with them
+(:class:`Foot`). A row that starts tracking (a NaN input becoming finite)
+keeps the offset between where its point is and its goal, fading likewise.
 
 **Priorities.** Rows carry a priority level (:class:`Effector`): toe tips and
 the pelvis first, heels and foot orientations second, so a heel that cannot
 stay put without moving a toe gives way (:func:`retarget.ik.rate.rate_step`).
-A held heel also lets go when its leg is straight (``Effector.reach``).
+A held heel also lets go as its leg straightens (``Effector.reach``).
+
+**The first frame** (:meth:`reset`) settles to the fixed point of
+:meth:`step` on a still input: the same update and §3.1 correction, the hold
+weights the rules give there and the heels held where they are, so a still
+input gives a still output from the first frame on and a clip that starts
+mid-stride starts without a jolt (settled with the update alone, the first
+frame sat where the correction then moved it in one step: a quarter of the
+jerk of a 120 Hz walk onto ``blubby`` was in its first four frames).
 
 Joints with fewer than three rotation channels (ASF hinges) move along their
 channels only (:func:`retarget.dofs.channel_axes`); joints outside
@@ -40,8 +64,9 @@ channels only (:func:`retarget.dofs.channel_axes`); joints outside
 
 The update itself (rows of :mod:`retarget.tasks`, the step of
 :func:`retarget.ik.rate.rate_step`, ``pose ⊕ Δθ`` and forward kinematics) is
-one compiled call (:mod:`retarget.online._kernel`); this module keeps the
-goals and the holds, in numpy on arrays of a few rows.
+one compiled call (:mod:`retarget.online._kernel`), and so are the hold
+weights and the goals (``_hold_weights``, ``_shape_goals``); this module keeps
+their state and the report.
 """
 
 from __future__ import annotations
@@ -54,12 +79,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import quat
 from ..dofs import channel_axes, project_to_dofs
 from ..kinematics import _fk_kernel
 from ..result import speed
 from ..skeleton import Skeleton
-from ._kernel import _update
+from ._kernel import _hold_weights, _shape_goals, _update
 
 __all__ = ["BaseSwitching", "Effector", "Foot", "OnlineRetargeter"]
 
@@ -95,11 +119,12 @@ class Effector:
         moving a point ``lever`` away, in the minimum norm and in the clamping.
         0: radians as they are, against lengths in heights.
     hold_only : bool
-        Never tracked, only held while it rests (a heel: see :class:`BaseSwitching`).
+        Never tracked, only held while it rests (a heel: see :class:`BaseSwitching`):
+        its rows ask for its hold weight's share of staying where it is held.
     anchor, reach : int, float
-        A held point farther than ``reach`` from point ``anchor`` is released,
-        and held again only within 0.98 ``reach`` (a heel lets go when its leg
-        is straight, as a walker's heel rises at the end of stance).
+        A point's hold weight falls from 1 at 0.97 ``reach`` from point ``anchor``
+        to 0 at ``reach`` (a heel lets go as its leg straightens, as a walker's
+        heel rises at the end of stance).
     priority : int
         Task-priority level, 0 first (:func:`retarget.ik.rate.rate_step`): a
         lower level acts in the null space of the higher ones and gives way
@@ -124,11 +149,12 @@ class Foot:
     """A foot's effectors, by index into the effector list (-1: absent).
 
     The toe tip is tracked while the foot swings; at rest it is held, and so
-    is the heel. Unless both are held, the foot also follows the source's foot
-    orientation: in the swing, so the foot lands as the source's does; on one
-    held point (the heel as the sole comes down, the toe as the heel rises)
-    instead of the other point's position, as a rigid foot of the target's size
-    cannot meet the source's toe and heel both.
+    is the heel. The foot also follows the source's foot orientation: in the
+    swing, so the foot lands as the source's does; on one held point (the heel
+    as the sole comes down, the toe as the heel rises) instead of the other
+    point's position, as a rigid foot of the target's size cannot meet the
+    source's toe and heel both (on a held heel the toe's goal rolls about it);
+    with both held, its orientation goal is held too.
     """
 
     toe: int
@@ -140,13 +166,18 @@ class Foot:
 class BaseSwitching:
     """The stance foot as the kinematic base (§6.1): which points are held, and when.
 
-    A foot point is held where it is while its goal rests (speed under
-    ``rest_speed`` and acceleration under ``rest_acceleration``: a
-    low-acceleration frame), and released when its goal moves faster than
-    ``release_speed``. Whenever a row starts to track its goal (a point
-    released, a toe back from following the foot's orientation), it keeps the
-    offset between where it is and its goal, fading as the goal travels
-    ``settle_distance`` (e⁻¹): nothing jumps when the base switches.
+    A foot point is held by its hold weight ``w`` (module docstring): the
+    product of quintic smooth steps (C2) of its goal's speed (1 under
+    ``rest_speed``, 0 over ``release_speed``), of how far its hold has kept it
+    from its goal (1 under half ``release_distance``, 0 over it: a heel rising
+    slowly is let go) and, for an anchored point, of its leg's stretch
+    (:class:`Effector`), followed in time with the time constants ``engage``
+    (rising) and ``ramp`` (falling): a weight that follows the speed alone still
+    swings from 0 to 1 in two or three frames where a 120 Hz foot lands. The
+    point's goal moves by ``1 − w`` of its input's motion, so its velocity,
+    acceleration and jerk stay bounded through a hold and a release; the offset
+    it gathers from its input fades as the goal travels ``settle_distance``
+    (e⁻¹) once let go: nothing jumps when the base switches.
 
     Attributes
     ----------
@@ -158,22 +189,23 @@ class BaseSwitching:
         holds both feet).
     rest_speed, release_speed : float
         Heights per second.
-    rest_acceleration : float
-        Heights per second².
     release_distance : float
-        Heights: a held point is also released once its goal has moved this far
-        from where it came to rest (a heel rising slowly).
+        Heights: a point is let go once its hold has kept it this far from its goal.
     settle_distance : float
         Heights; orientation offsets fade with their foot's toe offset.
+    engage, ramp : float
+        Seconds: time constants of the hold weight rising and falling (0: it is
+        its rules' value at once).
     """
 
     feet: tuple[Foot, ...]
     single: bool = False
     rest_speed: float = 0.15
     release_speed: float = 0.3
-    rest_acceleration: float = 3.0
-    release_distance: float = 0.01
+    release_distance: float = 0.02
     settle_distance: float = 0.05
+    ramp: float = 0.08
+    engage: float = 0.08
 
 
 class OnlineRetargeter:
@@ -272,6 +304,7 @@ class OnlineRetargeter:
         )
         self.names = [e.name or skeleton.point_names[e.point] for e in self.effectors]
         self._hold_only = np.array([e.hold_only for e in self.effectors])
+        self._points = np.array([e.point for e in self.effectors], np.intp)
         self._priority = np.repeat(
             [self.effectors[k].priority for k in pos_rows + ori_rows], 3
         ).astype(np.intp)
@@ -282,6 +315,7 @@ class OnlineRetargeter:
         # feet whose turn fades with their toe's offset
         self._turning = np.array([f.orientation for f in feet if f.orientation >= 0], np.intp)
         self._turning_toe = np.array([f.toe for f in feet if f.orientation >= 0], np.intp)
+        self._turning_heel = np.array([f.heel for f in feet if f.orientation >= 0], np.intp)
         # the foot points (effector indices of toes and heels): their points, anchors, reaches
         foot_points = [p for f in feet for p in (f.toe, f.heel) if p >= 0]
         self._foot_points = np.array(foot_points, np.intp)
@@ -292,6 +326,29 @@ class OnlineRetargeter:
         self._anchors = np.array([max(self.effectors[p].anchor, 0) for p in foot_points], np.intp)
         self._anchored = np.array([self.effectors[p].anchor >= 0 for p in foot_points], bool)
         self._reach = np.array([self.effectors[p].reach for p in foot_points], np.float64)
+        # rows whose offsets fade as their goals travel (a held heel's stays: the feet's sizes)
+        self._fading = ~self._hold_only
+        # feet with a toe, a heel and an orientation: the toe's goal rolls about a held heel
+        self._rolling = np.array(
+            [
+                (
+                    f.toe,
+                    f.heel,
+                    f.orientation,
+                    self.effectors[f.toe].point,
+                    self.effectors[f.heel].point,
+                )
+                for f in feet
+                if f.heel >= 0 and f.orientation >= 0
+            ],
+            np.intp,
+        ).reshape(-1, 5)
+        foot_of = np.full(len(self.effectors), -1, np.intp)
+        for f, foot in enumerate(feet):
+            foot_of[[p for p in (foot.toe, foot.heel) if p >= 0]] = f
+        self._foot_of_point = foot_of[self._foot_points]
+        self._allowed = np.ones(len(foot_points), np.bool_)
+        self._settling = False  # reset(): the heels are held where they are at each step
         self._root: Array | None = None  # the pose (1, 3), (1, J, 4) and its FK: see _kernel
         self._frames = 0  # frames stepped since the first reset
 
@@ -347,9 +404,11 @@ class OnlineRetargeter:
         self._turns = np.tile([1.0, 0.0, 0.0, 0.0], (k, 1))
         self._input = (g, o)
         self._goal_history = (g, g)
-        self._held = np.zeros(k, bool)
-        self._held_at = np.full_like(g, np.nan)
-        self._rest_goal = g.copy()  # each point's goal when it was last held
+        self._weight = np.zeros(k)  # each point's hold weight (_weigh)
+        self._drift = np.zeros_like(g)  # how far its hold has kept each point from its goal
+        self._activation = np.ones(k)  # each effector's rows' activation (rate_step)
+        self._heel_goals = np.full_like(g, np.nan)  # where each heel is held
+        self._full = np.zeros(k, bool)  # fully held (the report's holds and releases)
         self._base_foot = -1
         self._swung = np.zeros(k, bool)
         if restart:
@@ -366,41 +425,43 @@ class OnlineRetargeter:
             self._holds: list[tuple[int, str, str]] = []
             self._events = [0, 0, 0]  # gains lowered, inputs clamped, holds/releases: counted
             self._seconds = 0.0
-        if self.base is not None:  # at first, the points on the ground are held
-            feet = self.base.feet
+        if self.base is not None:
             if self.base.single:  # the foot with the lowest toe is the base
-                self._base_foot = int(np.argmin([g[foot.toe, 1] for foot in feet]))
-                feet = (feet[self._base_foot],)
-            points = [p for foot in self.base.feet for p in (foot.toe, foot.heel) if p >= 0]
-            low = min(g[p, 1] for p in points)
-            for foot in feet:
-                for p in (foot.toe, foot.heel):
-                    if p >= 0 and g[p, 1] < low + 0.03 * self.height:
-                        self._hold(p, g[p])
+                self._base_foot = int(np.argmin([g[foot.toe, 1] for foot in self.base.feet]))
+            self._weigh(g, at_once=True)
+        # every row starts at its goal; a heel, where its point is
+        self._tracking = (np.isfinite(g).all(axis=1), np.isfinite(o).all(axis=1))
         source = self._source = (root, rot)
-        # settle to the filter's own steady state for this frame: the update's fixed
-        # point, with the holds that the next frame's rules (_switch_base) keep on a
-        # still input, so a still input gives a still output from the first frame on
-        # (a clip of one frame is the first frame of thirty repeats); at most
-        # ``settle`` steps in all
+        # settle to the filter's own steady state for this frame: the fixed point of
+        # step() on a still input, with the hold weights its rules (_weigh) give there and
+        # the heels held where they are at each step, so a still input gives a still output
+        # from the first frame on (a clip of one frame is the first frame of thirty
+        # repeats); at most ``settle`` steps in all
         steps = 0
+        self._settling = True
         for _ in range(_HOLD_ROUNDS):
-            goal, turn = self._effective(g, o)
-            self._tracking = self._tracked(goal, turn)
             while steps < settle:
                 steps += 1
+                goal, turn = self._shape(g, o)
                 before_root, before_rot = self._root.copy(), self._rot.copy()
                 self._update(goal, goal, turn, turn, source, source, moving=False)
+                for _ in range(1, self.iterations):  # as step() does: its fixed point
+                    self._update(
+                        goal, goal, turn, turn, source, source, moving=False, correction=True
+                    )
                 moved = max(
                     float(np.abs(self._root - before_root).max()) / self.height,
                     float(np.abs(self._rot - before_rot).max()),
                 )
                 if moved < _SETTLED:
                     break
-            held = self._held.copy()
-            self._switch_base(g)
-            if np.array_equal(held, self._held):
+            weight = self._weight.copy()
+            self._weigh(g, at_once=True)
+            if np.abs(weight - self._weight).max(initial=0.0) < _SETTLED:
                 break
+        # the heels are held where the settled pose puts them
+        goal, turn = self._shape(g, o)
+        self._settling = False
         self._last = (goal, turn)
         self._record(goal)
         return self.pose
@@ -415,8 +476,15 @@ class OnlineRetargeter:
     @property
     def goals(self) -> Array:
         """The position goals tracked at the last frame, shape (K, 3): the inputs plus
-        the fading offsets, held points where held, NaN for rows not tracked."""
-        return self._last[0].copy()
+        their offsets, held points where held; NaN for rows not tracked and for heels not
+        fully held."""
+        return self._shown(self._last[0])
+
+    def _shown(self, goals: Array) -> Array:
+        """``goals`` with the rows of heels not fully held NaN (copied)."""
+        out = goals.copy()
+        out[self._hold_only & ~self._full] = np.nan
+        return out
 
     def step(
         self,
@@ -438,9 +506,8 @@ class OnlineRetargeter:
         )
         g = np.asarray(goals, dtype=np.float64)
         o = self._orientations(orientations, len(g))
-        self._fade_offsets(g)
-        self._switch_base(g)  # holds and releases, judged on this frame's goals
-        goal, turn = self._settle_new_rows(g, o)
+        self._weigh(g)  # holds and releases, judged on this frame's goals
+        goal, turn = self._shape(g, o)
         last_goal, last_turn = self._last
         gain, clamped = self._update(last_goal, goal, last_turn, turn, self._source, src)
         if gain < 1.0:
@@ -466,53 +533,66 @@ class OnlineRetargeter:
             return np.full((k, 4), np.nan)
         return np.ascontiguousarray(orientations, dtype=np.float64)
 
-    def _effective(self, goals: Array, orientations: Array) -> tuple[Array, Array]:
-        """The goals tracked this frame: inputs plus offsets (turns), held points where
-        held; NaN rows are not tracked (a free heel, a toe or an orientation a foot's
-        state does not ask for)."""
-        g = goals + self._offsets
-        g[self._hold_only] = np.nan
-        g[self._held] = self._held_at[self._held]
-        o = quat.multiply(self._turns, orientations)
-        o[self._hold_only] = np.nan
-        if self.base is not None:
-            held = self._held.tolist()
-            for foot in self.base.feet:
-                toe_held = held[foot.toe]
-                heel_held = foot.heel >= 0 and held[foot.heel]
-                if heel_held and not toe_held:  # the sole comes down on the heel
-                    g[foot.toe] = np.nan
-                if foot.orientation >= 0 and toe_held and heel_held:
-                    o[foot.orientation] = np.nan  # flat: the held points place the foot
-        return g, o
-
     def _tracked(
         self, goals: Array, orientations: Array
     ) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
-        """Which position rows track their input (not held), which orientation rows are on."""
-        pos = np.isfinite(goals).all(axis=1) & ~self._held
+        """Which position rows track a goal this frame (a finite input), which orientation
+        rows are on."""
+        pos = np.isfinite(goals).all(axis=1)
         return np.asarray(pos), np.asarray(np.isfinite(orientations).all(axis=1))
 
-    def _settle_new_rows(self, goals: Array, orientations: Array) -> tuple[Array, Array]:
-        """A row that starts tracking its input keeps its offset from it (no jump).
+    def _shape(self, goals: Array, orientations: Array) -> tuple[Array, Array]:
+        """The goals tracked this frame, from this frame's inputs (the last frame's are
+        ``self._input``): each row's input plus its offset, NaN for rows not tracked.
 
-        Returns the goals tracked this frame (:meth:`_effective`), with those offsets.
+        A row's offset takes back the hold weight's share of its input's motion (a held
+        point stays, one engaging or letting go moves by ``1 − w`` of it) and fades as
+        the input travels while the point is free; a held heel's offset does not fade
+        (it is the difference of the feet's sizes). A row that starts tracking starts
+        from where its point is. A foot's orientation goal is held likewise while both
+        its toe and its heel are, and its turn fades with the toe's offset. On a heel
+        held before its toe, the toe's goal rolls about the heel: it goes, by the share
+        ``w_heel (1 − w_toe)``, where a rigid foot of the target's size with the foot's
+        orientation goal puts it (the source's toe and heel are not both within reach
+        of a foot of another size).
         """
-        goal, turn = self._effective(goals, orientations)
-        pos, ori = self._tracked(goal, turn)
-        was_pos, was_ori = self._tracking
-        self._tracking = (pos, ori)
-        new_pos, new_ori = pos & ~was_pos, ori & ~was_ori
-        if not (new_pos.any() or new_ori.any()):
-            return goal, turn
         last_goals, last_orientations = self._input
-        for k in np.flatnonzero(new_pos):
-            here = self._pos[0, self.effectors[k].point]
-            self._offsets[k] = here - last_goals[k]
-        for k in np.flatnonzero(new_ori):
-            here = self._world[0, self.effectors[k].point]
-            self._turns[k] = quat.multiply(here, quat.conjugate(last_orientations[k]))
-        return self._effective(goals, orientations)
+        k = len(goals)
+        goal, turn = np.empty((k, 3)), np.empty((k, 4))
+        pos, ori = np.empty(k, np.bool_), np.empty(k, np.bool_)
+        was_pos, was_ori = self._tracking
+        _shape_goals(
+            goals,
+            last_goals,
+            orientations,
+            last_orientations,
+            self._offsets,
+            self._turns,
+            self._drift,
+            self._weight,
+            self._heel_goals,
+            self._activation,
+            was_pos,
+            was_ori,
+            self._pos,
+            self._world,
+            self._points,
+            self._hold_only,
+            self._fading,
+            self._turning,
+            self._turning_toe,
+            self._turning_heel,
+            self._rolling,
+            self.base is not None,
+            (self.base.settle_distance if self.base is not None else 1.0) * self.height,
+            self._settling,
+            goal,
+            turn,
+            pos,
+            ori,
+        )
+        self._tracking = (pos, ori)
+        return goal, turn
 
     # -- the update ----------------------------------------------------------------------------
     def _update(
@@ -560,6 +640,7 @@ class OnlineRetargeter:
             self._ori_effectors,
             self._ori_scale,
             self._priority,
+            self._activation,
             self._joints,
             self._root_w,
             basis,
@@ -592,71 +673,59 @@ class OnlineRetargeter:
         )
 
     # -- base switching ------------------------------------------------------------------------
-    def _fade_offsets(self, goals: Array) -> None:
-        """Offsets fade as their goals travel (and a foot's turn with its toe's)."""
-        if self.base is None:
-            return
-        step = goals - self._goal_history[1]
-        step = np.where(np.isfinite(step), step, 0.0)
-        moved = np.sqrt(np.add.reduce(step * step, axis=1))
-        fade = np.exp(-moved / (self.base.settle_distance * self.height))
-        self._offsets *= fade[:, None]
-        if len(self._turning):  # a foot's turn fades with its toe's offset
-            turn = quat.log(self._turns[self._turning]) * fade[self._turning_toe, None]
-            self._turns[self._turning] = quat.exp(turn)
-
-    def _switch_base(self, goals: Array) -> None:
-        """Hold the points whose goals came to rest, release those whose goals move
-        (at the start of a frame: ``goals`` are this frame's, the pose the last one's)."""
+    def _weigh(self, goals: Array, *, at_once: bool = False) -> None:
+        """Each foot point's hold weight from this frame's goals (the pose is the last
+        frame's; :func:`retarget.online._kernel._hold_weights`): the product of smooth
+        steps of the goal's speed (1 under ``rest_speed``, 0 over ``release_speed``), of
+        the distance its hold has kept it from its goal (1 under half
+        ``release_distance``, 0 over it: a heel rising slowly is let go) and, for a point
+        with an anchor, of its leg's stretch (1 under 0.97 of ``reach``, 0 at it),
+        followed with the time constants ``engage`` and ``ramp`` (``at_once``: taken as
+        it is, the first frame). With ``single``, the points of feet other than the
+        base weigh 0. The report lists a hold when a weight reaches 1 and a release when
+        it leaves 1."""
         if self.base is None:
             return
         b = self.base
-        g0, g1 = self._goal_history
-        pts = self._foot_points
-        g = goals[pts]
-        d1, d2, rest = g - g1[pts], g - 2.0 * g1[pts] + g0[pts], g - self._rest_goal[pts]
-        here = self._pos[0, self._foot_skeleton_points]
-        lever = here - self._pos[0, self._anchors]
-        speed_v = np.sqrt(np.add.reduce(d1 * d1, axis=1)) * self.fps / self.height
-        accel_v = np.sqrt(np.add.reduce(d2 * d2, axis=1)) * self.fps**2 / self.height
-        stretch_v = np.sqrt(np.add.reduce(lever * lever, axis=1)) / self._reach
-        drift_v = np.sqrt(np.add.reduce(rest * rest, axis=1)) / self.height
-        resting = ((speed_v < b.rest_speed) & (accel_v < b.rest_acceleration)).tolist()
-        speed, drift = speed_v.tolist(), drift_v.tolist()
-        stretch = np.where(self._anchored, stretch_v, 0.0).tolist()
-        index, held = self._foot_index, self._held
-        for f, foot in enumerate(b.feet):
-            toe = index[foot.toe]
-            self._swung[foot.toe] |= speed[toe] > b.release_speed
-            if b.single and f != self._base_foot:
-                if self._swung[foot.toe] and resting[toe]:  # the new base
-                    for other in b.feet:
-                        for p in (other.toe, other.heel):
-                            if other is not foot and p >= 0 and held[p]:
-                                self._release(p)
+        allowed = self._allowed
+        if b.single:  # one base foot: the one whose toe swung and came to rest last
+            pts = self._foot_points
+            d = goals[pts] - self._goal_history[1][pts]
+            speed = (np.sqrt(np.add.reduce(d * d, axis=1)) * (self.fps / self.height)).tolist()
+            for f, foot in enumerate(b.feet):
+                toe = self._foot_index[foot.toe]
+                self._swung[foot.toe] |= speed[toe] > b.release_speed
+                if f != self._base_foot and self._swung[foot.toe] and speed[toe] < b.rest_speed:
                     self._base_foot = f
                     self._swung[foot.toe] = False
-                else:
-                    continue
-            for p in (foot.toe, foot.heel):
-                if p < 0:
-                    continue
-                i = index[p]
-                moving = speed[i] > b.release_speed or drift[i] > b.release_distance
-                if held[p] and (moving or stretch[i] > 1.0):
-                    self._release(p)
-                elif not held[p] and resting[i] and stretch[i] < 0.98:
-                    self._hold(p, here[i])
-                    self._rest_goal[p] = goals[p]
-
-    def _hold(self, k: int, here: Array) -> None:
-        self._held[k], self._held_at[k] = True, here.copy()
-        self._offsets[k] = 0.0
-        self._event(2, self._holds, (self._frames + 1, self.names[k], "hold"))
-
-    def _release(self, k: int) -> None:
-        self._held[k] = False
-        self._event(2, self._holds, (self._frames + 1, self.names[k], "release"))
+            allowed = self._foot_of_point == self._base_foot
+        _hold_weights(
+            goals,
+            self._goal_history[1],
+            self._drift,
+            self._pos,
+            self._foot_points,
+            self._foot_skeleton_points,
+            self._anchors,
+            self._anchored,
+            self._reach,
+            allowed,
+            self.fps,
+            self.height,
+            b.rest_speed,
+            b.release_speed,
+            b.release_distance,
+            b.engage,
+            b.ramp,
+            at_once,
+            self._weight,
+        )
+        full = self._weight >= 1.0
+        if (full != self._full).any():
+            for k in np.flatnonzero(full != self._full):
+                what = "hold" if full[k] else "release"
+                self._event(2, self._holds, (self._frames + 1, self.names[k], what))
+        self._full = full
 
     # -- report --------------------------------------------------------------------------------
     def _record(self, goals: Array) -> None:
@@ -664,6 +733,7 @@ class OnlineRetargeter:
         d = self._pos[0, self._pos_points] - goals[self._pos_effectors]
         d = np.where(self._pos_axes, d, 0.0)  # NaN goals stay NaN
         err[self._pos_effectors] = np.sqrt(np.add.reduce(d * d, axis=1))
+        err[self._hold_only & ~self._full] = np.nan  # a heel counts while fully held
         seen = np.isfinite(err)
         worse = seen & (err > self._error_max)
         self._error_max[worse] = err[worse]
