@@ -85,8 +85,9 @@ def estimate_floor(
 SLOPE_MIN_SCATTER = 0.003
 #: ... the plane through them leaves at most this share of that scatter ...
 SLOPE_MAX_RESIDUAL = 0.5
-#: ... and they spread over at least this many heights, with 4 footprints or more.
-SLOPE_MIN_SPAN = 1.0
+#: ... and they spread over at least this many heights along a direction (a foot's
+#: width across the path is 0.1 of it), with 4 footprints or more.
+SLOPE_MIN_SPAN = 0.3
 
 
 def estimate_ground(motion: Motion, contacts: Contacts) -> Floor | Slope:

@@ -1,0 +1,178 @@
+"""The source's ground (level or a slope), plant speeds, and the smoothed exact pass of
+the hierarchical method (issue 24)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from retarget import quat
+from retarget.characters import make_character
+from retarget.contacts import detect_contacts, estimate_ground
+from retarget.editing.fitting import _smooth_corrections, _smooth_envelope
+from retarget.environment import Floor, Slope, read_environment, write_environment
+from retarget.kinematics import positions
+from retarget.methods import get_method
+from retarget.methods.hierarchical import plant_speeds
+from retarget.metrics import evaluate
+from retarget.roles import height
+
+# -- the slope shape ----------------------------------------------------------------------
+
+
+def test_slope_distance_closest_and_ground_agree():
+    rng = np.random.default_rng(1)
+    ramp = Slope(2.0, [0.3, -0.1])
+    p = rng.normal(scale=5.0, size=(200, 3))
+    c = ramp.closest(p)
+    # the closest point lies on the plane, the normal is the plane's, distances signed
+    np.testing.assert_allclose(c.point[:, 1], ramp.ground_height(c.point[:, [0, 2]]), atol=1e-12)
+    np.testing.assert_allclose(p - c.point, c.distance[:, None] * c.normal, atol=1e-12)
+    above = p[:, 1] > ramp.ground_height(p[:, [0, 2]])
+    assert np.array_equal(c.distance > 0, above)
+    flat = Slope(1.5, [0.0, 0.0])
+    np.testing.assert_allclose(flat.distance(p), Floor(1.5).distance(p), atol=1e-12)
+
+
+def test_slope_round_trips_through_a_scene_file(tmp_path):
+    from retarget.environment import Scene
+
+    path = tmp_path / "ramp.json"
+    write_environment(path, Scene((Slope(0.5, [0.1, 0.2]),)))
+    read = read_environment(path)
+    (shape,) = read.shapes
+    assert isinstance(shape, Slope)
+    assert shape.height == 0.5 and shape.slope.tolist() == [0.1, 0.2]
+
+
+# -- the source's ground ------------------------------------------------------------------
+
+
+def _tilted(motion, degrees: float):
+    """The motion turned about x by ``degrees``: its floor becomes a slope along z."""
+    turn = quat.quat_from_rotvec(np.radians([degrees, 0.0, 0.0]))
+    rot = motion.rotations.copy()
+    rot[:, 0] = quat.multiply(turn, rot[:, 0])
+    return dataclasses.replace(
+        motion, root_position=quat.rotate(turn, motion.root_position), rotations=rot
+    )
+
+
+def test_a_level_capture_has_a_level_floor(lafan, mocapbank):
+    for clip in (lafan[:1200], mocapbank):
+        ground = estimate_ground(clip, detect_contacts(clip))
+        assert isinstance(ground, Floor)
+
+
+def test_a_tilted_capture_has_its_slope(lafan):
+    """The walk turned 1.5° about x walks on a floor rising along z: found, to 0.1°."""
+    walk = _tilted(lafan[:1200], 1.5)
+    ground = estimate_ground(walk, detect_contacts(walk))
+    assert isinstance(ground, Slope)
+    rise = np.degrees(np.arctan(ground.slope[1]))
+    assert abs(rise - (-1.5)) < 0.1 and abs(ground.slope[0]) < 0.005
+
+
+def test_hierarchical_plants_feet_on_a_tilted_floor(lafan):
+    """On the 1.5°-tilted walk the footplants lie on the slope: the result skates as
+    on the level walk (within 3 %), its footplants are met, and each planted point
+    keeps one clearance above the slope."""
+    level_walk = lafan[200:500]
+    walk = _tilted(level_walk, 1.5)
+    target = make_character(walk.skeleton, preset="blubby")
+    result = get_method("hierarchical").run(walk, target)
+    m = evaluate(walk, result.motion, goals=result.goals)
+    level = get_method("hierarchical").run(level_walk, target)
+    m_level = evaluate(level_walk, level.motion, goals=level.goals)
+    assert m["skate_ratio"] == pytest.approx(m_level["skate_ratio"], rel=0.03)
+    assert m["tracking_error_max"] < 0.1
+    ground = estimate_ground(walk, detect_contacts(walk))
+    for name, goal in result.goals.items():
+        have = np.isfinite(goal).all(axis=1)
+        gap = goal[have, 1] - ground.ground_height(goal[have][:, [0, 2]])
+        assert np.ptp(gap) < 0.02 * height(target), name  # one clearance along the slope
+
+
+# -- plant speeds -------------------------------------------------------------------------
+
+
+def test_plant_speeds_follow_a_capture_whose_feet_drift(lafan):
+    """A clean capture's planted feet: the least speed (5 %/s). The same walk with every
+    foot point drifting 10 %/s of height while planted: raised toward 3 times that."""
+    walk = lafan[200:500]
+    contacts = detect_contacts(walk)
+    assert np.allclose(plant_speeds(walk, contacts, 0.05), 0.05)
+    h = height(walk.skeleton)
+    drift = np.cumsum(np.full(walk.num_frames, 0.10 * h / walk.fps))
+    root = walk.root_position.copy()
+    root[:, 0] += drift  # the whole body slides: every planted point too
+    slid = dataclasses.replace(walk, root_position=root)
+    raised = plant_speeds(slid, detect_contacts(slid), 0.05)
+    assert (raised > 0.2).all() and (raised <= 0.25).all()
+
+
+# -- smoothing the exact pass -------------------------------------------------------------
+
+
+def test_smoothed_corrections_are_exact_where_hard_and_smooth_elsewhere():
+    n = 60
+    frames = np.arange(10, 50)
+    d = np.zeros((len(frames), 2))
+    d[:, 0] = np.where(frames < 30, 0.1, 0.4)  # a step: eased goals on either side
+    d[:, 1] = 0.2
+    solved = np.ones_like(d, bool)
+    hard = np.zeros_like(d, bool)
+    hard[frames < 20] = True  # a footplant: exact
+    out = _smooth_corrections(frames, d, solved, hard, n, 4, [slice(0, n)])
+    np.testing.assert_allclose(out[10:20, 0], 0.1, atol=1e-6)
+    np.testing.assert_allclose(out[10:20, 1], 0.2, atol=1e-6)
+    assert np.abs(np.diff(out[:, 0], 3)).max() < 0.05  # the step is smoothed
+    assert out[55, 0] < 0.4 and out[0, 1] < 0.2  # fading out past the solved frames
+    # a constant everywhere stays that constant exactly (a held pose does not move)
+    const = _smooth_corrections(
+        np.arange(n),
+        np.full((n, 1), 0.3),
+        np.ones((n, 1), bool),
+        np.zeros((n, 1), bool),
+        n,
+        4,
+        [slice(0, n)],
+    )
+    np.testing.assert_allclose(const, 0.3, atol=1e-12)
+
+
+def test_smooth_envelope_stays_above_the_needs_and_is_smooth():
+    rng = np.random.default_rng(3)
+    n = 200
+    frames = np.sort(rng.choice(n, 60, replace=False))
+    need = np.where(rng.random(60) < 0.5, rng.random(60), 0.0)
+    env = _smooth_envelope(frames, need, n, 8.0)
+    assert (env[frames] >= need - 1e-12).all()
+    assert np.abs(np.diff(env, 2)).max() < 0.1 * need.max()
+    flat = _smooth_envelope(np.arange(n), np.full(n, 0.5), n, 8.0)
+    np.testing.assert_allclose(flat, 0.5, atol=1e-12)
+
+
+def test_a_swinging_foot_toes_up_over_the_ground(lafan):
+    """A character with long feet and short legs (blubby from a walk whose swing toes
+    skim the floor): where a free foot's toe would go under the ground, the foot turns
+    up about its ankle, no foot point ends under it, and the knee is not bent more
+    than the source's in the swing (the whole foot was lifted by the knee before)."""
+    from retarget.ik.limb import hinge_angle, limb_from_roles
+    from retarget.roles import find_roles
+
+    walk = lafan[200:500]
+    target = make_character(walk.skeleton, preset="blubby")
+    result = get_method("hierarchical").run(walk, target).motion
+    roles = find_roles(target)
+    contacts = detect_contacts(walk)
+    pos = positions(result)
+    points = [roles[f"{s}_{r}"] for s in ("left", "right") for r in ("ankle", "toe")]
+    assert (pos[:, points, 1] - contacts.floor).min() > -0.002 * height(target)
+    for side in ("left", "right"):
+        limb = limb_from_roles(target, roles, side, "leg", motion=walk)
+        swing = ~contacts.foot(side)
+        diff = np.degrees(hinge_angle(limb, result.rotations) - hinge_angle(limb, walk.rotations))
+        assert np.percentile(diff[swing], 95) < 25.0, side
