@@ -50,6 +50,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/omr.py
 	$(BIN)/python benchmarks/puppetry.py
 	$(BIN)/python benchmarks/batch.py
+	$(BIN)/python benchmarks/real_files.py
 
 # Blender's BVH importer as a reference (bpy needs numpy<2: its own venv).
 BLENDER_VENV := .venv-blender
