@@ -10,23 +10,29 @@ is that frame hand-written with numba on scalars and 3- or 4-tuples (one
 compiled call, ``_frame``), the same formulas in the same order as the numpy
 functions it stands for; ``tests/test_puppetry.py`` checks it against
 :func:`~retarget.online.puppetry.solve_frames` on real data (equal to ~1e-15).
-A step now takes ≈20 µs on the lafan characters (≈50 000 frames/s,
-``benchmarks/puppetry.py``): ``_frame`` ≈5.5 µs (the four limbs with their
-blends ≈2.4, importance and goals ≈0.7, the ball search ≈0.35, each of the
-three forward kinematics ≈0.2), its call from Python ≈4 µs more (≈40
-arguments), the filter ≈6.5 µs, and the output arrays.
+A step now takes ≈20-30 µs on the lafan characters (≈33 000-50 000 frames/s,
+``benchmarks/puppetry.py``): ``_frame`` ≈6.5 µs (the four limbs with their
+blends ≈2.4, importance and goals ≈0.7, the ball search ≈0.35, the lags and the
+soft closest point of the root ≈1, each of the three forward kinematics ≈0.2),
+its call from Python ≈4 µs more (≈50 arguments), the filter ≈6.5 µs, and the
+output arrays.
 
-Nothing here is new math. The stages (Shin et al. 2001; module
-:mod:`retarget.online.puppetry`) and where each is done:
+The stages (Shin et al. 2001; module :mod:`retarget.online.puppetry`, which
+also says where and why the extensions leave the paper) and where each is done:
 
 * 2, captured posture ``q_j = Q_parent⁻¹ Q_j`` (``_captured``);
-* 3, importance, eqs. 11-15 with the toe contacts (``_importance``; the
-  shapes' distances and normals in ``_closest`` and ``_distance``);
+* 3, importance, eqs. 11-15 with the toe contacts in union (``_importance``;
+  the shapes' distances and normals in ``_closest`` and ``_distance``);
 * 4, goals with the clearance offsets and the toe pivot (``_goals``);
-* 4b, the foot hold (``hold_feet``: the one implementation, which
-  :func:`~retarget.online.puppetry.solve_frames` calls over all its frames);
-* 5, root position, eqs. 16-17 and the Appendix (``_estimate_root``: eq. 16
-  here, the ball search is :mod:`retarget.ik.root`'s compiled ``_closest_frame``);
+* 4b, the foot hold with its lagged plant weights (``hold_feet``: the one
+  implementation, which :func:`~retarget.online.puppetry.solve_frames` calls
+  over all its frames);
+* 5, root position: the balls' lagged importance (``radius_weights``), eqs.
+  16-17 and the Appendix (``_estimate_root``: eq. 16 here, the ball search is
+  :mod:`retarget.ik.root`'s compiled ``_closest_frame``), then the lags and the
+  soft closest point (``smooth_root``, ``_soft_closest``); ``radius_weights``
+  and ``smooth_root`` are the one implementation too, looping over however
+  many frames they are given;
 * 6, the posture check only: a goal still out of its ball ``l_i / w_i``
   needs the body-posture conjugate gradient (eqs. 18-20), which is not
   compiled: ``_frame`` then stops and the caller runs ``solve_frames``;
@@ -69,13 +75,18 @@ if TYPE_CHECKING:
     from .puppetry import Puppet
 
 __all__ = [
+    "HOLD_COLUMNS",
     "NEEDS_POSTURE",
     "NOT_FINITE",
     "SOLVED",
+    "STATE_SIZE",
     "FramePlan",
     "frame_plan",
     "hold_arguments",
     "hold_feet",
+    "lag_coefficient",
+    "radius_weights",
+    "smooth_root",
 ]
 
 # shape kinds
@@ -268,6 +279,19 @@ def _closest(kind, center, half, frame, size, j, p):  # pragma: no cover - jitte
 
 
 @numba.njit(cache=True, nogil=True)
+def _stride(sensors, stride, origin):  # pragma: no cover - jitted
+    """A copy of ``sensors`` (S, 13) with the horizontal positions (x, z) about
+    ``origin`` (3,) and the horizontal velocities times ``stride``
+    (``puppetry._strided``)."""
+    out = sensors.copy()
+    for s in range(sensors.shape[0]):
+        for c in (0, 2):
+            out[s, c] = origin[c] + stride * (sensors[s, c] - origin[c])
+            out[s, 7 + c] = stride * sensors[s, 7 + c]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
 def _captured(
     sensors, performer_parents, sensor_of, captured, captured_root
 ):  # pragma: no cover - jitted
@@ -309,7 +333,8 @@ def _importance(
     rules: per contact point ``k`` (P,) and object ``j``, ``d = distance − c_k``,
     ``d⁺ = d + λ n·ṗ`` (eq. 12), ``p(d⁺ / D_kj)`` (eqs. 13-14; 0 where ``D_kj = 0``),
     the max over the objects (eq. 15) into ``weights`` (P,), and each end-effector's
-    max over its points (the ankle and its toe) into ``importance`` (1, 4).
+    union over its points (the ankle and its toe), ``1 − Π_k (1 − w_k)``, into
+    ``importance`` (1, 4) (a hand has one point: its weight).
 
     ``contact_influence`` (P, m) is ``D`` of each point's end-effector; ``λ`` in seconds.
     ``gaps`` (P,) gets each point's ``d`` to the nearest object it interacts with
@@ -336,7 +361,8 @@ def _importance(
                 best = pair
         weights[k] = max(best, 0.0)  # 0 without objects
         i = contact_owner[k]
-        importance[0, i] = max(importance[0, i], weights[k])
+        # the union over the end-effector's points, 1 − Π (1 − w_k) (module docstring)
+        importance[0, i] = 1.0 - (1.0 - importance[0, i]) * (1.0 - weights[k])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -375,18 +401,32 @@ def _goals(
 
 @numba.njit(cache=True, nogil=True)
 def _fall(x, lo, hi):  # pragma: no cover - jitted
-    """1 up to ``lo``, 0 from ``hi`` on (and for NaN), the smoothstep between."""
+    """1 up to ``lo``, 0 from ``hi`` on (and for NaN), between them the C2 ramp
+    ``1 − t³ (10 − 15 t + 6 t²)`` (zero first and second derivatives at both ends)."""
     if x <= lo:
         return 1.0
     if not x < hi:
         return 0.0
     t = (x - lo) / (hi - lo)
-    return 1.0 - t * t * (3.0 - 2.0 * t)
+    return 1.0 - t * t * t * (10.0 + t * (6.0 * t - 15.0))
+
+
+@numba.njit(cache=True, nogil=True)
+def _lag3(state, k, x, alpha):  # pragma: no cover - jitted
+    """Three first-order lags in a row, ``y_j ← y_j + α (y_{j−1} − y_j)`` with ``y_0 = x``,
+    on ``state[k : k + 3]`` (updated); returns the last. Each stage is a convex
+    combination, so the output stays within the input's range (a weight in [0, 1]
+    stays in it, without overshoot), and a step of the input comes out as a ramp
+    whose third difference is at most ``α³ max(1, |3α − 1|)`` times the step."""
+    state[k] += alpha * (x - state[k])
+    state[k + 1] += alpha * (state[k] - state[k + 1])
+    state[k + 2] += alpha * (state[k + 1] - state[k + 2])
+    return state[k + 2]
 
 
 @numba.njit(cache=True, nogil=True)
 def hold_feet(
-    goals, gaps, velocities, orientations, arms, gates, pivot_eps, decay, state, planted
+    goals, gaps, velocities, orientations, arms, gates, pivot_eps, decay, smooth, state, planted
 ):  # pragma: no cover - jitted
     """Stage 4b, the foot hold (:mod:`retarget.online.puppetry`), over ``F`` frames in order.
 
@@ -410,22 +450,24 @@ def hold_feet(
         Speed (unit/s) that regularises the pivot.
     decay : float
         ``κ``: the share of the hold's offset left after one frame of flight.
-    state : (2, 10)
+    smooth : float
+        ``α`` of the plant weight's three lags (:func:`_lag3`; 1: none).
+    state : (2, HOLD_COLUMNS)
         Per foot: offset (x, z), last tracked goal (x, z), started (0 or 1), last
-        orientation (4), last pivot ``u``. Updated in place; zeros: no past.
+        orientation (4), last pivot ``u``, the plant weight's three lags. Updated
+        in place; zeros: no past.
     planted : (F, 2)
         Written: each foot's plant weight ``s``.
     """
     for f in range(goals.shape[0]):
         for i in range(2):
-            s = 0.0
+            raw = 0.0
             lifted = 1.0
             for k in range(2):
                 on = _fall(gaps[f, i, k], gates[0], gates[1])
                 vx, vz = velocities[f, i, k, 0], velocities[f, i, k, 2]
-                s = max(s, on * _fall(math.sqrt(vx * vx + vz * vz), gates[2], gates[3]))
+                raw = max(raw, on * _fall(math.sqrt(vx * vx + vz * vz), gates[2], gates[3]))
                 lifted = min(lifted, 1.0 - on)
-            planted[f, i] = s
             va = _vrow(velocities[f, i], 0)
             dv = _sub(_vrow(velocities[f, i], 1), va)
             u = min(max(-_dot(va, dv) / (_dot(dv, dv) + pivot_eps * pivot_eps), 0.0), 1.0)
@@ -433,7 +475,12 @@ def hold_feet(
             gx, gz = goals[f, i, 0], goals[f, i, 2]
             if not (math.isfinite(gx + gz + u) and math.isfinite(q[0] + q[1] + q[2] + q[3])):
                 state[i, 4] = 0.0  # a lost sensor: start again when it is back
+                planted[f, i] = 0.0
                 continue
+            if state[i, 4] == 0.0:  # no past: the weight ramps in from 0 (not planted)
+                state[i, 10], state[i, 11], state[i, 12] = 0.0, 0.0, 0.0
+            s = _lag3(state[i], 10, raw, smooth)
+            planted[f, i] = s
             ox, oz = 0.0, 0.0
             if state[i, 4] != 0.0:
                 last = (state[i, 5], state[i, 6], state[i, 7], state[i, 8])
@@ -457,35 +504,265 @@ def _estimate_root(
     pos,
     limb_joints,
     goals,
-    lengths,
+    reach,
     importance,
     root,
 ):  # pragma: no cover - jitted
-    """Stage 5, eqs. 16-17 (:func:`retarget.ik.root.estimate_root`): the weighted
-    offset of eq. 16, then the point of the balls ``|x − (g_i + root − upper_i)| ≤
-    l_i / w_i`` closest to the offset root (Appendix; ``_closest_frame``), into
-    ``root`` (1, 3). ``pos`` (1, P, 3) is the character with the captured angles."""
+    """Stage 5's ball search, eqs. 16-17 (:func:`retarget.ik.root.estimate_root`): the
+    weighted offset of eq. 16, then the point of the balls ``|x − (g_i + root − upper_i)| ≤
+    reach_i / w_i`` closest to the offset root (Appendix; ``_closest_frame``), into
+    ``root`` (1, 3). ``pos`` (1, P, 3) is the character with the captured angles;
+    ``reach`` (4,) and ``importance`` (4,) are those of :func:`radius_weights`."""
     n = limb_joints.shape[0]
     numerator = (0.0, 0.0, 0.0)
     total = 0.0
     centers = np.empty((n, 3))
     radii = np.empty(n)
     for i in range(n):
-        w = importance[0, i]
+        w = importance[i]
         g = (goals[0, i, 0], goals[0, i, 1], goals[0, i, 2])
         e = _vrow(pos[0], limb_joints[i, 2])
         numerator = _add(numerator, _scale(_sub(g, e), w))
         total += w
         from_upper = _sub(_vrow(captured_root, 0), _vrow(pos[0], limb_joints[i, 0]))
         centers[i, 0], centers[i, 1], centers[i, 2] = _add(g, from_upper)
-        radii[i] = lengths[i] / w if w > 0.0 else np.inf
+        radii[i] = reach[i] / w if w > 0.0 else np.inf
     if not total > 0.0:
         total = 1.0
     p = _add(
         _vrow(captured_root, 0), (numerator[0] / total, numerator[1] / total, numerator[2] / total)
     )
     kept = np.empty(n, np.bool_)
-    _closest_frame(p, centers, radii, importance[0], np.empty((n, 3)), root[0], kept)
+    _closest_frame(p, centers, radii, importance, np.empty((n, 3)), root[0], kept)
+
+
+# -- the smooth root (stage 5, beyond the paper) -------------------------------------------
+
+#: columns of the foot hold's state per foot (:func:`hold_feet`)
+HOLD_COLUMNS = 13
+# the rest of the recursion's state (PuppetFrames.state), after the hold's 2 x 13:
+_W_LAGS = 2 * HOLD_COLUMNS  # the radius weights' three lags per limb (4 x 3), then a flag
+_W_STARTED = _W_LAGS + 12
+_ROOT_LAGS = _W_STARTED + 1  # the root offset's three lags per axis (3 x 3), then a flag
+_ROOT_STARTED = _ROOT_LAGS + 9
+#: length of the flat state of the recursion over frames (PuppetFrames.state)
+STATE_SIZE = _ROOT_STARTED + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def radius_weights(importance, lengths, alpha, state, weights, reach):  # pragma: no cover
+    """The importance that sizes the reach balls (stage 5; module docstring of
+    :mod:`retarget.online.puppetry`), over ``F`` frames in order.
+
+    ``w_r = max(w, lag(w))``, ``lag`` three first-order lags of ``α`` (:func:`_lag3`):
+    a rising importance shrinks a ball at once, a falling one lets it grow only as
+    fast as the lags release it. The radius is ``l (1 − w_r + w_r²) / w_r``: ``l`` at
+    ``w_r = 1`` with zero slope there, ``+∞`` at ``w_r = 0`` as eq. 17's ``l / w``.
+
+    Parameters
+    ----------
+    importance : (F, 4)
+    lengths : (4,)
+        ``l_i``.
+    alpha : float
+        1: no lag (``w_r = w``).
+    state : (STATE_SIZE,)
+        The recursion's state (its radius-weight part is used and updated).
+    weights, reach : (F, 4)
+        Written: ``w_r``, and ``l (1 − w_r + w_r²)`` (the radius is ``reach / w_r``).
+    """
+    for f in range(importance.shape[0]):
+        fresh = state[_W_STARTED] == 0.0
+        for i in range(4):
+            w = importance[f, i]
+            if not math.isfinite(w):
+                w = 0.0
+            if fresh:
+                for k in range(3):
+                    state[_W_LAGS + 3 * i + k] = w
+            lagged = _lag3(state, _W_LAGS + 3 * i, w, alpha)
+            wr = max(w, lagged)
+            weights[f, i] = wr
+            reach[f, i] = lengths[i] * (1.0 - wr + wr * wr)
+        state[_W_STARTED] = 1.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _push(e):  # pragma: no cover - jitted
+    """Shape of a soft ball's push at depth ``e`` into its zone, its slope and its
+    integral: 0 up to ``e = 0``; ``e⁴ (5/2 − 3e + e²)`` on [0, 1], whose slope is the
+    C2 ramp ``e³ (10 − 15e + 6e²)`` from 0 to 1 (the push starts with zero first,
+    second and third derivatives); then ``e − 1/2`` (slope 1)."""
+    if e <= 0.0:
+        return 0.0, 0.0, 0.0
+    if e < 1.0:
+        e2 = e * e
+        e3 = e2 * e
+        return (
+            e3 * e * (2.5 - 3.0 * e + e2),
+            e3 * (10.0 - 15.0 * e + 6.0 * e2),
+            e3 * e2 * (0.5 - 0.5 * e + e2 / 7.0),
+        )
+    return e - 0.5, 1.0, 1.0 / 7.0 + 0.5 * e * (e - 1.0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _soft_terms(x, anchor, centers, radii, zone, stiffness, hessian):  # pragma: no cover
+    """Energy and gradient of the soft closest point at ``x`` (3-tuples), its Hessian
+    into ``hessian`` (3, 3) (:func:`_soft_closest`)."""
+    g = _sub(x, anchor)
+    energy = 0.5 * _dot(g, g)
+    for a in range(3):
+        for b in range(3):
+            hessian[a, b] = 1.0 if a == b else 0.0
+    for i in range(radii.shape[0]):
+        if not (radii[i] < np.inf and zone[i] > 0.0):
+            continue
+        v = _sub(x, _vrow(centers, i))
+        dist = _norm(v)
+        if not dist > 0.0:
+            continue
+        e = (dist - radii[i] + zone[i]) / zone[i]
+        force, slope, integral = _push(e)
+        if e <= 0.0:
+            continue
+        k = stiffness * zone[i]
+        energy += k * zone[i] * integral
+        n = _scale(v, 1.0 / dist)
+        g = _add(g, _scale(n, k * force))
+        bend = k * force / dist
+        for a in range(3):
+            for b in range(3):
+                hessian[a, b] += (stiffness * slope - bend) * n[a] * n[b]
+            hessian[a, a] += bend
+    return energy, g
+
+
+@numba.njit(cache=True, nogil=True)
+def _solve3(m, r):  # pragma: no cover - jitted
+    """``m⁻¹ r`` for a symmetric positive definite (3, 3) ``m`` (Cramer's rule)."""
+    c00 = m[1, 1] * m[2, 2] - m[1, 2] * m[2, 1]
+    c01 = m[1, 2] * m[2, 0] - m[1, 0] * m[2, 2]
+    c02 = m[1, 0] * m[2, 1] - m[1, 1] * m[2, 0]
+    det = m[0, 0] * c00 + m[0, 1] * c01 + m[0, 2] * c02
+    c11 = m[0, 0] * m[2, 2] - m[0, 2] * m[2, 0]
+    c12 = m[0, 1] * m[2, 0] - m[0, 0] * m[2, 1]
+    c22 = m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0]
+    return (
+        (c00 * r[0] + c01 * r[1] + c02 * r[2]) / det,
+        (c01 * r[0] + c11 * r[1] + c12 * r[2]) / det,
+        (c02 * r[0] + c12 * r[1] + c22 * r[2]) / det,
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _soft_closest(anchor, centers, radii, zone, stiffness):  # pragma: no cover - jitted
+    """The closest point to ``anchor`` of the balls' smoothed intersection: the minimum
+    of ``½|x − a|² + Σ_i k_i ζ_i Π((|x − c_i| − r_i + ζ_i) / ζ_i)``, ``k_i = K ζ_i``,
+    ``Π`` the integral of :func:`_push`: inside ``r_i − ζ_i`` a ball does not act, in
+    the zone ``[r_i − ζ_i, r_i]`` it pushes ``x`` inward with a force that rises from 0
+    with zero first three derivatives. The energy is strictly convex and C3, so the
+    minimum moves C2 with ``a``, the centres and the radii (where the paper's closest
+    point jumps in velocity as the active set of balls changes). Newton's method with
+    backtracking, from ``a``; 3-tuples, length unit.
+    """
+    x = anchor
+    hessian = np.empty((3, 3))
+    scratch = np.empty((3, 3))
+    scale = 1.0 + _norm(anchor)
+    energy, g = _soft_terms(x, anchor, centers, radii, zone, stiffness, hessian)
+    for _ in range(60):
+        if _norm(g) <= 1e-13 * scale:
+            break
+        step = _solve3(hessian, g)
+        slope = _dot(g, step)
+        # backtrack until the energy falls enough, or (near the minimum, where the
+        # energy's rounding hides its fall) the gradient halves
+        t = 1.0
+        for _ in range(40):
+            y = _sub(x, _scale(step, t))
+            trial, gy = _soft_terms(y, anchor, centers, radii, zone, stiffness, scratch)
+            if trial <= energy - 1e-4 * t * slope or _norm(gy) <= 0.5 * _norm(g):
+                break
+            t *= 0.5
+        x = y
+        energy, g = trial, gy
+        hessian[:, :] = scratch
+        if t * _norm(step) <= 1e-15 * scale:
+            break
+    return x
+
+
+@numba.njit(cache=True, nogil=True)
+def smooth_root(
+    captured_root, estimate, centers, radii, weights, zone, stiffness, alpha, state, root
+):  # pragma: no cover - jitted
+    """The root of stage 5, C2 in time, over ``F`` frames in order (module docstring of
+    :mod:`retarget.online.puppetry`).
+
+    Per frame: the paper's estimate less the captured root, through three first-order
+    lags (:func:`_lag3`, ``α``; the first frame starts them at its value), added back
+    to the captured root: the anchor ``a``; then the soft closest point of the balls
+    to ``a`` (:func:`_soft_closest`); a point still outside a ball (a pull the zone
+    cannot hold) goes to the closest point of the balls (``_closest_frame``), so the
+    goals stay as reachable as the paper's estimate makes them.
+
+    Parameters
+    ----------
+    captured_root, estimate : (F, 3)
+        The captured root position and the paper's root estimate.
+    centers : (F, n, 3)
+        The balls' centres ``g_i + root − upper_i``.
+    radii, weights : (F, n)
+        Their radii (``inf``: none) and the importance that sized them.
+    zone : (n,)
+        ``ζ_i``, the depth of each ball's soft zone (0: none).
+    stiffness : float
+        ``K``.
+    alpha : float
+        1: no lag.
+    state : (STATE_SIZE,)
+        The recursion's state (its root part is used and updated).
+    root : (F, 3)
+        Written.
+    """
+    n = radii.shape[1]
+    proj = np.empty((n, 3))
+    kept = np.empty(n, np.bool_)
+    out = np.empty(3)
+    for f in range(captured_root.shape[0]):
+        cr = _vrow(captured_root, f)
+        offset = _sub(_vrow(estimate, f), cr)
+        if not math.isfinite(offset[0] + offset[1] + offset[2]):
+            state[_ROOT_STARTED] = 0.0
+            for c in range(3):
+                root[f, c] = estimate[f, c]
+            continue
+        if state[_ROOT_STARTED] == 0.0:
+            for c in range(3):
+                for k in range(3):
+                    state[_ROOT_LAGS + 3 * c + k] = offset[c]
+            state[_ROOT_STARTED] = 1.0
+        lagged = (
+            _lag3(state, _ROOT_LAGS, offset[0], alpha),
+            _lag3(state, _ROOT_LAGS + 3, offset[1], alpha),
+            _lag3(state, _ROOT_LAGS + 6, offset[2], alpha),
+        )
+        x = _soft_closest(_add(cr, lagged), centers[f], radii[f], zone, stiffness)
+        scale = 0.0
+        for i in range(n):
+            if radii[f, i] < np.inf:
+                scale = max(scale, _norm(_vrow(centers[f], i)))
+        outside = False
+        for i in range(n):
+            slack = 1e-9 * (radii[f, i] + scale)
+            if _norm(_sub(x, _vrow(centers[f], i))) > radii[f, i] + slack:
+                outside = True
+        if outside:
+            _closest_frame(x, centers[f], radii[f], weights[f], proj, out, kept)
+            x = (out[0], out[1], out[2])
+        for c in range(3):
+            root[f, c] = x[c]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -763,7 +1040,7 @@ def _frame(
     captured,
     residual,
     fixed,
-    hold_state,
+    state,
     planted,
     performer_parents,
     sensor_of,
@@ -804,6 +1081,14 @@ def _frame(
     gates,
     pivot_eps,
     decay,
+    plant_smooth,
+    radius_smooth,
+    root_smooth,
+    zone,
+    slack,
+    stiffness,
+    stride,
+    origin,
 ):  # pragma: no cover - jitted
     """Stages 2-9 of one filtered sensor frame (module docstring).
 
@@ -815,9 +1100,10 @@ def _frame(
         Written, as the fields of :class:`~retarget.online.puppetry.PuppetFrames`
         for one frame: (1, 3), (1, J, 4), (1, 4), (1, 4, 3), (1, 3), (1, J, 4),
         (1, 4), (1, 4) bool.
-    hold_state, planted
-        The foot hold's state (2, 10), updated, and the plant weights (1, 2),
-        written (:func:`hold_feet`).
+    state, planted
+        The recursion's state (STATE_SIZE,): the foot hold's (:func:`hold_feet`), the
+        radius weights' (:func:`radius_weights`) and the root's (:func:`smooth_root`),
+        updated; and the plant weights (1, 2), written.
     performer_parents, sensor_of : (S,), (J,) int
         The performer's joint parents; the sensor each character joint copies.
     effectors, contacts, contact_owner : (4,), (P,), (P,) int
@@ -845,6 +1131,16 @@ def _frame(
     softness : float
     hold, arms, gates, pivot_eps, decay : bool, (2, 3), (4,), float, float
         Stage 4b on or off, then as :func:`hold_feet` takes them.
+    plant_smooth, radius_smooth, root_smooth : float
+        ``α`` of the lags of the plant weights (:func:`hold_feet`), of the radius
+        weights (:func:`radius_weights`) and of the root (:func:`smooth_root`).
+    zone, slack, stiffness : (4,), (4,), float
+        The soft zones' depths ``ζ_i`` and ``K`` of :func:`smooth_root`, and how far
+        beyond its ball (eq. 17) the root may go: the balls of :func:`smooth_root`
+        and of the body posture check have that much more radius.
+    stride, origin : float, (3,)
+        The sensors' horizontal positions about ``origin`` and their horizontal
+        velocities are taken times ``stride`` (:func:`_stride`).
 
     Returns
     -------
@@ -857,6 +1153,8 @@ def _frame(
         for c in range(10):
             if not math.isfinite(sensors[s, c]):
                 return NOT_FINITE
+    if stride != 1.0:
+        sensors = _stride(sensors, stride, origin)
     n_points = parents.shape[0]
     # (2) captured posture
     _captured(sensors, performer_parents, sensor_of, captured, captured_root)
@@ -896,27 +1194,52 @@ def _frame(
                     foot_v[0, i, k, c] = sensors[points[k], 7 + c]
             for c in range(4):
                 foot_q[0, i, c] = sensors[effectors[i], 3 + c]
+        hold_state = state[: 2 * HOLD_COLUMNS].reshape((2, HOLD_COLUMNS))
         hold_feet(
-            goals, foot_gaps, foot_v, foot_q, arms, gates, pivot_eps, decay, hold_state, planted
+            goals,
+            foot_gaps,
+            foot_v,
+            foot_q,
+            arms,
+            gates,
+            pivot_eps,
+            decay,
+            plant_smooth,
+            hold_state,
+            planted,
         )
         for i in range(2):
-            importance[0, i] = max(importance[0, i], planted[0, i])
-    # (5) root position
+            importance[0, i] = 1.0 - (1.0 - importance[0, i]) * (1.0 - planted[0, i])
+    # (5) root position: the balls' importance and reach, the paper's estimate, smoothed
+    w_r = np.empty((1, 4))
+    reach = np.empty((1, 4))
+    radius_weights(importance, lengths, radius_smooth, state, w_r, reach)
+    importance[0, 0], importance[0, 1] = w_r[0, 0], w_r[0, 1]  # the feet's, for their limbs
+    radii = np.empty((1, 4))
+    for i in range(4):
+        radii[0, i] = (reach[0, i] / w_r[0, i] if w_r[0, i] > 0.0 else np.inf) + slack[i]
     pos = np.empty((1, n_points, 3))
     world = np.empty((1, n_points, 4))
     _fk_kernel(captured_root, captured, parents, offsets, num_joints, pos, world)
     if root_estimation:
-        _estimate_root(captured_root, pos, limb_joints, goals, lengths, importance, root)
+        estimate = np.empty((1, 3))
+        _estimate_root(captured_root, pos, limb_joints, goals, reach[0], w_r[0], estimate)
+        centers = np.empty((1, 4, 3))
+        for i in range(4):
+            from_upper = _sub(_vrow(captured_root, 0), _vrow(pos[0], limb_joints[i, 0]))
+            c_i = _add(_vrow(goals[0], i), from_upper)
+            centers[0, i, 0], centers[0, i, 1], centers[0, i, 2] = c_i
+        smooth_root(
+            captured_root, estimate, centers, radii, w_r, zone, stiffness, root_smooth, state, root
+        )
     else:
         for c in range(3):
             root[0, c] = captured_root[0, c]
     # (6) the body posture is needed where a goal is still out of its ball
     for i in range(4):
-        w = importance[0, i]
-        radius = lengths[i] / w if w > 0.0 else np.inf
         shift = _sub(_vrow(root, 0), _vrow(captured_root, 0))
         upper_at = _add(_vrow(pos[0], limb_joints[i, 0]), shift)
-        if _norm(_sub(upper_at, _vrow(goals[0], i))) - radius > tolerance:
+        if _norm(_sub(upper_at, _vrow(goals[0], i))) - radii[0, i] > tolerance:
             return NEEDS_POSTURE
     # (7) limbs from the captured posture, (8) blend (eq. 24)
     _fk_kernel(root, captured, parents, offsets, num_joints, pos, world)
@@ -1097,12 +1420,28 @@ def frame_plan(puppet: Puppet) -> FramePlan | None:
         float(puppet.softness),
         bool(puppet.hold_feet),
         *hold_arguments(puppet),
+        lag_coefficient(puppet.radius_release, puppet.fps),
+        lag_coefficient(puppet.root_smoothing, puppet.fps),
+        _frozen((puppet.root_zone + puppet.root_slack) * puppet.lengths, f),
+        _frozen(puppet.root_slack * puppet.lengths, f),
+        float(puppet.root_stiffness),
+        float(puppet.stride),
+        _frozen(puppet.origin, f),
     )
     return FramePlan(arguments, ch.num_joints)
 
 
-def hold_arguments(puppet: Puppet) -> tuple[NDArray[np.generic], NDArray[np.generic], float, float]:
-    """``arms``, ``gates``, ``pivot_eps`` and ``decay`` of :func:`hold_feet` for a puppet."""
+def lag_coefficient(seconds: float, fps: float) -> float:
+    """``α = 1 − exp(−1 / (τ fps))`` of a first-order lag of time constant ``τ`` seconds
+    (:func:`_lag3`); 1 (no lag) for ``τ = 0``."""
+    return 1.0 - math.exp(-1.0 / (seconds * fps)) if seconds > 0 else 1.0
+
+
+def hold_arguments(
+    puppet: Puppet,
+) -> tuple[NDArray[np.generic], NDArray[np.generic], float, float, float]:
+    """``arms``, ``gates``, ``pivot_eps``, ``decay`` and ``smooth`` of :func:`hold_feet`
+    for a puppet."""
     arms = np.zeros((2, 3))
     arms[: len(puppet.toe_offsets)] = puppet.toe_offsets
     gates = np.concatenate([puppet.plant_gap, puppet.plant_speed])
@@ -1112,4 +1451,5 @@ def hold_arguments(puppet: Puppet) -> tuple[NDArray[np.generic], NDArray[np.gene
         _frozen(gates, np.float64),
         float(puppet.pivot_speed),
         decay,
+        lag_coefficient(puppet.plant_smoothing, puppet.fps),
     )

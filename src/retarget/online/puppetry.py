@@ -8,27 +8,54 @@ only. The stages, in the paper's order:
 1. **filter** (section 3): :class:`retarget.filters.SensorFilter`, one
    batched Kalman update for all sensors; it also gives each sensor's
    velocity;
+
+   1b. **stride** (beyond the paper, whose goals are unscaled): on a flat
+   floor (every object a :class:`~retarget.environment.Floor`) every sensor's
+   horizontal position is taken about the first frame's root, and its
+   horizontal velocity, times ``stride = min(1, character's leg length /
+   performer's)``; heights are not scaled. A character with legs 65 % of the
+   performer's (Blubby) then takes strides its legs can take; one with longer
+   legs (Sally) keeps the performer's. With the performer's own footprints,
+   Blubby's swinging foot had to cover the performer's stride in the
+   performer's time: on ``bvhtoolbox_walk01.bvh`` (24 fps) the performer's
+   ankle steps 1.5-1.9 % of height a frame farther than the source carried
+   onto Blubby, on average over each swing (up to 3.3 in one frame), so no
+   smoothing could keep a knee or ankle within 1.5 % of the carried source's
+   step (the pop of :func:`retarget.metrics.pop`), and its path's jerk was
+   twice that of the carried ankle. A floor looks the same after the scaling;
+   a box, a sphere or a height field would not, so with those the positions
+   are the paper's (``stride=1``);
 2. **captured posture**: the performer's local joint rotations from the
    filtered world orientations (``q_j = Q_parent⁻¹ Q_j``), copied by joint
    name onto the character; the captured root position is the root sensor's;
 3. **importance** (section 4, eqs. 11-15): of the four end-effectors
    (ankles, wrists) from the performer's distances to the objects
-   (:mod:`retarget.importance`), with the filtered velocities for ``ḋ``;
-4. **goals**: the performer's end-effector positions (unscaled, as in the
-   paper), each foot's raised or lowered by the difference of the character's
-   and the performer's ankle clearance so the character's sole meets the
-   floor where the performer's does;
+   (:mod:`retarget.importance`), with the filtered velocities for ``ḋ``; a
+   foot's is that of its ankle and its toe in union, ``1 − (1 − w_ankle)
+   (1 − w_toe)`` (beyond the paper, which has one point per end-effector: the
+   max of the two had a kink where they cross, a jump in the importance's
+   rate that went on into the root);
+4. **goals**: the performer's end-effector positions, each foot's raised or
+   lowered by the difference of the character's and the performer's ankle
+   clearance so the character's sole meets the floor where the performer's
+   does;
 
    4b. **foot hold** (beyond the paper; ``hold_feet=False`` turns it off):
    the paper's goals follow the performer's feet wherever they go, so a
    character gets the performer's foot skate, and one shorter than the
    performer more of it per its own height (Blubby: the source's 2.04 %H/s
    times the height ratio 1.118). Each foot gets a plant weight ``s`` in
-   [0, 1], the max over its points (ankle, toe) of ``g(gap) g(speed)``: ``g``
-   falls smoothly from 1 to 0 between 2 % and 4 % of the performer's height
-   above the point's clearance, and between 15 % and 30 % of height per
-   second of horizontal speed (DESIGN.md's contact thresholds are 4 % and
-   25 %/s). A horizontal offset ``o`` is added to the foot's goal:
+   [0, 1]: the max over its points (ankle, toe) of ``g(gap) g(speed)``, ``g``
+   falling from 1 to 0 by the C2 ramp ``1 − t³ (10 − 15t + 6t²)`` between 2 %
+   and 4 % of the performer's height above the point's clearance, and between
+   15 % and 30 % of height per second of horizontal speed (DESIGN.md's
+   contact thresholds are 4 % and 25 %/s), then through three first-order
+   lags of time constant ``plant_smoothing`` (20 ms; they start at 0, not
+   planted, on the first frame). Without the lags a foot's gap and speed
+   cross the gates within one or two frames, and ``s`` stepped from 0 to 1 as
+   a foot landed and back as it left: its goal stopped and started in a frame
+   (a jump in its velocity), the root with it. A horizontal offset ``o`` is
+   added to the foot's goal:
    ``o_t = s (o_{t−1} − Δg_t + Δroll_t) + (1 − s) κ^{lift} o_{t−1}``, with
    ``Δg`` the goal's own horizontal step, so a planted foot's goal stays where
    it was, except that it turns with the foot about the sole's pivot
@@ -39,19 +66,41 @@ only. The stages, in the paper's order:
    strike turns about the heel, a push-off about the ball of the foot). As the
    foot leaves the ground (``lift``, 1 minus the largest gap weight of its
    points) the offset decays with the time constant ``release`` (0.2 s) and
-   the goal returns to the performer's foot. A planted foot's importance is at
-   least ``s`` (it is fully important: the limb IK reaches its goal). Causal:
-   the state is the last frame's offset, goal, orientation and pivot;
-5. **root position** (section 5.1, eqs. 16-17, Appendix):
-   :func:`retarget.ik.root.estimate_root`. The radius of each ball is the
-   reach of the soft limb (stage 7) for a goal at the limb's full length
-   ``L``, ``l_i = L (1 − softness / e)``: with the paper's ``l_i = L`` a goal
-   on the ball's surface is not reached, by up to 1.8 % of the leg, and that
-   shortfall, changing from frame to frame, made a short character's feet
-   slide;
+   the goal returns to the performer's foot. A planted foot's importance is
+   ``s`` in union with the foot's own, ``1 − (1 − w)(1 − s)``: 1 when planted
+   (the limb IK reaches its goal). Causal: the state is the last frame's
+   offset, goal, orientation, pivot and the lags of ``s``;
+5. **root position** (section 5.1, eqs. 16-17, Appendix), made C2 in time
+   (beyond the paper; below, "The smooth root"):
+
+   a. the balls' importance ``w_r = max(w, lag(w))``, ``lag`` three
+      first-order lags of time constant ``radius_release`` (50 ms): a rising
+      importance acts at once, a falling one only as fast as the lags let it
+      go. A foot's limb blends (stage 8) with this ``w_r`` too;
+   b. the paper's estimate, :func:`retarget.ik.root.estimate_root` (eq. 16's
+      offset, then the closest point of the balls), with the radius
+      ``r_i = l_i (1 − w_r + w_r²) / w_r`` instead of eq. 17's ``l_i / w_r``:
+      both are ``l_i`` at ``w_r = 1`` and ``+∞`` at 0, but this one leaves
+      ``w_r = 1`` with zero slope. ``l_i`` is the reach of the soft limb
+      (stage 7) for a goal at the limb's full length ``L``, ``l_i = L (1 −
+      softness / e)``: with the paper's ``l_i = L`` a goal on the ball's
+      surface is not reached, by up to 1.8 % of the leg, and that shortfall,
+      changing from frame to frame, made a short character's feet slide;
+   c. the anchor: the captured root plus the estimate's offset from it through
+      three first-order lags of time constant ``root_smoothing`` (30 ms);
+   d. the root: the closest point to the anchor of the balls' smoothed
+      intersection (:func:`retarget.online._puppet_kernel.smooth_root`): each
+      ball pushes the point inward over a zone from ``root_zone`` (6 %) of
+      its limb's length inside its sphere to ``root_slack`` (8 %) outside it,
+      with a force that starts with zero first three derivatives; a point
+      still outside a ball grown by ``root_slack`` takes the closest point of
+      those balls (the paper's search). The root may so be up to
+      ``root_slack`` beyond a ball, the foot or hand that much short of its
+      goal, which the soft reach (stage 7) eases;
 6. **body posture** (section 5.2, eqs. 18-20): only on frames where a goal
-   is still out of its ball ``r_i = l_i / w_i``; conjugate gradient
-   (:func:`retarget.ik.posture.solve_body_posture`), iterations counted;
+   is still out of its ball ``r_i + root_slack l_i`` (stage 5); conjugate
+   gradient (:func:`retarget.ik.posture.solve_body_posture`), iterations
+   counted;
 7. **limbs** (section 5.3): :func:`retarget.ik.limb.solve_limb` with the
    swivel chosen in closed form closest to the captured shoulder or hip
    (``swivel_mode="nearest"``, eqs. 21-23) and the sensor's orientation as
@@ -59,14 +108,43 @@ only. The stages, in the paper's order:
    :func:`retarget.ik.limb.soft_reach` over the last 5 % of each limb's
    reach), so a knee eases into full extension instead of snapping there
    when a short leg's goal crosses its reach;
-8. **blend** (eq. 24): ``slerp(q*, q_ik, w_i)`` for the limb's three joints;
+8. **blend** (eq. 24): ``slerp(q*, q_ik, w_i)`` for the limb's three joints
+   (a foot's ``w_i`` is stage 5's ``w_r``);
 9. **penetration fix** (end of section 5.3): an end-effector inside one of its
    objects moves to where the ray from its upper joint to it meets the
    object's surface, by the limb IK again.
 
-Stages 2-9 of a frame depend only on that frame's filtered sensors, so a
-recording is processed by running the filter's recursion over the frames
-and then stages 2-9 vectorised over all frames (:func:`solve_frames`).
+**The smooth root.** The paper argues (section 6) that continuous importance
+gives continuous motion. Continuous, but not continuous in velocity: the
+closest point of an intersection of balls moves with a jump in velocity
+wherever the set of balls it lies on changes (inside → on a sphere → on the
+circle of two → back), and again wherever a radius ``l / w`` starts to grow
+(a foot's importance starting to fall as it lifts): on two nearly tangent
+spheres, the point on their circle moves ``r / d`` times as fast as a radius
+(``d`` the distance of the centres). On Blubby (short legs that reach the
+performer's unscaled footprints only at full stretch) the root lunged:
+on ``dme_xia_neutral_01.bvh`` (120 fps) its step went from 1.07 % of height
+a frame to 1.57 and 2.07 in frames 88-89 (the captured root's: 0.85), then
+back to 0.76, as the trailing foot's importance began to fall and its radius
+grew; the mean squared jerk of the root was 826 times the source's, of the
+whole body 116 times (on ``lafan_walk.bvh``: root 12, body 2.9). Each stage
+that fed the root a kink or a jump in rate
+now passes it on smoothly: the importance (the union, the C2 gates, the lags
+of the plant weights, the lagged release ``w_r``, the radius with zero slope
+at ``w = 1``), then the estimate itself (lags, a soft zone instead of the
+sphere's hard wall: the soft closest point is the minimum of a strictly
+convex C3 energy, so it moves C2 with its anchor and the balls). The paper's
+closest point is still what the root follows (the anchor is its lagged
+offset), and its hard search still bounds how far the root may go. All of
+``plant_smoothing``, ``radius_release``, ``root_smoothing``, ``root_zone``
+and ``root_slack`` 0: the paper's stage 5 (the tests check it).
+Per frame this adds two lag updates and a Newton solve of a 3-unknown convex
+problem (a few iterations, about a microsecond).
+
+Stages 2-9 of a frame depend only on that frame's filtered sensors and the
+state of the recursions (the foot hold, the lags), so a recording is processed
+by running the filter's recursion over the frames and then stages 2-9
+vectorised over all frames, the recursions compiled (:func:`solve_frames`).
 :meth:`Puppeteer.step` runs them on one frame as one compiled call
 (:mod:`retarget.online._puppet_kernel`: the same formulas, for numpy's
 overhead per call on one frame was nearly all of the time), and falls back
@@ -105,7 +183,19 @@ from ..kinematics import forward_kinematics
 from ..motion import Motion
 from ..roles import find_roles, height
 from ..skeleton import Skeleton
-from ._puppet_kernel import SOLVED, FramePlan, _frame, frame_plan, hold_arguments, hold_feet
+from ._puppet_kernel import (
+    HOLD_COLUMNS,
+    SOLVED,
+    STATE_SIZE,
+    FramePlan,
+    _frame,
+    frame_plan,
+    hold_arguments,
+    hold_feet,
+    lag_coefficient,
+    radius_weights,
+    smooth_root,
+)
 
 __all__ = ["EFFECTORS", "Puppet", "PuppetFrames", "Puppeteer", "make_puppet", "solve_frames"]
 
@@ -182,6 +272,34 @@ class Puppet:
         Regularises the sole's pivot (unit/s).
     release : float
         Time constant (s) in which a lifted foot's goal returns to the performer's.
+    plant_smoothing : float
+        Time constant (s) of each of the three lags the plant weight goes through
+        (0: none).
+
+    The smooth root (stage 5, module docstring):
+
+    radius_release : float
+        Time constant (s) of each of the three lags of the importance that sizes the
+        balls as it falls (0: the importance itself).
+    root_smoothing : float
+        Time constant (s) of each of the three lags of the root offset (0: none).
+    root_zone : float
+        How deep inside each ball its soft zone starts, a share of ``lengths``.
+    root_slack : float
+        How far beyond each ball the root may go, a share of ``lengths``: the soft
+        zone ends there, the hard closest point takes over beyond, and the body
+        posture (stage 6) runs only for a goal still farther. ``root_zone`` and
+        ``root_slack`` both 0: the paper's closest point.
+    root_stiffness : float
+        ``K``: a zone's push, per unit of its depth, where it is fully engaged.
+
+    The stride (stage 1b, module docstring):
+
+    stride : float
+        ``k``: the sensors' horizontal positions about ``origin`` and their
+        horizontal velocities are taken times it (1: the paper's, unscaled).
+    origin : ndarray, shape (3,)
+        Where the scaling is about (its vertical coordinate is not used).
     """
 
     performer: Skeleton
@@ -212,6 +330,14 @@ class Puppet:
     beta: float = 1.0
     gamma: float = 1.0
     softness: float = 0.05
+    plant_smoothing: float = 0.02
+    radius_release: float = 0.05
+    root_smoothing: float = 0.03
+    root_zone: float = 0.06
+    root_slack: float = 0.08
+    root_stiffness: float = 1.0
+    stride: float = 1.0
+    origin: Array = field(default_factory=lambda: np.zeros(3))
     uppers: NDArray[np.intp] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -244,9 +370,10 @@ class PuppetFrames:
     penetration_fixed : ndarray of bool, shape (F, 4)
     planted : ndarray, shape (F, 2)
         Each foot's plant weight ``s`` (stage 4b; 0 with the hold off).
-    hold : ndarray, shape (2, 10)
-        The foot hold's state after the last frame: give it to the next call of
-        :func:`solve_frames` to go on from there.
+    state : ndarray, shape (STATE_SIZE,)
+        The state of the recursions over the frames after the last frame (the foot
+        hold, the lags of the plant weights, of the balls' importance and of the
+        root): give it to the next call of :func:`solve_frames` to go on from there.
     seconds : dict of str to float
         Time spent in each stage (:data:`STAGES`), summed over the frames. On
         :meth:`Puppeteer.step`'s compiled path stages 2-9 are one call, timed as
@@ -266,7 +393,7 @@ class PuppetFrames:
     residual: Array
     penetration_fixed: NDArray[np.bool_]
     planted: Array
-    hold: Array
+    state: Array
     seconds: dict[str, float]
 
 
@@ -280,6 +407,33 @@ def _limb_length(skeleton: Skeleton, limb: Limb) -> float:
     far = pos[limb.upper] + np.array([0.0, -1e3, 0.0]) * (1.0 + np.abs(pos).max())
     sol = solve_limb(skeleton, limb, np.zeros(3), rot, far)
     return float(np.linalg.norm(sol.reached - pos[limb.upper]))
+
+
+def _leg_length(skeleton: Skeleton) -> float:
+    """Mean bone-path length from hip joint to ankle of the two legs (file unit)."""
+    roles = find_roles(skeleton)
+    total = 0.0
+    for side in ("left", "right"):
+        j, hip = roles[f"{side}_ankle"], roles[f"{side}_hip"]
+        while j != hip and j > 0:
+            total += float(np.linalg.norm(skeleton.point_offsets[j]))
+            j = int(skeleton.point_parents[j])
+    return total / 2.0
+
+
+def _strided(puppet: Puppet, sensors: SensorEstimate) -> SensorEstimate:
+    """The sensors with their horizontal positions about ``puppet.origin`` and their
+    horizontal velocities times ``puppet.stride`` (stage 1b; the same as the compiled
+    frame's ``_stride``)."""
+    if puppet.stride == 1.0:
+        return sensors
+    k, o = puppet.stride, puppet.origin
+    positions = sensors.positions.copy()
+    velocities = sensors.velocities.copy()
+    for axis in (0, 2):  # x and z: UP is y
+        positions[..., axis] = o[axis] + k * (positions[..., axis] - o[axis])
+        velocities[..., axis] = k * velocities[..., axis]
+    return SensorEstimate(positions, sensors.orientations, velocities, sensors.angular_velocities)
 
 
 def _foot_bottom(skeleton: Skeleton, positions: Array, side: str) -> float:
@@ -345,6 +499,14 @@ def make_puppet(
     plant_gap: tuple[float, float] = (0.02, 0.04),
     plant_speed: tuple[float, float] = (0.15, 0.30),
     release: float = 0.2,
+    plant_smoothing: float = 0.02,
+    radius_release: float = 0.05,
+    root_smoothing: float = 0.03,
+    root_zone: float = 0.06,
+    root_slack: float = 0.08,
+    root_stiffness: float = 1.0,
+    stride: float | None = None,
+    origin: ArrayLike | None = None,
 ) -> Puppet:
     """A :class:`Puppet` for a performer and a character with the same joint names.
 
@@ -376,6 +538,19 @@ def make_puppet(
         See :class:`Puppet`.
     plant_gap, plant_speed : (float, float)
         See :class:`Puppet`, as shares of the performer's height (and per second).
+    plant_smoothing, radius_release, root_smoothing : float
+        See :class:`Puppet` (seconds).
+    root_zone, root_slack, root_stiffness : float
+        See :class:`Puppet` (shares of the limb length, and ``K``). All of these 0
+        but ``root_stiffness``: the paper's root estimate, the plant weights as
+        they come.
+    stride : float, optional
+        See :class:`Puppet`. Default: the ratio of the character's leg length to
+        the performer's, at most 1, when every object is a :class:`Floor` (which
+        scaling about a vertical axis leaves as it is); else 1.
+    origin : array_like, shape (3,), optional
+        See :class:`Puppet`. Default: the first of ``calibration_positions``' root
+        positions, else 0.
     """
     missing = [n for n in character.names if n not in set(performer.names)]
     if missing:
@@ -394,6 +569,14 @@ def make_puppet(
         )
     if not 0 <= plant_speed[0] <= plant_speed[1]:
         raise ValueError(f"Expected 0 <= plant_speed[0] <= plant_speed[1], got {plant_speed}")
+    smoothing = (plant_smoothing, radius_release, root_smoothing, root_zone, root_slack)
+    if not all(math.isfinite(x) and x >= 0 for x in (*smoothing, root_stiffness)) or not (
+        root_zone < 1 and root_stiffness > 0
+    ):
+        raise ValueError(
+            "Expected finite plant_smoothing, radius_release, root_smoothing, root_slack >= 0, "
+            f"0 <= root_zone < 1 and root_stiffness > 0, got {smoothing} and {root_stiffness}"
+        )
     big_d = (
         np.full((4, len(objects)), 0.3 * h_perf)
         if influence is None
@@ -436,6 +619,21 @@ def make_puppet(
     foot_scale = np.where(shape_p > 0.0, shape_c / np.where(shape_p > 0.0, shape_p, 1.0), 1.0)
     char_clear = np.concatenate([clearance[:2] * foot_scale, [0.0, 0.0]])
     big_d.setflags(write=False)
+    if stride is None:
+        flat = all(type(shape) is Floor for shape in objects)
+        stride = min(1.0, _leg_length(character) / _leg_length(performer)) if flat else 1.0
+    if not (math.isfinite(stride) and stride > 0):
+        raise ValueError(f"Expected a finite stride > 0, got {stride}")
+    if origin is None:
+        origin = (
+            np.zeros(3)
+            if calibration_positions is None
+            else np.asarray(calibration_positions, dtype=np.float64).reshape(-1, 3)[0]
+        )
+    centre = np.array(origin, dtype=np.float64).reshape(3)
+    if not np.isfinite(centre).all():
+        centre = np.zeros(3)
+    centre.setflags(write=False)
     return Puppet(
         performer=performer,
         character=character,
@@ -468,6 +666,14 @@ def make_puppet(
         beta=float(beta),
         gamma=float(gamma),
         softness=float(softness),
+        plant_smoothing=float(plant_smoothing),
+        radius_release=float(radius_release),
+        root_smoothing=float(root_smoothing),
+        root_zone=float(root_zone),
+        root_slack=float(root_slack),
+        root_stiffness=float(root_stiffness),
+        stride=float(stride),
+        origin=centre,
     )
 
 
@@ -505,12 +711,13 @@ def _surface_hit(
 
 
 def solve_frames(
-    puppet: Puppet, sensors: SensorEstimate, hold: Array | None = None
+    puppet: Puppet, sensors: SensorEstimate, state: Array | None = None
 ) -> PuppetFrames:
     """Stages 2-9 for filtered sensor frames (module docstring), vectorised over frames.
 
-    Stage 4b, the foot hold, is a recursion over the frames (compiled, the
-    same function as :meth:`Puppeteer.step`'s); the other stages are vectorised.
+    Stage 4b, the foot hold, the lags of stage 5 (the balls' importance, the root)
+    and the soft closest point are recursions over the frames (compiled, the same
+    functions as :meth:`Puppeteer.step`'s); the other stages are vectorised.
 
     Parameters
     ----------
@@ -519,8 +726,8 @@ def solve_frames(
         Filtered sensors with a leading frame axis: positions (F, S, 3),
         orientations (F, S, 4), velocities (F, S, 3); ``S`` is the performer's
         joint count.
-    hold : ndarray, shape (2, 10), optional
-        The foot hold's state after the frame before the first (``hold`` of the
+    state : ndarray, shape (STATE_SIZE,), optional
+        The recursions' state after the frame before the first (``state`` of the
         previous call's :class:`PuppetFrames`); default: no past.
 
     Returns
@@ -531,6 +738,7 @@ def solve_frames(
     t0 = time.perf_counter()
     ch = puppet.character
     n_frames = sensors.positions.shape[0]
+    sensors = _strided(puppet, sensors)
     # (2) the captured posture
     local = local_rotations(puppet.performer, sensors.orientations)
     captured = np.ascontiguousarray(local[:, puppet.sensor_of])
@@ -548,9 +756,9 @@ def solve_frames(
         clearance=puppet.contact_clearance,
         lookahead=puppet.lookahead,
     )
-    w = np.zeros((n_frames, 4))  # eq. (15), the max also over a foot's points
+    w = np.zeros((n_frames, 4))  # eq. (15); a foot's points in union, 1 − Π (1 − w_k)
     for k, owner in enumerate(puppet.contact_owner):
-        w[:, owner] = np.maximum(w[:, owner], imp.weights[:, k])
+        w[:, owner] = 1.0 - (1.0 - w[:, owner]) * (1.0 - imp.weights[:, k])
     goals = points.copy()
     goals[..., UP] += puppet.character_clearance - puppet.clearance
     if len(puppet.contacts) > 4:  # feet: pivot on the toe as much as it is the planted point
@@ -563,7 +771,9 @@ def solve_frames(
         from_toe = toe - quat.rotate(ankle_world, puppet.toe_offsets)
         goals[:, :2] += share[..., None] * (from_toe - goals[:, :2])
     # (4b) the foot hold, and a planted foot's importance
-    state = np.zeros((2, 10)) if hold is None else np.array(hold, dtype=np.float64)
+    state = np.zeros(STATE_SIZE) if state is None else np.array(state, dtype=np.float64)
+    if state.shape != (STATE_SIZE,):
+        raise ValueError(f"Expected `state` of shape ({STATE_SIZE},), got {state.shape}")
     planted = np.zeros((n_frames, 2))
     if puppet.hold_feet:
         interacts = puppet.influence[puppet.contact_owner] > 0  # (P, m)
@@ -575,26 +785,53 @@ def solve_frames(
             feet[:, :, 1] = gap[:, 4:]
             feet_v[:, :, 1] = sensors.velocities[:, puppet.contacts[4:]]
         feet_q = np.ascontiguousarray(sensors.orientations[:, puppet.effectors[:2]])
-        hold_feet(goals, feet, feet_v, feet_q, *hold_arguments(puppet), state, planted)
-        w[:, :2] = np.maximum(w[:, :2], planted)
+        hold = state[: 2 * HOLD_COLUMNS].reshape(2, HOLD_COLUMNS)  # a view: updated in place
+        hold_feet(goals, feet, feet_v, feet_q, *hold_arguments(puppet), hold, planted)
+        w[:, :2] = 1.0 - (1.0 - w[:, :2]) * (1.0 - planted)
     t2 = time.perf_counter()
     seconds["importance"] += t2 - t1
 
-    # (5) root position
+    # (5) root position: the balls' importance and reach (a recursion), the paper's
+    # estimate (vectorised), then the smooth root (a recursion)
+    w_r, reach = np.empty((n_frames, 4)), np.empty((n_frames, 4))
+    radius_weights(
+        np.ascontiguousarray(w),
+        np.ascontiguousarray(puppet.lengths, dtype=np.float64),
+        lag_coefficient(puppet.radius_release, puppet.fps),
+        state,
+        w_r,
+        reach,
+    )
+    radii = np.full((n_frames, 4), np.inf)
+    np.divide(reach, w_r, out=radii, where=w_r > 0.0)  # eq. (17), with the reach of w_r
+    radii += puppet.root_slack * puppet.lengths  # where the root may go (module docstring)
+    w[:, :2] = w_r[:, :2]  # a foot's importance falls through the lags for its limb too
     pos, _ = forward_kinematics(ch, captured_root, captured)
     lowers = np.array([limb.lower for limb in puppet.limbs])
     uppers = puppet.uppers
     if puppet.root_estimation:
-        est = estimate_root(captured_root, pos[:, lowers], goals, pos[:, uppers], puppet.lengths, w)
-        root = np.array(est.position)
+        est = estimate_root(captured_root, pos[:, lowers], goals, pos[:, uppers], reach, w_r)
+        root = np.empty((n_frames, 3))
+        smooth_root(
+            captured_root,
+            np.array(est.position),
+            np.ascontiguousarray(goals + (captured_root[:, None] - pos[:, uppers])),
+            radii,
+            w_r,
+            np.ascontiguousarray(
+                (puppet.root_zone + puppet.root_slack) * puppet.lengths, dtype=np.float64
+            ),
+            float(puppet.root_stiffness),
+            lag_coefficient(puppet.root_smoothing, puppet.fps),
+            state,
+            root,
+        )
     else:
         root = captured_root.copy()
     t3 = time.perf_counter()
     seconds["root"] += t3 - t2
 
     # (6) body posture, only where a goal is out of its ball
-    with np.errstate(divide="ignore"):
-        radii = np.where(w > 0, puppet.lengths / w, np.inf)
     upper_at = pos[:, uppers] + (root - captured_root)[:, None]
     gap = np.linalg.norm(upper_at - goals, axis=-1) - radii
     tolerance = 1e-9 * puppet.character_height
@@ -680,12 +917,12 @@ def solve_frames(
         residual=residual,
         penetration_fixed=fixed,
         planted=planted,
-        hold=state,
+        state=state,
         seconds=seconds,
     )
 
 
-def _solve_compiled(plan: FramePlan, sensors: Array, hold: Array) -> PuppetFrames | None:
+def _solve_compiled(plan: FramePlan, sensors: Array, state: Array) -> PuppetFrames | None:
     """Stages 2-9 of one filtered frame in one compiled call, as :func:`solve_frames`
     gives them for that frame (:mod:`retarget.online._puppet_kernel`).
 
@@ -696,8 +933,8 @@ def _solve_compiled(plan: FramePlan, sensors: Array, hold: Array) -> PuppetFrame
     sensors : ndarray, shape (S, 13)
         The filtered frame as :class:`retarget.filters.SensorFilter` packs it
         (position, orientation, velocity, angular velocity), a writable C array.
-    hold : ndarray, shape (2, 10)
-        The foot hold's state after the previous frame (not changed).
+    state : ndarray, shape (STATE_SIZE,)
+        The recursions' state after the previous frame (not changed).
 
     Returns
     -------
@@ -711,7 +948,7 @@ def _solve_compiled(plan: FramePlan, sensors: Array, hold: Array) -> PuppetFrame
     importance, residual = np.empty((1, 4)), np.empty((1, 4))
     goals = np.empty((1, 4, 3))
     fixed = np.empty((1, 4), dtype=bool)
-    state, planted = np.array(hold, dtype=np.float64), np.empty((1, 2))
+    state, planted = np.array(state, dtype=np.float64), np.empty((1, 2))
     status = _frame(
         sensors,
         root,
@@ -739,7 +976,7 @@ def _solve_compiled(plan: FramePlan, sensors: Array, hold: Array) -> PuppetFrame
         residual=residual,
         penetration_fixed=fixed,
         planted=planted,
-        hold=state,
+        state=state,
         seconds=dict.fromkeys(STAGES, 0.0),
     )
 
@@ -785,7 +1022,7 @@ class Puppeteer:
         )
         self.puppet: Puppet | None = None
         self._plan: FramePlan | None = None
-        self._hold = np.zeros((2, 10))
+        self._state = np.zeros(STATE_SIZE)
         self.last: PuppetFrames | None = None
         self.frames = 0
 
@@ -794,7 +1031,7 @@ class Puppeteer:
         self._filter.reset()
         self.puppet = None
         self._plan = None
-        self._hold = np.zeros((2, 10))
+        self._state = np.zeros(STATE_SIZE)
         self.last = None
         self.frames = 0
 
@@ -827,22 +1064,25 @@ class Puppeteer:
                 cal_pos = cal_pos[:, : take.skeleton.num_joints]
             else:
                 cal, cal_pos = local_rotations(self.performer, sensors[:, 3:7]), None
+            options = dict(self._options)
+            if cal_pos is None:  # the scaling's origin: the first frame's root
+                options.setdefault("origin", sensors[0, :3].copy())
             self.puppet = make_puppet(
                 self.performer,
                 self.character,
                 cal,
                 fps=self.fps,
                 calibration_positions=cal_pos,
-                **self._options,  # type: ignore[arg-type]
+                **options,  # type: ignore[arg-type]
             )
             self._plan = frame_plan(self.puppet)
         t2 = time.perf_counter()
-        out = None if self._plan is None else _solve_compiled(self._plan, sensors, self._hold)
+        out = None if self._plan is None else _solve_compiled(self._plan, sensors, self._state)
         t3 = time.perf_counter()
         if out is None:
             est = SensorEstimate._from_packed(sensors[None])
-            out = solve_frames(self.puppet, est, self._hold)
-        self._hold = out.hold
+            out = solve_frames(self.puppet, est, self._state)
+        self._state = out.state
         out.seconds["captured"] += t3 - t2
         out.seconds["filter"] += t1 - t0
         self.last = out
