@@ -119,27 +119,18 @@ def test_plant_speeds_follow_a_capture_whose_feet_drift(lafan):
 def test_smoothed_corrections_are_exact_where_hard_and_smooth_elsewhere():
     n = 60
     frames = np.arange(10, 50)
-    d = np.zeros((len(frames), 2))
-    d[:, 0] = np.where(frames < 30, 0.1, 0.4)  # a step: eased goals on either side
-    d[:, 1] = 0.2
-    solved = np.ones_like(d, bool)
-    hard = np.zeros_like(d, bool)
-    hard[frames < 20] = True  # a footplant: exact
-    out = _smooth_corrections(frames, d, solved, hard, n, 4, [slice(0, n)])
+    d = np.zeros((n, 2))  # corrections at the solved frames, 0 elsewhere
+    d[frames, 0] = np.where(frames < 30, 0.1, 0.4)  # a step: eased goals on either side
+    d[frames, 1] = 0.2
+    weight = np.ones_like(d)
+    weight[10:20] = 1e8  # a footplant: exact
+    out = _smooth_corrections(d, weight, 4, [slice(0, n)])
     np.testing.assert_allclose(out[10:20, 0], 0.1, atol=1e-6)
     np.testing.assert_allclose(out[10:20, 1], 0.2, atol=1e-6)
     assert np.abs(np.diff(out[:, 0], 3)).max() < 0.05  # the step is smoothed
     assert out[55, 0] < 0.4 and out[0, 1] < 0.2  # fading out past the solved frames
     # a constant everywhere stays that constant exactly (a held pose does not move)
-    const = _smooth_corrections(
-        np.arange(n),
-        np.full((n, 1), 0.3),
-        np.ones((n, 1), bool),
-        np.zeros((n, 1), bool),
-        n,
-        4,
-        [slice(0, n)],
-    )
+    const = _smooth_corrections(np.full((n, 1), 0.3), np.ones((n, 1)), 4, [slice(0, n)])
     np.testing.assert_allclose(const, 0.3, atol=1e-12)
 
 
@@ -176,3 +167,89 @@ def test_a_swinging_foot_toes_up_over_the_ground(lafan):
         swing = ~contacts.foot(side)
         diff = np.degrees(hinge_angle(limb, result.rotations) - hinge_angle(limb, walk.rotations))
         assert np.percentile(diff[swing], 95) < 25.0, side
+
+
+def test_a_foot_easing_out_of_a_plant_eases_toward_its_toes_up_pose(lafan):
+    """At the end of a toe's ease-out the limb goal is the free foot's: the toes turned up
+    about the ankle onto the ground, not the sunk reference foot lifted whole (the foot
+    turned some 20° in the one frame between them, at every toe-off)."""
+    from retarget.editing.constraints import Constraints, Ground
+    from retarget.ik.hybrid import HybridSolver
+    from retarget.kinematics import Pose
+    from retarget.roles import find_roles
+
+    sk = lafan.skeleton
+    roles = find_roles(sk)
+    solver = HybridSolver.for_skeleton(sk, roles, motion=lafan)
+    frame = lafan[100:101]
+    ankle, toe = roles["left_ankle"], roles["left_toe"]
+    ref = Pose.of(sk, frame.root_position, frame.rotations)
+    # the ankle a little above the floor, the toes pitched down under it
+    rot = frame.rotations.copy()
+    lever = ref.positions[0, toe] - ref.positions[0, ankle]
+    axis = np.cross(lever, [0.0, 1.0, 0.0])
+    axis /= np.linalg.norm(axis)
+    w = ref.world_rotations[0, ankle]
+    down = quat.exp(-0.5 * axis)  # 29° toes down
+    local = quat.multiply(quat.conjugate(ref.world_rotations[0, sk.parents[ankle]]), down)
+    rot[0, ankle] = quat.multiply(local, w)
+    root = frame.root_position.copy()
+    pitched = Pose.of(sk, root, rot)
+    root[0, 1] += 0.02 * height(sk) - pitched.positions[0, ankle, 1]
+    ref = Pose.of(sk, root, rot)
+    assert ref.positions[0, toe, 1] < 0.0 < ref.positions[0, ankle, 1]
+    points = np.array([ankle, toe], dtype=np.intp)
+    ground = Ground(points, np.zeros(2), 0.0)
+    free = Constraints(1, ground=ground)
+    track = ref.positions[:, toe] + [[0.05 * height(sk), 0.0, 0.0]]  # the plant, elsewhere
+    easing = np.concatenate([track, [[1e-9]]], axis=1)  # its blend's last frame
+    eased = Constraints(1, transitions={toe: easing}, ground=ground)
+    frames = np.array([0])
+    leg_free = solver._limb_goals(ref, frames, free)[0]
+    leg_eased = solver._limb_goals(ref, frames, eased)[0]
+    assert leg_free.limb.lower == ankle
+    # the free foot turns up about its ankle, where the reference has it
+    np.testing.assert_allclose(leg_free.goal, ref.positions[:, ankle], atol=1e-9)
+    assert quat.angle(leg_free.orientation, ref.world_rotations[:, ankle])[0] > np.radians(10)
+    # the easing foot, all but free, is that same pose
+    np.testing.assert_allclose(leg_eased.goal, leg_free.goal, atol=1e-6 * height(sk))
+    assert quat.angle(leg_eased.orientation, leg_free.orientation)[0] < 1e-6
+
+
+def test_the_exact_pass_holds_the_ground_only_as_firmly_as_it_needs(real_dir):
+    """An Emilya walk at 120 frames/s onto a long-footed, short-legged character: the
+    exact pass's per-frame switches near the ground (toes turned up from one frame, a
+    heel let go the frame after) stay out of the motion (jerk ratio 3.8 when every
+    frame with a point on the ground was held exactly; 1.3 now), and no foot point
+    ends more than 0.01 % of the height under its footprints' plane where the pass
+    put it on the ground."""
+    from retarget.io import read_bvh
+
+    walk = read_bvh(real_dir / "pymo_emilya_walk.bvh")[:600]
+    target = make_character(walk.skeleton, preset="blubby")
+    result = get_method("hierarchical").run(walk, target)
+    measures = evaluate(walk, result.motion)
+    assert measures["smoothness"] < 2.0
+    assert measures["skate_ratio"] < 1.0
+    pos = positions(result.motion)
+    h = height(target)
+    held = np.zeros(len(pos), bool)  # frames where a foot point of that foot is planted
+    for side in ("left", "right"):
+        held[:] = False
+        points = [n for n in result.goals if n.startswith(side.capitalize())]
+        assert points, side
+        for name in points:
+            held |= np.isfinite(result.goals[name]).all(axis=1)
+        for name in points:
+            # the lowest the point may go: the plane of its planted goals (the ground,
+            # level or sloped, plus the point's clearance)
+            goal = result.goals[name]
+            g = goal[np.isfinite(goal).all(axis=1)]
+            if len(g) < 3:  # (a toe tip never planted alone)
+                continue
+            design = np.c_[np.ones(len(g)), g[:, 0], g[:, 2]]
+            coef = np.linalg.lstsq(design, g[:, 1], rcond=None)[0]
+            assert np.abs(design @ coef - g[:, 1]).max() < 1e-6 * h  # one plane
+            p = pos[~held, target.point_names.index(name)]
+            low = coef[0] + coef[1] * p[:, 0] + coef[2] * p[:, 2]
+            assert (p[:, 1] - low).min() > -1e-4 * h, name

@@ -215,9 +215,12 @@ class HybridSolver:
             else {}
         )
 
-        def explicit(point: int) -> Array:
-            """Goals of the frame (hard, else eased transitions), never under the ground."""
-            goal = constraints.goal_at(point, frames, ref.positions[:, point])
+        def explicit(point: int, reference: Array | None = None) -> Array:
+            """Goals of the frame (hard, else eased transitions from ``reference``, by
+            default the reference pose's point), never under the ground."""
+            if reference is None:
+                reference = ref.positions[:, point]
+            goal = constraints.goal_at(point, frames, reference)
             if point in ground_index and constraints.ground is not None:
                 have = np.isfinite(goal).all(axis=1)
                 if have.any():
@@ -265,39 +268,48 @@ class HybridSolver:
             else:
                 w_base = w_ref
             w_low = constraints.firmness(lower, frames)
-            # a free foot (no goal on it) whose points dip under the ground while its ankle
-            # does not turns up about the ankle, where the reference has it, by the least
-            # angle that lifts every point of it onto the ground (a swinging foot toes up):
-            # lifting it whole bent the knee 25° more than the source's for a
-            # long-footed, short-legged character, and one tip at a time switched the
-            # foot's turn between the tips from frame to frame
-            free_foot = ~np.isfinite(g_low).all(axis=1) & ~below(lower, ref.positions[:, lower])
-            for tip in tips:
-                free_foot &= ~np.isfinite(explicit(tip)).all(axis=1)
+            # a foot whose points dip under the ground while its ankle does not turns up
+            # about the ankle, where the reference has it, by the least angle that lifts
+            # every point of it onto the ground: the reference foot of this frame. A free
+            # foot (no goal on it) takes it (a swinging foot toes up): lifting it whole
+            # bent the knee 25° more than the source's for a long-footed, short-legged
+            # character, and one tip at a time switched the foot's turn between the tips
+            # from frame to frame. A foot easing out of a plant eases toward it: easing
+            # toward the sunk reference, then lifted whole onto the ground, and toes up
+            # the frame after, turned the foot 20° in one frame at each toe-off
+            ankle = ref.positions[:, lower]
             turn_up = np.zeros(n)
-            axis = _lift_axis(ref.positions[:, lower], ref.positions[:, tips[-1]]) if tips else None
+            axis = _lift_axis(ankle, ref.positions[:, tips[-1]]) if tips else None
             for tip in tips:
                 if tip in lowest and axis is not None:
                     turn_up = np.maximum(
-                        turn_up,
-                        _lift_angle(
-                            ref.positions[:, lower], ref.positions[:, tip], lowest[tip], axis
-                        ),
+                        turn_up, _lift_angle(ankle, ref.positions[:, tip], lowest[tip], axis)
                     )
-            toes_up = free_foot & (turn_up > 0.0)
-            if toes_up.any() and axis is not None:
-                g_low[toes_up] = ref.positions[toes_up, lower]
-                o_low[toes_up] = quat.multiply(
-                    quat.exp(turn_up[toes_up, None] * axis[toes_up]), w_ref[toes_up]
-                )
+            up = (turn_up > 0.0) & ~below(lower, ankle)
+            w_up = w_ref.copy()
+            tip_ref = {tip: ref.positions[:, tip] for tip in tips}
+            if up.any() and axis is not None:
+                spin = quat.exp(turn_up[up, None] * axis[up])
+                w_up[up] = quat.multiply(spin, w_ref[up])
+                for tip in tips:
+                    tip_ref[tip] = tip_ref[tip].copy()
+                    tip_ref[tip][up] = ankle[up] + quat.rotate(
+                        spin, ref.positions[up, tip] - ankle[up]
+                    )
+            free_foot = ~np.isfinite(g_low).all(axis=1) & ~below(lower, ankle)
             for tip in tips:
-                g_tip = explicit(tip)
+                free_foot &= ~np.isfinite(explicit(tip, tip_ref[tip])).all(axis=1)
+            toes_up = free_foot & up
+            g_low[toes_up] = ankle[toes_up]
+            o_low[toes_up] = w_up[toes_up]
+            for tip in tips:
+                g_tip = explicit(tip, tip_ref[tip])
                 w_tip = constraints.firmness(tip, frames)
                 # A rigid foot cannot meet two goals that do not fit it: the more firmly
                 # held point leads (a planted toe over an easing heel; between two eased
                 # goals the stronger) and the other sits a foot's length from it, toward
                 # its own goal. A hard ankle over an eased tip is the ``both`` case below.
-                lever = ref.positions[:, tip] - ref.positions[:, lower]  # world, reference
+                lever = tip_ref[tip] - ankle  # world, reference (toes up)
                 length = np.linalg.norm(lever, axis=1)
                 have_both = np.isfinite(g_low).all(axis=1) & np.isfinite(g_tip).all(axis=1)
                 lead_tip = have_both & (w_tip >= w_low) & (w_low < 2.0)
@@ -329,8 +341,8 @@ class HybridSolver:
                     hanging = g_tip - lever
                     pivot = only_tip & free_turn & below(lower, hanging)
                     keep = only_tip & ~pivot
-                    o = np.where(free_turn[:, None], w_ref, o_low)
-                    local = quat.rotate(quat.conjugate(w_ref), lever)
+                    o = np.where(free_turn[:, None], w_up, o_low)
+                    local = quat.rotate(quat.conjugate(w_up), lever)
                     g_low[keep] = g_tip[keep] - quat.rotate(o[keep], local[keep])
                     o_low[keep] = o[keep]
                     if pivot.any():
@@ -343,7 +355,7 @@ class HybridSolver:
                     if far.any():
                         g_low[far] = _within_reach(g_tip[far], g_low[far], hip[far], reach[far])
                         turn = quat.quat_between(lever[far], g_tip[far] - g_low[far])
-                        o_low[far] = quat.multiply(turn, w_ref[far])
+                        o_low[far] = quat.multiply(turn, w_up[far])
                 both = (
                     have_tip & np.isfinite(g_low).all(axis=1) & free_turn & ~(only_tip & ~have_low)
                 )
@@ -354,7 +366,7 @@ class HybridSolver:
                     under = below(tip, reached)
                     if under.any():
                         g_tip[under] = _pivot(g_low, reached - g_low, lowest[tip], under)
-                    base = quat.rotate(w_base, quat.rotate(quat.conjugate(w_ref), lever))
+                    base = quat.rotate(w_base, quat.rotate(quat.conjugate(w_up), lever))
                     turn = quat.quat_between(base[both], g_tip[both] - g_low[both])
                     o_low[both] = quat.multiply(turn, w_base[both])
             free = ~np.isfinite(g_low).all(axis=1)
