@@ -63,6 +63,52 @@ def real_dir(data_dir) -> Path:
     return real
 
 
+#: The motion files of the data that are not humanoids (no two arms and legs); every
+#: other motion file must be one.
+NOT_HUMANOID = ("fairmotion_sinusoidal.bvh", "pybvh_rotation_first_root.bvh")
+
+
+def motion_files(folder: Path | None) -> list[str]:
+    """The BVH and AMC files of the data and its ``real`` folder, by relative path
+    (listed when the tests are collected, so a file added there is covered; a
+    placeholder that fails when the data is missing)."""
+    if folder is None:
+        return ["(RETARGET_DATA missing)"]
+    found = [*folder.glob("*.bvh"), *folder.glob("*.amc")]
+    found += [*(folder / "real").glob("*.bvh"), *(folder / "real").glob("*.amc")]
+    return sorted(str(p.relative_to(folder)) for p in found)
+
+
+#: Issue 24's clips: every humanoid motion file of the data and its ``real/``.
+HUMANOID_CLIPS = [f for f in motion_files(_data_dir()) if Path(f).name not in NOT_HUMANOID]
+
+
+def issue_24_measures(data_dir: Path, name: str, method: str, target: str, out: Path) -> dict:
+    """The measures of ``retarget run NAME --target-preset TARGET --method METHOD --frames
+    0:600`` (:func:`retarget.run.run_job`, an AMC with the ASF beside it), as
+    ``benchmarks/real_files.py`` takes them for issue 24's acceptance."""
+    import warnings
+
+    from retarget.errors import RetargetWarning
+    from retarget.run import RunJob, run_job
+
+    job = RunJob(
+        source=str(data_dir / name),
+        output=str(out),
+        method=method,
+        target_preset=target,
+        frames="0:600",
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RetargetWarning)  # assimp's extra data line
+        measures = run_job(job)["measures"]
+    print(
+        f"{name} -> {target} ({method}): skate {measures['skate_ratio']}, "
+        f"pop {measures['pop']:.2f}, jerk {measures['smoothness']}"
+    )
+    return measures
+
+
 @pytest.fixture(scope="session")
 def lafan(data_dir):
     from retarget.io import read_bvh

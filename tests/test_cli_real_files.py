@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import _data_dir
+from conftest import NOT_HUMANOID, _data_dir, motion_files
 
 from retarget._json import GENERIC_NOTE
 from retarget.cli import main
@@ -38,9 +38,6 @@ from retarget.io.formats import read_motion
 from retarget.kinematics import positions
 from retarget.metrics import MEASURES
 
-#: The files of the data that are not humanoids (no two arms and legs); every other
-#: motion file must be one.
-NOT_HUMANOID = ("fairmotion_sinusoidal.bvh", "pybvh_rotation_first_root.bvh")
 METHODS = ("copy", "hierarchical", "omr", "puppetry")
 #: Source frames retargeted (``--frames``): enough for contacts and measures, fast.
 FRAMES = (0, 120)
@@ -56,16 +53,7 @@ ROUND_TRIP = {".bvh": 1e-6, ".npz": 1e-6, ".amc": 1e-5}
 HIDDEN = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
 
 
-def _motion_files(folder: Path | None) -> list[str]:
-    """The BVH and AMC files of the data and its ``real`` folder, by relative path."""
-    if folder is None:
-        return ["(RETARGET_DATA missing)"]
-    found = [*folder.glob("*.bvh"), *folder.glob("*.amc")]
-    found += [*(folder / "real").glob("*.bvh"), *(folder / "real").glob("*.amc")]
-    return sorted(str(p.relative_to(folder)) for p in found)
-
-
-FILES = _motion_files(_data_dir())
+FILES = motion_files(_data_dir())
 HUMANOIDS = [f for f in FILES if Path(f).name not in NOT_HUMANOID]
 OTHERS = [f for f in FILES if Path(f).name in NOT_HUMANOID]
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pytest
-from conftest import _data_dir
+from conftest import HUMANOID_CLIPS, issue_24_measures
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +14,7 @@ from retarget import quat
 from retarget.characters import make_character
 from retarget.cli import main
 from retarget.dofs import channel_angles, rotations_from_channel_angles
-from retarget.errors import RetargetError, RetargetWarning
+from retarget.errors import RetargetError
 from retarget.ik.rate import damped_pseudo_inverse, dexterity, rate_step
 from retarget.io import read_bvh
 from retarget.io.formats import read_motion
@@ -25,7 +24,6 @@ from retarget.metrics import evaluate, joint_angles
 from retarget.motion import Motion
 from retarget.online import BaseSwitching, Effector, Foot, OnlineRetargeter
 from retarget.roles import height
-from retarget.run import RunJob, run_job
 from retarget.world import upright
 
 # -- rate control (eq. 21) ---------------------------------------------------------------
@@ -328,51 +326,17 @@ def test_contacts_of_the_result_are_held(lafan, blubby_walk):
 # -- issue 24: the real files -----------------------------------------------------------------
 
 
-def _real_clips(folder):
-    """The BVH and AMC (with the folder's ASF) files of the data and its ``real/``."""
-    if folder is None:
-        return []
-    out = []
-    for sub in (folder, folder / "real"):
-        asfs = sorted(sub.glob("*.asf"))
-        for path in sorted(sub.glob("*.bvh")) + sorted(sub.glob("*.amc")):
-            asf = None
-            if path.suffix == ".amc":
-                named = path.with_name(path.stem.split("_")[0] + ".asf")
-                asf = named if named.exists() else (asfs[0] if len(asfs) == 1 else None)
-            out.append(pytest.param(path, asf, id=str(path.relative_to(folder))))
-    return out
-
-
-@pytest.mark.parametrize("path, asf", _real_clips(_data_dir()))
-def test_real_files_within_issue_24_bounds(path, asf, tmp_path):
+@pytest.mark.parametrize("target", ["blubby", "sally"])
+@pytest.mark.parametrize("name", HUMANOID_CLIPS)
+def test_real_files_within_issue_24_bounds(data_dir, tmp_path, name, target):
     """Every humanoid clip of the data and ``real/``, first 600 frames, onto blubby and sally
     as ``retarget run --method omr`` does it: foot skate at most 1.2 times the source's,
     no knee or ankle step more than 1.5 % of height beyond the source's carried onto the
     result's body, mean squared jerk at most 1.5 times that carried source's."""
-    for preset in ("blubby", "sally"):
-        job = RunJob(
-            source=str(path),
-            output=str(tmp_path / f"{preset}.bvh"),
-            method="omr",
-            target_preset=preset,
-            frames="0:600",
-            skeleton=str(asf) if asf else None,
-        )
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RetargetWarning)
-                report = run_job(job)
-        except RetargetError as exc:
-            assert "humanoid" in str(exc)  # a file without arms and legs: its one-line error
-            return
-        m = report["measures"]
-        where = f"{path.name} onto {preset}"
-        if m["skate_ratio"] is not None:  # None: the source has no skate to compare with
-            assert m["skate_ratio"] <= 1.2, where
-        assert m["pop"] <= 1.5, where
-        if m["smoothness"] is not None:  # None: a still source has no jerk
-            assert m["smoothness"] <= 1.5, where
+    m = issue_24_measures(data_dir, name, "omr", target, tmp_path / "out.bvh")
+    assert m["skate_ratio"] is None or m["skate_ratio"] <= 1.2  # None: no skate in the source
+    assert m["pop"] <= 1.5
+    assert m["smoothness"] is None or m["smoothness"] <= 1.5  # None: a still source
 
 
 def test_a_walk_starts_without_a_jolt(data_dir):

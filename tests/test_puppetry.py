@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import HUMANOID_CLIPS, issue_24_measures
 
 from retarget import evaluate, find_roles, height, make_character, quat
 from retarget.cli import main
@@ -310,54 +311,16 @@ def test_stride_on_a_flat_floor_only(lafan, characters):
     assert np.allclose(out.captured_root[:, [0, 2]] - o[[0, 2]], about)
 
 
-#: issue 24's clips (the data folder and its real/; an AMC with its ASF) and targets
-REAL_CLIPS = [
-    ("lafan_walk.bvh", None),
-    ("mocapbank.bvh", None),
-    ("vicon.amc", "vicon.asf"),
-    ("real/01_01.amc", "real/01.asf"),
-    ("real/assimp_boxing_toes.bvh", None),
-    ("real/bvhio_example.bvh", None),
-    ("real/bvhpython_freebvh.bvh", None),
-    ("real/bvhtoolbox_walk01.bvh", None),
-    ("real/dme_blender_example.bvh", None),
-    ("real/dme_xia_neutral_01.bvh", None),
-    ("real/fairmotion_cmu_01_01.bvh", None),
-    ("real/fairmotion_pfnn_hierarchy.bvh", None),
-    ("real/pybvh_test3.bvh", None),
-    ("real/pymo_emilya_walk.bvh", None),
-    ("real/tomochi_optitrack.bvh", None),
-]
-
-
 @pytest.mark.parametrize("target", ["blubby", "sally"])
-@pytest.mark.parametrize(("name", "skeleton"), REAL_CLIPS)
-def test_real_files_meet_issue_24(data_dir, real_dir, tmp_path, name, skeleton, target):
+@pytest.mark.parametrize("name", HUMANOID_CLIPS)
+def test_real_files_meet_issue_24(data_dir, tmp_path, name, target):
     """Issue 24's acceptance for ``run --method puppetry`` (``benchmarks/real_files.py``):
     first 600 frames onto Blubby and Sally, skate at most 1.2 times the source's, no knee
     or ankle stepping more than 1.5 % of height beyond the source carried onto the
     character in a frame, jerk ratio at most 1.5. Before (the paper's stage 5, the plant
     weights as they came, the performer's stride): jerk up to 116 (dme_xia onto Blubby),
     pops up to 3.3 % (bvhtoolbox, 24 fps), skate up to 1.44."""
-    import warnings
-
-    from retarget.errors import RetargetWarning
-    from retarget.run import RunJob, run_job
-
-    job = RunJob(
-        source=str(data_dir / name),
-        output=str(tmp_path / "out.bvh"),
-        method="puppetry",
-        target_preset=target,
-        frames="0:600",
-        skeleton=str(data_dir / skeleton) if skeleton else None,
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RetargetWarning)  # assimp's extra frame
-        m = run_job(job)["measures"]
-    print(
-        f"{name} -> {target}: skate {m['skate_ratio']}, pop {m['pop']:.2f}, jerk {m['smoothness']}"
-    )
+    m = issue_24_measures(data_dir, name, "puppetry", target, tmp_path / "out.bvh")
     assert m["skate_ratio"] is None or m["skate_ratio"] <= 1.2
     assert m["pop"] <= 1.5
     assert m["smoothness"] is None or m["smoothness"] <= 1.5

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import _data_dir
+from conftest import NOT_HUMANOID, _data_dir, motion_files
 
 from retarget import Motion, Skeleton, world
 from retarget.cli import main
@@ -28,8 +28,6 @@ from retarget.methods import get_method
 from retarget.roles import find_roles, height
 from retarget.run import RunJob, read_character, read_input, retarget_clip
 
-#: Files of the data that are not humanoids (no roles): every other one must be.
-NOT_HUMANOID = ("fairmotion_sinusoidal.bvh", "pybvh_rotation_first_root.bvh")
 FRAMES = 60
 #: Mean world bone direction error allowed (issue 24).
 BONE_DEG = 3.0
@@ -38,16 +36,7 @@ BONE_DEG = 3.0
 SHARE = 0.1
 
 
-def _motion_files(folder: Path | None) -> list[str]:
-    """The BVH and AMC files of the data and its ``real`` folder, by relative path."""
-    if folder is None:
-        return ["(RETARGET_DATA missing)"]
-    found = [*folder.glob("*.bvh"), *folder.glob("*.amc")]
-    found += [*(folder / "real").glob("*.bvh"), *(folder / "real").glob("*.amc")]
-    return sorted(str(p.relative_to(folder)) for p in found)
-
-
-FILES = _motion_files(_data_dir())
+FILES = motion_files(_data_dir())
 
 
 def _asf_of(path: Path) -> Path:

@@ -267,10 +267,15 @@ def footplants(
     blend : int
         Frames on each side of a plant over which the foot eases in and out
         (:attr:`Constraints.transitions`): the track continues the plant with the
-        source point's own motion scaled by ``ratio``, ``goal + r (p_s(f) −
-        p_s(edge))``, and its weight rises as a smootherstep (C²) from 0 outside
-        the window to 1 at the plant. Where the windows of two plants overlap (a
-        short step), the weights add (capped at 1) and the tracks average.
+        source point's own motion scaled by ``ratio``, ``goal + σ r (p_s(f) −
+        p_s(edge))``, σ a smootherstep from 0 at the edge to 1 halfway through
+        the window, and its weight rises as a smootherstep (C²) from 0 outside
+        the window to 1 at the plant. Without σ the track set off at the
+        source's speed the frame after a plant whose source point was already
+        moving (a heel rising, a drifting capture): the pinned foot's speed
+        jumped from 0, and a stance knee near full extension with it. Where the
+        windows of two plants overlap (a short step), the weights add (capped
+        at 1) and the tracks average.
     Returns
     -------
     Constraints
@@ -396,7 +401,10 @@ def footplants(
                     if not 0 <= f < num_frames or planted[f]:
                         break
                     w = smootherstep(1.0 - step / (blend + 1.0))
-                    track = goal[edge] + r[f] * (own[f] - own[edge])
+                    # the source point's motion from the edge, taken up over the first
+                    # half of the blend: the track leaves (and reaches) the plant at rest
+                    follow = smootherstep(min(1.0, 2.0 * step / (blend + 1.0)))
+                    track = goal[edge] + follow * r[f] * (own[f] - own[edge])
                     track[UP] = max(
                         track[UP], ground.height(track[horizontal][None])[0] + clear[f, k]
                     )

@@ -15,8 +15,8 @@ the ground (non-penetration). Optionally, after the last level, each
 constraint is enforced exactly by the IK solver at its frame (§4.4), and
 joint limits are enforced on every frame by clamping the channel angles.
 
-The initial guess (§4.5) shifts the root by the average shift of the contact
-goals from the contact points at each frame, smoothed over frames by a
+The initial guess (§4.5) shifts the root by the average change of geometry
+under the contacts (each footprint's height change), smoothed over frames by a
 multilevel B-spline, so a stance foot pulled up a hill does not force a squat.
 """
 
@@ -389,26 +389,52 @@ def root_guess(
     constraints: Constraints,
     spacings: Sequence[float],
     cuts: Sequence[int] = (),
+    shift: str = "geometry",
 ) -> Motion:
     """Shift the root by the smoothed average shift of the contact goals (§4.5).
 
     At each frame with contact goals, the sample is the mean over contact
-    points of ``goal − position``; a multilevel B-spline over those samples
-    gives a root displacement for every frame (of each piece between ``cuts``
-    on its own).
+    points of their shift; a multilevel B-spline over those samples gives a
+    root displacement for every frame (of each piece between ``cuts`` on its
+    own). The shift of a contact point (``shift``):
+
+    ``"geometry"`` (default)
+        the change of geometry the paper moves the root for ("the position of
+        a stance foot ... is pulled upward at a small hill"): the vertical part
+        of each footprint's goal less the point's mean position over the run of
+        frames it holds. A point's drift within a run (a capture's foot sliding
+        while planted) and the horizontal offset of a footprint from the foot
+        of ``motion`` (another leg's proportions) change no geometry: shifted
+        by them frame by frame, the root left the source's path, carried the
+        free foot 1.5 times as far as the source's between footprints (a
+        boxing clip's skate 1.16 times the source's) and turned the drift into
+        knee jerk (a Xia walk's jerk ratio 1.7, 1.3 without).
+    ``"contacts"``
+        ``goal − position`` at each frame, all three axes: the paper's words
+        taken literally.
     """
+    if shift not in ("geometry", "contacts"):
+        raise ValueError(f"Expected shift 'geometry' or 'contacts', got {shift!r}")
     points = [p for p in constraints.positions if p in constraints.contact_points]
     if not points:
         return motion
     pos = _pose(motion).positions
     shifts = np.stack([constraints.positions[p] - pos[:, p] for p in points], axis=1)  # (F, K, 3)
     have = np.asarray(np.isfinite(shifts).all(axis=2))
+    if shift == "geometry":
+        from ..contacts import UP, _runs
+
+        vertical = np.zeros_like(shifts)
+        for k in range(len(points)):
+            for start, stop in _runs(have[:, k]):
+                vertical[start:stop, k, UP] = shifts[start:stop, k, UP].mean()
+        shifts = np.where(have[..., None], vertical, np.nan)
     count = have.sum(axis=1)
     frames = np.flatnonzero(count > 0)
     if frames.size == 0:
         return motion
     mean = np.where(have[..., None], shifts, 0.0).sum(axis=1)[frames] / count[frames, None]
-    shift = np.zeros((motion.num_frames, 3))
+    out = np.zeros((motion.num_frames, 3))
     for piece in _pieces(motion.num_frames, cuts):
         start, stop = int(piece.start), int(piece.stop)
         inside = (frames >= start) & (frames < stop)
@@ -417,12 +443,12 @@ def root_guess(
         times = (frames[inside] - start).astype(float)
         held = _held_value(times, mean[inside], stop - start, None)
         if held is not None:
-            shift[start:stop] = held
+            out[start:stop] = held
             continue
         levels = multilevel_fit(times, mean[inside], spacings, stop - start)
         here = np.arange(stop - start, dtype=float)
-        shift[start:stop] = sum((level(here) for level in levels), np.zeros((stop - start, 3)))
-    return motion.replace(root_position=motion.root_position + shift)
+        out[start:stop] = sum((level(here) for level in levels), np.zeros((stop - start, 3)))
+    return motion.replace(root_position=motion.root_position + out)
 
 
 def fit_motion(
@@ -439,6 +465,7 @@ def fit_motion(
     root_spacing: float = 0.0,
     cuts: Sequence[int] = (),
     feather: int = 0,
+    guess: str = "geometry",
 ) -> FitResult:
     """Algorithm 1: a smooth displacement map hierarchy that meets the constraints.
 
@@ -464,6 +491,10 @@ def fit_motion(
         After the last level, enforce each constraint exactly by IK at its frame.
     initial_guess : bool
         Shift the root by the contact goals first (§4.5).
+    guess : {"geometry", "contacts"}
+        The shift of the initial guess (:func:`root_guess`): the change of
+        geometry under each footprint (vertical; default), or each contact
+        goal's offset at each frame.
     root_spacing : float
         The root's displacement (translation and rotation) is fitted with knots
         at least this many frames apart at every level, while the joints use the
@@ -491,7 +522,7 @@ def fit_motion(
         raise ValueError("Expected at least one level (knot spacing)")
     if initial_guess:
         coarse = [sp for sp in spacings if sp >= 8] or [max(spacings)]
-        motion = root_guess(motion, constraints, guess_spacings or coarse, cuts)
+        motion = root_guess(motion, constraints, guess_spacings or coarse, cuts, guess)
     num_frames = motion.num_frames
     pieces = _pieces(num_frames, cuts)
     active = constraints.active()

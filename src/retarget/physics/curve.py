@@ -40,7 +40,11 @@ acceleration are one curve by construction and nothing is cancelled:
   linearisation (the wide steps kept 0.8 % of the frames outside after
   2D+1K; 0 % now, and after 1D alone); torque magnitudes at their limits
   where above (eqs. 9–10); the environment's wrench zero in flight (eq. 11);
-  the legs' reach residual;
+  the legs' reach residual, and the turn each held foot misses times its
+  length (an ankle with fewer DOFs than a ball joint, as an ASF's ``rx rz``,
+  cannot hold the foot's orientation when the leg turns: without the row the
+  toes of a planted foot of the CMU skeleton strayed up to 2 % of the height
+  in one dynamic application, 0.02 % with it);
 * **update**: Gauss–Newton on the stacked rows with a Levenberg–Marquardt
   ridge (the Kalman update of the control points with prior covariance
   ``V I`` and a vanishing ``N_z``, eqs. 14–16, in information form, the ridge
@@ -125,6 +129,7 @@ class _Problem:
     local: Array  # (F, 3, K): basis of frames t − 1, t, t + 1 at control points first[t] + k
     height: float  # metres
     reach_weight: float
+    feet: tuple[float, ...] = ()  # each leg's foot length (skeleton unit)
 
     @property
     def n(self) -> int:
@@ -141,7 +146,8 @@ class _Problem:
 
     def pose(self, d: Array, frames: NDArray[np.intp]) -> tuple[Array, Array, Array]:
         """Prior frames ⊕ displacement ``d`` (..., L, n), legs solved: root, rotations,
-        and the legs' reach residual (..., L, 3 × legs) as shares of height."""
+        and the legs' reach residual (..., L, 4 × legs) as shares of height: each
+        leg's ankle miss (3), then each leg's foot turn miss times its length (1)."""
         b = self.body
         root = self.prior.root_position[frames] + d[..., :3] / b.metres
         rot = np.array(
@@ -153,12 +159,18 @@ class _Problem:
         turn = d[..., 3:].reshape(*d.shape[:-1], len(self.moved), 3)
         rot[..., self.moved, :] = quat.multiply(rot[..., self.moved, :], quat.exp(turn))
         reach = []
+        turns = []
         for limb, goal, orientation in self.goals.legs:
             g = np.broadcast_to(goal[frames], root.shape)
             o = np.broadcast_to(orientation[frames], (*root.shape[:-1], 4))
             sol = solve_limb(b.skeleton, limb, root, rot, g, orientation=o, softness=_SOFTNESS)
             rot = sol.rotations
+            turns.append(sol.orientation_residual)
             reach.append(np.where(np.isfinite(g), g - sol.reached, 0.0))
+        # a foot held in its orientation: the turn it misses (an ankle of fewer DOFs
+        # than a ball, as an ASF's rx rz) times its length, the toe's displacement
+        for foot, missed in zip(self.feet, turns, strict=True):
+            reach.append(foot * missed[..., None])
         unit = self.height / b.metres
         residual = (
             np.concatenate(reach, axis=-1) / unit if reach else np.zeros((*root.shape[:-1], 0))
@@ -255,7 +267,7 @@ class _Problem:
 
     def rows(self, values: Array, reach: Array) -> tuple[Array, Array, Array]:
         """Goals (F, R) of the stacked rows at the current ``values`` (F, V) and
-        ``reach`` (F, 3 × legs) (NaN: row off), the rows' values (F, R), and the balance
+        ``reach`` (F, 4 × legs) (NaN: row off), the rows' values (F, R), and the balance
         targets (F, 2) / height, NaN where balance is off."""
         g = self.goals
         f = len(self.prior)
@@ -350,7 +362,17 @@ def _problem(
     local[(near < 0) | (near >= f)] = 0.0
     moved = np.asarray(list(joints), dtype=np.intp)
     tall = height(body.skeleton) * body.metres
-    return _Problem(body, prior, goals, moved, basis, first, local, tall, reach_weight)
+    feet = tuple(_foot_length(body.skeleton, limb) for limb, _, _ in goals.legs)
+    return _Problem(body, prior, goals, moved, basis, first, local, tall, reach_weight, feet)
+
+
+def _foot_length(skeleton, limb: Limb) -> float:
+    """The farthest a point below the limb's lower joint lies from it (rest pose,
+    skeleton unit): the foot's length."""
+    below = [p for p in range(skeleton.num_points) if limb.lower in skeleton.chain(p)[:-1]]
+    if not below:
+        return 0.0
+    return float(max(skeleton.path_length(limb.lower, p) for p in below))
 
 
 def _jacobian(p: _Problem, e: _Evaluation, step: float) -> Array:
