@@ -337,3 +337,30 @@ def test_real_files_meet_issue_24(data_dir, tmp_path, name, target):
     assert m["skate_ratio"] is None or m["skate_ratio"] <= 1.0
     assert m["pop"] <= 1.5
     assert m["smoothness"] is None or m["smoothness"] <= 1.5
+
+
+def test_feet_on_ankles_of_two_dofs_do_not_swing_the_knee(data_dir, tmp_path):
+    """The CMU skeleton's ankles turn about two axes only (``dof rx rz``): a planted foot's
+    turn that the ankle cannot take was asked of the leg's swivel as one radian per
+    height, and where the heel let go between two plants of the toe the knee swung 2.2 %
+    of the height in a frame (the LAFAN walk onto ``vicon.asf``). The hybrid IK now asks
+    for the foot's turn by how far it moves the foot's tip (a roll about the foot costs
+    nothing, as it moves no toe)."""
+    import warnings
+
+    from retarget.errors import RetargetWarning
+    from retarget.run import RunJob, run_job
+
+    job = RunJob(
+        source=str(data_dir / "lafan_walk.bvh"),
+        output=str(tmp_path / "out.bvh"),
+        method="hierarchical",
+        target=str(data_dir / "vicon.asf"),
+        frames="0:600",
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RetargetWarning)
+        m = run_job(job)["measures"]
+    assert m["skate_ratio"] <= 1.0
+    assert m["pop"] <= 1.5
+    assert m["smoothness"] <= 1.5

@@ -472,6 +472,12 @@ def test_orientation_goal_two_dof_asf_ankle(vicon):
     _, world = fk(sk, root, sol.rotations)
     left = quat.angle(world[:, ankle], orientation)
     np.testing.assert_allclose(sol.orientation_residual, left, atol=1e-9)
+    # the error vector takes the goal to the achieved turn, in the goal's frame
+    back = quat.multiply(orientation, quat.exp(sol.orientation_error))
+    assert quat.angle(back, world[:, ankle]).max() < 1e-9
+    np.testing.assert_allclose(
+        np.linalg.norm(sol.orientation_error, axis=1), sol.orientation_residual, atol=1e-9
+    )
     assert np.median(left) > 0.1  # a 2-DOF ankle cannot take any orientation
     assert limit_violation(sk, sol.rotations)[:, ankle].max() < 1e-12
     # an orientation the ankle can take (its own, with its own position): no residual

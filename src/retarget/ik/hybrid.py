@@ -37,6 +37,13 @@ or free:
   toe, pivoted onto the ground when the toe would end under it;
 * a ground point below the surface gets the goal of its position lifted onto it.
 
+A foot's orientation goal that its ankle cannot take (fewer DOFs than a ball
+joint, as the CMU skeleton's ``rx rz``) is asked of the leg by how far the
+missed turn moves the foot's farthest point, in heights, as a position goal is:
+a roll about the foot moves no toe and costs nothing. Asked as an angle (one
+radian per height), the swivel swung the knee 2.2 % of the height in a frame to
+roll a foot whose heel let go between two plants of its toe.
+
 Other goals (pelvis, head, a knee) are penalised through one FK of the pose.
 """
 
@@ -74,6 +81,9 @@ class _LimbGoals:
     orientation: Array  # (N, 4), NaN where not asked
     extension_ref: Array  # (N,) the limb's allowed extension (``HybridSolver.extensions``)
     reach: Array  # (N,) the limb's reach L_max in the reference pose (``limb_reach``)
+    # (N, 3) a leg's foot, lower joint to its farthest point, in the lower joint's frame
+    # (zero for an arm, or a leg ending at its lower joint)
+    foot: Array
 
 
 @dataclass(frozen=True, eq=False)
@@ -381,7 +391,12 @@ class HybridSolver:
                     np.linalg.norm(ref.positions[:, lower] - ref.positions[:, limb.upper], axis=1)
                     / full_reach
                 )
-            out.append(_LimbGoals(limb, g_low, o_low, extension, full_reach))
+            foot = np.zeros((n, 3))
+            if limb.kind == "leg" and tips:
+                spans = [float(np.linalg.norm(ref.positions[0, t] - ankle[0])) for t in tips]
+                farthest = tips[int(np.argmax(spans))]
+                foot = quat.rotate(quat.conjugate(w_ref), ref.positions[:, farthest] - ankle)
+            out.append(_LimbGoals(limb, g_low, o_low, extension, full_reach, foot))
         return out
 
     def _toward_reach(
@@ -552,7 +567,12 @@ class HybridSolver:
                 )
                 rot = sol.rotations
                 blocks.append(goal_scale * sol.residual[:, None] / h)
-                blocks.append(goal_scale * sol.orientation_residual[:, None])
+                if lg.limb.kind == "leg":  # how far the foot's turn moves its tip
+                    foot = lg.foot[index]
+                    missed = quat.rotate(quat.exp(sol.orientation_error), foot) - foot
+                    blocks.append(goal_scale * np.linalg.norm(missed, axis=1)[:, None] / h)
+                else:
+                    blocks.append(goal_scale * sol.orientation_residual[:, None])
                 if root_free:
                     threshold = np.minimum(
                         np.maximum(lg.extension_ref[index], self.extension), self.extension_cap

@@ -277,6 +277,11 @@ class LimbSolution:
     orientation_residual : ndarray, shape (...)
         Angle (radians) between the lower joint's world rotation and the goal
         orientation (0 when no orientation was asked).
+    orientation_error : ndarray, shape (..., 3)
+        The rotation vector from the goal orientation to the lower joint's
+        world rotation, in the goal's frame (``log(goal⁻¹ ⊗ achieved)``; its
+        norm is ``orientation_residual``): a lower joint of fewer DOFs than a
+        ball joint misses the goal about the axes it cannot turn.
     clamped : ndarray of bool, shape (...)
         The goal was out of reach: too far, or too close for the hinge limits.
     extension : ndarray, shape (...)
@@ -290,6 +295,7 @@ class LimbSolution:
     orientation_residual: Array
     clamped: NDArray[np.bool_]
     extension: Array
+    orientation_error: Array
 
 
 # -- small helpers --------------------------------------------------------------------------
@@ -926,6 +932,7 @@ def solve_limb(
 
     # (3) lower joint: the goal orientation, on the joint's DOFs
     orientation_residual = np.zeros(batch)
+    orientation_error = np.zeros((*batch, 3))
     if orientation is not None:
         orientation = np.broadcast_to(orientation, (*batch, 4))
         use = valid & np.isfinite(orientation).all(axis=-1)
@@ -938,6 +945,8 @@ def solve_limb(
         out[..., lo, :] = np.where(use[..., None], local, q_low)
         achieved = quat.multiply(w_mid, out[..., lo, :])
         orientation_residual = np.where(use, quat.angle(achieved, target), 0.0)
+        missed = quat.log(quat.multiply(quat.conjugate(target), achieved))
+        orientation_error = np.where(use[..., None], missed, 0.0)
 
     return LimbSolution(
         rotations=out,
@@ -946,6 +955,7 @@ def solve_limb(
         orientation_residual=orientation_residual,
         clamped=np.asarray(clamped, dtype=bool),
         extension=np.where(valid, length_goal / np.maximum(length_max, 1e-300), 0.0),
+        orientation_error=orientation_error,
     )
 
 
