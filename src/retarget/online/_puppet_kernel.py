@@ -29,7 +29,7 @@ also says where and why the extensions leave the paper) and where each is done:
   over all its frames);
 * 5, root position: the balls' lagged importance (``radius_weights``), eqs.
   16-17 and the Appendix (``_estimate_root``: eq. 16 here, the ball search is
-  :mod:`retarget.ik.root`'s compiled ``_closest_frame``), then the lags and the
+  :mod:`retarget.ik.root`'s compiled ``closest_in_balls_frame``), then the lags and the
   soft closest point (``smooth_root``, ``_soft_closest``); ``radius_weights``
   and ``smooth_root`` are the one implementation too, looping over however
   many frames they are given;
@@ -64,10 +64,15 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from .._vec3 import add as _add
+from .._vec3 import cross as _cross
+from .._vec3 import dot as _dot
+from .._vec3 import norm as _norm
+from .._vec3 import scale as _scale
+from .._vec3 import sub as _sub
 from ..environment import Box, Floor, Shape, Sphere
-from ..ik.limb import _ARC_TOL, _DEGENERATE, _TWO_PI, _free_joint, _geometry
-from ..ik.root import _add, _closest_frame, _cross, _dot, _norm, _sub
-from ..ik.root import _mul as _scale
+from ..ik.limb import ARC_TOL, DEGENERATE, free_joint, limb_geometry
+from ..ik.root import closest_in_balls_frame
 from ..kinematics import _fk_kernel
 from ..quat import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 
@@ -89,6 +94,7 @@ __all__ = [
     "smooth_root",
 ]
 
+_TWO_PI = 2.0 * np.pi
 # shape kinds
 _FLOOR, _BOX, _SPHERE = 0, 1, 2
 # what _frame returns
@@ -510,7 +516,7 @@ def _estimate_root(
 ):  # pragma: no cover - jitted
     """Stage 5's ball search, eqs. 16-17 (:func:`retarget.ik.root.estimate_root`): the
     weighted offset of eq. 16, then the point of the balls ``|x − (g_i + root − upper_i)| ≤
-    reach_i / w_i`` closest to the offset root (Appendix; ``_closest_frame``), into
+    reach_i / w_i`` closest to the offset root (Appendix; ``closest_in_balls_frame``), into
     ``root`` (1, 3). ``pos`` (1, P, 3) is the character with the captured angles;
     ``reach`` (4,) and ``importance`` (4,) are those of :func:`radius_weights`."""
     n = limb_joints.shape[0]
@@ -533,7 +539,7 @@ def _estimate_root(
         _vrow(captured_root, 0), (numerator[0] / total, numerator[1] / total, numerator[2] / total)
     )
     kept = np.empty(n, np.bool_)
-    _closest_frame(p, centers, radii, importance, np.empty((n, 3)), root[0], kept)
+    closest_in_balls_frame(p, centers, radii, importance, np.empty((n, 3)), root[0], kept)
 
 
 # -- the smooth root (stage 5, beyond the paper) -------------------------------------------
@@ -704,7 +710,7 @@ def smooth_root(
     lags (:func:`_lag3`, ``α``; the first frame starts them at its value), added back
     to the captured root: the anchor ``a``; then the soft closest point of the balls
     to ``a`` (:func:`_soft_closest`); a point still outside a ball (a pull the zone
-    cannot hold) goes to the closest point of the balls (``_closest_frame``), so the
+    cannot hold) goes to the closest point of the balls (``closest_in_balls_frame``), so the
     goals stay as reachable as the paper's estimate makes them.
 
     Parameters
@@ -759,7 +765,7 @@ def smooth_root(
             if _norm(_sub(x, _vrow(centers[f], i))) > radii[f, i] + slack:
                 outside = True
         if outside:
-            _closest_frame(x, centers[f], radii[f], weights[f], proj, out, kept)
+            closest_in_balls_frame(x, centers[f], radii[f], weights[f], proj, out, kept)
             x = (out[0], out[1], out[2])
         for c in range(3):
             root[f, c] = x[c]
@@ -818,7 +824,7 @@ def _solve_hinge(
     rr = r1 * r2
     k = l1 * l1 + l2 * l2 + 2.0 * h1 * h2
     full = not (hi - lo < _TWO_PI)
-    degenerate = rr <= _DEGENERATE * l1 * l2
+    degenerate = rr <= DEGENERATE * l1 * l2
     width = hi - lo
     beta_lo = lo + (beta_ref - theta_ref)  # β = θ + (β_ref − θ_ref)
     if full:
@@ -842,9 +848,7 @@ def _solve_hinge(
     b = math.acos(min(max(c, -1.0), 1.0))
     beta = b  # the flexion side, always (ik.limb._solve_hinge: no flip at a straight limb)
     if not full:
-        if _arc_distance(beta, beta_lo, width) > max(
-            _arc_distance(-beta, beta_lo, width), _ARC_TOL
-        ):
+        if _arc_distance(beta, beta_lo, width) > max(_arc_distance(-beta, beta_lo, width), ARC_TOL):
             beta = -beta
         beta = _clamp_to_arc(beta, beta_lo, width)
     delta = _wrap(beta - beta_ref)
@@ -1381,11 +1385,11 @@ def frame_plan(puppet: Puppet) -> FramePlan | None:
     toes = len(puppet.contacts) - 4
     if shapes is None or toes not in (0, 2):
         return None
-    if not all(_free_joint(ch, limb.lower) for limb in puppet.limbs):
+    if not all(free_joint(ch, limb.lower) for limb in puppet.limbs):
         return None
     toe_clearance = puppet.contact_clearance[4:]
     toe_shift = toe_clearance * puppet.foot_scale[:toes] - toe_clearance
-    geometry = [_geometry(ch, limb) for limb in puppet.limbs]
+    geometry = [limb_geometry(ch, limb) for limb in puppet.limbs]
     f, i = np.float64, np.intp
     arguments = (
         _frozen(puppet.performer.parents, i),

@@ -1054,7 +1054,7 @@ class Puppeteer:
             compiled path timed as one, under ``"captured"``: :class:`PuppetFrames`).
         """
         t0 = time.perf_counter()
-        sensors = self._filter._measure(positions, orientations)
+        sensors = self._filter.update_packed(positions, orientations)
         t1 = time.perf_counter()
         if self.puppet is None:
             if self.calibration is not None:
@@ -1080,7 +1080,12 @@ class Puppeteer:
         out = None if self._plan is None else _solve_compiled(self._plan, sensors, self._state)
         t3 = time.perf_counter()
         if out is None:
-            est = SensorEstimate._from_packed(sensors[None])
+            est = SensorEstimate(
+                sensors[None, :, 0:3],
+                sensors[None, :, 3:7],
+                sensors[None, :, 7:10],
+                sensors[None, :, 10:13],
+            )
             out = solve_frames(self.puppet, est, self._state)
         self._state = out.state
         out.seconds["captured"] += t3 - t2
