@@ -21,13 +21,13 @@ from retarget.methods.puppetry import filter_parameters, puppetry_retarget, sens
 from retarget.online._puppet_kernel import (
     HOLD_COLUMNS,
     STATE_SIZE,
-    frame_plan,
     hold_feet,
     radius_weights,
 )
 from retarget.online.puppetry import (
     Puppeteer,
     _solve_compiled,
+    frame_plan,
     local_rotations,
     make_puppet,
     solve_frames,

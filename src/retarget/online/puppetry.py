@@ -151,7 +151,7 @@ overhead per call on one frame was nearly all of the time), and falls back
 to :func:`solve_frames` on a frame that needs the body posture (stage 6), on
 a filtered sensor that is not finite, and for a puppet the compiled frame
 does not support (objects other than floors, boxes and spheres; see
-:func:`retarget.online._puppet_kernel.frame_plan`). Either way frame ``t`` of
+:func:`frame_plan`). Either way frame ``t`` of
 the output depends on sensor frames ``0..t`` only.
 
 **Calibration.** Joint clearances (how high an ankle sits above the floor it
@@ -173,9 +173,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import quat
 from ..contacts import UP
-from ..environment import Floor, Shape
+from ..environment import Box, Floor, Shape, Sphere
 from ..filters import KalmanParameters, SensorEstimate, SensorFilter
-from ..ik.limb import Limb, hinge_angle, limb_from_roles, solve_limb
+from ..ik.limb import Limb, free_joint, hinge_angle, limb_from_roles, limb_geometry, solve_limb
 from ..ik.posture import solve_body_posture
 from ..ik.root import estimate_root
 from ..importance import end_effector_importance
@@ -184,20 +184,29 @@ from ..motion import Motion
 from ..roles import find_roles, height
 from ..skeleton import Skeleton
 from ._puppet_kernel import (
+    BOX,
+    FLOOR,
     HOLD_COLUMNS,
     SOLVED,
+    SPHERE,
     STATE_SIZE,
-    FramePlan,
     _frame,
-    frame_plan,
-    hold_arguments,
     hold_feet,
     lag_coefficient,
     radius_weights,
     smooth_root,
 )
 
-__all__ = ["EFFECTORS", "Puppet", "PuppetFrames", "Puppeteer", "make_puppet", "solve_frames"]
+__all__ = [
+    "EFFECTORS",
+    "FramePlan",
+    "Puppet",
+    "PuppetFrames",
+    "Puppeteer",
+    "frame_plan",
+    "make_puppet",
+    "solve_frames",
+]
 
 Array = NDArray[np.float64]
 
@@ -922,6 +931,136 @@ def solve_frames(
     )
 
 
+# -- the compiled frame's plan (retarget.online._puppet_kernel) ---------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class FramePlan:
+    """A :class:`Puppet`'s fixed arrays, as the compiled frame
+    (:func:`retarget.online._puppet_kernel._frame`) takes them.
+
+    Attributes
+    ----------
+    arguments : tuple
+        ``_frame``'s arguments from ``performer_parents`` to ``softness``, in its
+        order (its docstring gives their shapes): read-only C arrays and scalars.
+    num_joints : int
+        The character's ``J``.
+    """
+
+    arguments: tuple[object, ...]
+    num_joints: int
+
+
+def _frozen(a: object, dtype: type) -> NDArray[np.generic]:
+    out: NDArray[np.generic] = np.array(a, dtype=dtype, order="C")  # a copy
+    out.setflags(write=False)
+    return out
+
+
+def _shape_arrays(objects: tuple[Shape, ...]) -> tuple[NDArray[np.generic], ...] | None:
+    """``kind`` (m,), ``center`` (m, 3), ``half`` (m, 3), ``frame`` (m, 3, 3) and
+    ``size`` (m,) of the floors, boxes and spheres; None for another shape."""
+    m = len(objects)
+    kind = np.zeros(m, np.intp)
+    center = np.zeros((m, 3))
+    half = np.zeros((m, 3))
+    frame = np.broadcast_to(np.eye(3), (m, 3, 3)).copy()
+    size = np.zeros(m)
+    for j, shape in enumerate(objects):
+        if type(shape) is Floor:
+            kind[j], size[j] = FLOOR, shape.height
+        elif type(shape) is Box:
+            kind[j], center[j], half[j] = BOX, shape.center, shape.half_extents
+            frame[j] = shape._R_world_box
+        elif type(shape) is Sphere:
+            kind[j], center[j], size[j] = SPHERE, shape.center, shape.radius
+        else:
+            return None
+    return kind, center, half, frame, size
+
+
+def frame_plan(puppet: Puppet) -> FramePlan | None:
+    """The :class:`FramePlan` of a puppet, or None when ``_frame`` cannot pose it.
+
+    None for objects other than :class:`~retarget.environment.Floor`,
+    :class:`~retarget.environment.Box` and :class:`~retarget.environment.Sphere`
+    (exact types), a lower limb joint that is not free (three rotation
+    channels, no limits), or one toe contact only.
+    """
+    ch = puppet.character
+    shapes = _shape_arrays(puppet.objects)
+    toes = len(puppet.contacts) - 4
+    if shapes is None or toes not in (0, 2):
+        return None
+    if not all(free_joint(ch, limb.lower) for limb in puppet.limbs):
+        return None
+    toe_clearance = puppet.contact_clearance[4:]
+    toe_shift = toe_clearance * puppet.foot_scale[:toes] - toe_clearance
+    geometry = [limb_geometry(ch, limb) for limb in puppet.limbs]
+    f, i = np.float64, np.intp
+    arguments = (
+        _frozen(puppet.performer.parents, i),
+        _frozen(puppet.sensor_of, i),
+        _frozen(puppet.effectors, i),
+        _frozen(puppet.contacts, i),
+        _frozen(puppet.contact_owner, i),
+        _frozen(puppet.contact_clearance, f),
+        _frozen(puppet.influence[puppet.contact_owner], f),
+        float(puppet.lookahead),
+        _frozen(puppet.character_clearance - puppet.clearance, f),
+        _frozen(toe_shift, f),
+        _frozen(puppet.toe_offsets.reshape(toes, 3), f),
+        *(_frozen(a, t) for a, t in zip(shapes, (i, f, f, f, f), strict=True)),
+        _frozen(puppet.influence, f),
+        _frozen(ch.point_parents, i),
+        _frozen(ch.point_offsets[None], f),
+        ch.num_joints,
+        _frozen([limb.joints for limb in puppet.limbs], i),
+        _frozen([ch.parents[limb.upper] if limb.upper else -1 for limb in puppet.limbs], i),
+        _frozen([g.a for g in geometry], f),
+        _frozen([g.d1 for g in geometry], f),
+        _frozen([g.off2 for g in geometry], f),
+        _frozen([(g.h1, g.r1, g.l1, g.l2) for g in geometry], f),
+        _frozen([(g.s, g.t) for g in geometry], f),
+        _frozen([limb.hinge_limits for limb in puppet.limbs], f),
+        _frozen([limb.swivel_reference for limb in puppet.limbs], f),
+        _frozen(puppet.lengths, f),
+        _frozen(puppet.character_clearance, f),
+        1e-9 * puppet.character_height,
+        bool(puppet.root_estimation),
+        float(puppet.softness),
+        bool(puppet.hold_feet),
+        *hold_arguments(puppet),
+        lag_coefficient(puppet.radius_release, puppet.fps),
+        lag_coefficient(puppet.root_smoothing, puppet.fps),
+        _frozen((puppet.root_zone + puppet.root_slack) * puppet.lengths, f),
+        _frozen(puppet.root_slack * puppet.lengths, f),
+        float(puppet.root_stiffness),
+        float(puppet.stride),
+        _frozen(puppet.origin, f),
+    )
+    return FramePlan(arguments, ch.num_joints)
+
+
+def hold_arguments(
+    puppet: Puppet,
+) -> tuple[NDArray[np.generic], NDArray[np.generic], float, float, float]:
+    """``arms``, ``gates``, ``pivot_eps``, ``decay`` and ``smooth`` of :func:`hold_feet`
+    for a puppet."""
+    arms = np.zeros((2, 3))
+    arms[: len(puppet.toe_offsets)] = puppet.toe_offsets
+    gates = np.concatenate([puppet.plant_gap, puppet.plant_speed])
+    decay = math.exp(-1.0 / (puppet.release * puppet.fps)) if puppet.release > 0 else 0.0
+    return (
+        _frozen(arms, np.float64),
+        _frozen(gates, np.float64),
+        float(puppet.pivot_speed),
+        decay,
+        lag_coefficient(puppet.plant_smoothing, puppet.fps),
+    )
+
+
 def _solve_compiled(plan: FramePlan, sensors: Array, state: Array) -> PuppetFrames | None:
     """Stages 2-9 of one filtered frame in one compiled call, as :func:`solve_frames`
     gives them for that frame (:mod:`retarget.online._puppet_kernel`).
@@ -929,7 +1068,7 @@ def _solve_compiled(plan: FramePlan, sensors: Array, state: Array) -> PuppetFram
     Parameters
     ----------
     plan : FramePlan
-        The puppet's (:func:`retarget.online._puppet_kernel.frame_plan`).
+        The puppet's (:func:`frame_plan`).
     sensors : ndarray, shape (S, 13)
         The filtered frame as :class:`retarget.filters.SensorFilter` packs it
         (position, orientation, velocity, angular velocity), a writable C array.
