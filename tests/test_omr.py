@@ -22,7 +22,7 @@ from retarget.kinematics import positions
 from retarget.methods.omr import enhance_motion, omr_plan, omr_retarget, run_filter
 from retarget.metrics import evaluate, joint_angles
 from retarget.motion import Motion
-from retarget.online import BaseSwitching, Effector, Foot, OnlineRetargeter
+from retarget.online import BaseSwitching, Effector, Foot, GoalFrame, OnlineRetargeter
 from retarget.roles import height
 from retarget.world import upright
 
@@ -384,11 +384,8 @@ def test_holds_engage_and_let_go_smoothly(lafan, fps):
     )
     pose = (lafan.root_position[0], lafan.rotations[0])
     tracked = []
-    for f, g in enumerate(goal):
-        if f == 0:
-            filt.reset(*pose, g[None])
-        else:
-            filt.step(*pose, g[None])
+    for g in goal:
+        filt.step(GoalFrame(*pose, g[None]))
         tracked.append(filt.goals[0])
     tracked = np.array(tracked)
     v_in = np.diff(goal[:, 0]) * fps / h

@@ -67,6 +67,7 @@ from ..cuts import find_cuts
 from ..errors import RetargetError
 from ..kinematics import Pose, forward_kinematics, positions
 from ..motion import Motion
+from ..online.contract import GoalFrame
 from ..online.omr import BaseSwitching, Effector, Foot, OnlineRetargeter
 from ..result import Result
 from ..roles import find_roles, height
@@ -482,23 +483,44 @@ def run_filter(
     orientations: Array | None = None,
     cuts: ArrayLike = (),
 ) -> tuple[Array, Array, Array]:
-    """Feed a clip to the filter frame by frame: output root (F, 3), rotations (F, J, 4)
-    and the goals it tracked (F, K, 3). At the frames ``cuts`` (:func:`retarget.cuts.find_cuts`:
-    the source jumps to another pose) the filter is reset instead of stepped, as at the
-    first frame: its closed loop would otherwise chase the jump over the next frames."""
+    """Feed a clip to the filter frame by frame, the offline shape as a loop over the
+    online one (:mod:`retarget.online.contract`): ``reset()``, then ``step(frame)`` for
+    every :class:`~retarget.online.GoalFrame`.
+
+    At the frames ``cuts`` (:func:`retarget.cuts.find_cuts`: the source jumps to another
+    pose) the filter is reset again (``restart=True``: its report goes on), so the frame
+    is a first frame: its closed loop would otherwise chase the jump over the next frames.
+
+    Parameters
+    ----------
+    filt : OnlineRetargeter
+    root : ndarray, shape (F, 3)
+    rotations : ndarray, shape (F, J, 4)
+        ``θ_src`` per frame.
+    goals : ndarray, shape (F, K, 3)
+    orientations : ndarray, shape (F, K, 4), optional
+    cuts : array_like of int
+        Frames where the filter restarts.
+
+    Returns
+    -------
+    root (F, 3), rotations (F, J, 4)
+        The output frames.
+    tracked : ndarray, shape (F, K, 3)
+        The goals the filter tracked (:attr:`~retarget.online.OnlineRetargeter.goals`).
+    """
     n = len(root)
     out_root = np.empty_like(root)
     out_rot = np.empty((n, filt.skeleton.num_joints, 4))
     tracked = np.empty_like(goals)
-    o = (lambda f: None) if orientations is None else (lambda f: orientations[f])
     restarts = set(np.asarray(cuts, dtype=np.intp).tolist())
+    filt.reset()
     for f in range(n):
-        if f == 0 or f in restarts:
-            out_root[f], out_rot[f] = filt.reset(
-                root[f], rotations[f], goals[f], o(f), restart=f > 0
-            )
-        else:
-            out_root[f], out_rot[f] = filt.step(root[f], rotations[f], goals[f], o(f))
+        if f in restarts and f > 0:
+            filt.reset(restart=True)
+        o = None if orientations is None else orientations[f]
+        pose = filt.step(GoalFrame(root[f], rotations[f], goals[f], o))
+        out_root[f], out_rot[f] = pose.root_position, pose.rotations
         tracked[f] = filt.goals
     return out_root, out_rot, tracked
 

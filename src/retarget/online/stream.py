@@ -57,6 +57,7 @@ from ..errors import FormatError, RetargetError
 from ..io.sensors import frame_time, pose_frame, sensor_frame, skeleton_message
 from ..kinematics import forward_kinematics
 from ..skeleton import Skeleton
+from .contract import GoalFrame
 from .puppetry import EFFECTORS, Puppeteer
 
 __all__ = [
@@ -163,10 +164,9 @@ class OMRLive:
         r, q, goals, turns = self._plan.inputs(root[None], rotations[None])
         if self._fresh:
             self._fresh = False
-            out_root, out_rot = self._filter.reset(r[0], q[0], goals[0], turns[0])
-        else:
-            out_root, out_rot = self._filter.step(r[0], q[0], goals[0], turns[0])
-        return out_root, out_rot, {}
+            self._filter.reset()
+        pose = self._filter.step(GoalFrame(r[0], q[0], goals[0], turns[0]))
+        return pose.root_position, pose.rotations, {}
 
     def predict(self) -> None:
         """Closed-loop: the next frame's step catches up (nothing to do)."""
