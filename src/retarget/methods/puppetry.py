@@ -6,10 +6,13 @@ with white noise (``noise``: position standard deviation per axis in the
 file's unit, orientation standard deviation per axis in degrees) and at
 another sensor rate (``sensor_fps``, e.g. the paper's 120 Hz: the clip is
 resampled, retargeted at that rate and the result sampled back at the clip's
-frames). The sensor stream then goes through the online pipeline of
-:mod:`retarget.online.puppetry`: the filter's recursion over the frames, and
-the per-frame stages vectorised over all frames, which is the same as
-feeding :class:`~retarget.online.puppetry.Puppeteer` frame by frame.
+frames). The sensor stream then goes through the online method of
+:mod:`retarget.online.puppetry`, a loop over
+:class:`~retarget.online.puppetry.Puppeteer` (``reset()``, then
+``step(SensorFrame)`` per frame: :func:`run_puppeteer`), restarted where the
+source jumps to another pose (:func:`retarget.cuts.find_cuts`); its set-up
+(clearances, hinge axes: :func:`~retarget.online.puppetry.make_puppet`) is
+measured beforehand on the whole filtered take and kept over the pieces.
 """
 
 from __future__ import annotations
@@ -28,12 +31,13 @@ from ..environment import Floor, Shape
 from ..filters import KalmanParameters, SensorEstimate, filter_stream
 from ..kinematics import forward_kinematics
 from ..motion import Motion
-from ..online.puppetry import EFFECTORS, PuppetFrames, local_rotations, make_puppet, solve_frames
+from ..online.contract import SensorFrame
+from ..online.puppetry import EFFECTORS, Puppeteer, PuppetFrames, local_rotations, make_puppet
 from ..result import Result, speed
 from ..skeleton import Skeleton
 from ._base import check_same_hierarchy
 
-__all__ = ["puppetry_retarget", "sensor_stream"]
+__all__ = ["puppetry_retarget", "run_puppeteer", "sensor_stream"]
 
 Array = NDArray[np.float64]
 
@@ -163,11 +167,9 @@ def puppetry_retarget(
     # the Kalman filter and the foot hold restart where the source jumps to another
     # pose (a leading T-pose frame, joined takes): they would smear the jump
     pieces = segments(clip.num_frames, find_cuts(clip))
-    t0 = time.perf_counter()
     est = _concatenate_estimates(
         [filter_stream(positions[p], orientations[p], clip.fps, params) for p in pieces]
     )
-    t_filter = time.perf_counter() - t0
     # calibration: the filtered take itself (the first frame for clearances, all of
     # them for the knee and elbow axes; a property of the bodies, not of the motion)
     cal = local_rotations(clip.skeleton, est.orientations)
@@ -190,8 +192,10 @@ def puppetry_retarget(
         root_zone=root_zone,
         root_slack=root_slack,
     )
-    frames = _concatenate_frames([solve_frames(puppet, _estimate_slice(est, p)) for p in pieces])
-    frames.seconds["filter"] = t_filter
+    puppeteer = Puppeteer(
+        clip.skeleton, target, fps=clip.fps, filter_parameters=params, puppet=puppet
+    )
+    frames = run_puppeteer(puppeteer, positions, orientations, pieces)
     motion = Motion(target, frames.root_position, frames.rotations, clip.fps)
     goals = frames.goals
     if clip is not source:
@@ -234,13 +238,39 @@ def puppetry_retarget(
     return Result(motion=motion, report=report, goals=goal_map)
 
 
-def _estimate_slice(est: SensorEstimate, frames: slice) -> SensorEstimate:
-    return SensorEstimate(
-        est.positions[frames],
-        est.orientations[frames],
-        est.velocities[frames],
-        est.angular_velocities[frames],
-    )
+def run_puppeteer(
+    puppeteer: Puppeteer, positions: Array, orientations: Array, pieces: Sequence[slice] = ()
+) -> PuppetFrames:
+    """A sensor recording through :class:`~retarget.online.puppetry.Puppeteer`, the
+    offline shape as a loop over the online one (:mod:`retarget.online.contract`):
+    ``reset()`` at the start of every piece, then ``step(SensorFrame)`` for each of its
+    frames.
+
+    Parameters
+    ----------
+    puppeteer : Puppeteer
+    positions : ndarray, shape (F, S, 3)
+    orientations : ndarray, shape (F, S, 4)
+        The sensor frames (:func:`sensor_stream`).
+    pieces : sequence of slice
+        Consecutive pieces covering the frames (:func:`retarget.cuts.segments`): the
+        filter and the recursions restart at each (a set-up given to ``puppeteer`` is
+        kept); default one piece.
+
+    Returns
+    -------
+    PuppetFrames
+        :attr:`Puppeteer.last` of every frame, joined on the frame axis (stage times
+        summed, the last frame's state).
+    """
+    lasts = []
+    for piece in pieces or [slice(0, len(positions))]:
+        puppeteer.reset()
+        for f in range(len(positions))[piece]:
+            puppeteer.step(SensorFrame(positions[f], orientations[f]))
+            assert puppeteer.last is not None
+            lasts.append(puppeteer.last)
+    return _concatenate_frames(lasts)
 
 
 def _concatenate_estimates(pieces: Sequence[SensorEstimate]) -> SensorEstimate:

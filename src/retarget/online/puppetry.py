@@ -196,6 +196,7 @@ from ._puppet_kernel import (
     radius_weights,
     smooth_root,
 )
+from .contract import PoseFrame, SensorFrame
 
 __all__ = [
     "EFFECTORS",
@@ -1121,7 +1122,12 @@ def _solve_compiled(plan: FramePlan, sensors: Array, state: Array) -> PuppetFram
 
 
 class Puppeteer:
-    """The online object: one sensor frame in, one character pose out (causal).
+    """The online object: one sensor frame in, one character pose out (causal): an
+    :class:`~retarget.online.contract.OnlineMethod` of
+    :class:`~retarget.online.contract.SensorFrame` in and
+    :class:`~retarget.online.contract.PoseFrame` out (:meth:`reset`, :meth:`step`).
+    What else a frame gives (importance, goals, iterations, stage times) is
+    :attr:`last`, a one-frame :class:`PuppetFrames`.
 
     Parameters
     ----------
@@ -1134,9 +1140,23 @@ class Puppeteer:
         A take of the performer (its skeleton): clearances and hinge axes are
         measured on it (:func:`make_puppet`); without it, on the first frame
         after :meth:`reset`.
+    puppet : Puppet, optional
+        The set-up itself, made beforehand (:func:`make_puppet`; the offline
+        :func:`retarget.methods.puppetry.puppetry_retarget` measures it on the whole
+        filtered take): kept on :meth:`reset`, nothing is calibrated; ``calibration``
+        and ``options`` are then unused.
     **options
         Passed to :func:`make_puppet` (objects, influence, lookahead,
         root_estimation, alpha, beta, gamma, softness).
+
+    Attributes
+    ----------
+    puppet : Puppet or None
+        The set-up (None before the first frame unless given).
+    last : PuppetFrames or None
+        The last frame's stages (one frame).
+    frames : int
+        Frames stepped since the last :meth:`reset`.
     """
 
     def __init__(
@@ -1147,6 +1167,7 @@ class Puppeteer:
         fps: float,
         filter_parameters: KalmanParameters | None = None,
         calibration: Motion | None = None,
+        puppet: Puppet | None = None,
         **options: object,
     ) -> None:
         self.performer = performer
@@ -1159,39 +1180,52 @@ class Puppeteer:
             filter_parameters if filter_parameters is not None else KalmanParameters(),
             fps,
         )
-        self.puppet: Puppet | None = None
-        self._plan: FramePlan | None = None
+        # a given set-up and its compiled frame's plan, kept on reset
+        self._given = (puppet, None if puppet is None else frame_plan(puppet))
+        self.puppet, self._plan = self._given
         self._state = np.zeros(STATE_SIZE)
         self.last: PuppetFrames | None = None
         self.frames = 0
 
     def reset(self) -> None:
-        """Forget the past: the next frame re-initialises the filter and recalibrates."""
+        """Forget the past: the next frame re-initialises the filter and recalibrates (a
+        set-up given as ``puppet`` is kept)."""
         self._filter.reset()
-        self.puppet = None
-        self._plan = None
+        self.puppet, self._plan = self._given
         self._state = np.zeros(STATE_SIZE)
         self.last = None
         self.frames = 0
 
-    def step(self, positions: ArrayLike, orientations: ArrayLike) -> tuple[Array, Array]:
+    def step(
+        self, frame: SensorFrame | ArrayLike, orientations: ArrayLike | None = None
+    ) -> PoseFrame:
         """Filter one sensor frame and pose the character.
 
         Parameters
         ----------
-        positions : array_like, shape (S, 3)
-            World sensor positions, one per performer joint (NaN: sensor lost).
-        orientations : array_like, shape (S, 4)
-            World sensor orientations.
+        frame : SensorFrame
+            World sensor positions (S, 3) and orientations (S, 4), one per performer
+            joint (NaN rows: sensor lost). The two arrays themselves, ``step(positions,
+            orientations)``, are taken as ``SensorFrame(positions, orientations)`` (the
+            form ``retarget puppet`` still uses).
+        orientations : array_like, shape (S, 4), optional
+            Only with ``frame`` the positions (the two-array form).
 
         Returns
         -------
-        root_position : ndarray, shape (3,)
-        rotations : ndarray, shape (J, 4)
-            The character's local rotations. :attr:`last` holds the frame's
-            importance, goals, iterations and stage times (stages 2-9 of the
-            compiled path timed as one, under ``"captured"``: :class:`PuppetFrames`).
+        PoseFrame
+            The character's root position (3,) and local rotations (J, 4).
+            :attr:`last` holds the frame's importance, goals, iterations and stage
+            times (stages 2-9 of the compiled path timed as one, under
+            ``"captured"``: :class:`PuppetFrames`).
         """
+        if not isinstance(frame, SensorFrame):
+            frame = SensorFrame(
+                np.asarray(frame, dtype=np.float64), np.asarray(orientations, dtype=np.float64)
+            )
+        elif orientations is not None:
+            raise TypeError("step(frame) takes a SensorFrame alone")
+        positions, orientations = frame.positions, frame.orientations  # rows checked there
         t0 = time.perf_counter()
         sensors = self._filter.update_packed(positions, orientations)
         t1 = time.perf_counter()
@@ -1231,4 +1265,4 @@ class Puppeteer:
         out.seconds["filter"] += t1 - t0
         self.last = out
         self.frames += 1
-        return out.root_position[0], out.rotations[0]
+        return PoseFrame(out.root_position[0], out.rotations[0])
