@@ -141,18 +141,20 @@ and ``root_slack`` 0: the paper's stage 5 (the tests check it).
 Per frame this adds two lag updates and a Newton solve of a 3-unknown convex
 problem (a few iterations, about a microsecond).
 
-Stages 2-9 of a frame depend only on that frame's filtered sensors and the
-state of the recursions (the foot hold, the lags), so a recording is processed
-by running the filter's recursion over the frames and then stages 2-9
-vectorised over all frames, the recursions compiled (:func:`solve_frames`).
-:meth:`Puppeteer.step` runs them on one frame as one compiled call
-(:mod:`retarget.online._puppet_kernel`: the same formulas, for numpy's
-overhead per call on one frame was nearly all of the time), and falls back
-to :func:`solve_frames` on a frame that needs the body posture (stage 6), on
-a filtered sensor that is not finite, and for a puppet the compiled frame
-does not support (objects other than floors, boxes and spheres; see
-:func:`frame_plan`). Either way frame ``t`` of
-the output depends on sensor frames ``0..t`` only.
+**The online method** (:mod:`retarget.online.contract`): :class:`Puppeteer`,
+``reset()`` and ``step(SensorFrame) -> PoseFrame``; the offline
+:func:`retarget.methods.puppetry.puppetry_retarget` is a loop over it. Stages
+2-9 of a frame depend only on that frame's filtered sensors and the state of
+the recursions (the foot hold, the lags), so they can also run vectorised over
+many frames, the recursions compiled (:func:`solve_frames`, after the filter's
+recursion over the frames). :meth:`Puppeteer.step` runs them on one frame as
+one compiled call (:mod:`retarget.online._puppet_kernel`: the same formulas,
+for numpy's overhead per call on one frame was nearly all of the time), and
+falls back to :func:`solve_frames` on a frame that needs the body posture
+(stage 6), on a filtered sensor that is not finite, and for a puppet the
+compiled frame does not support (objects other than floors, boxes and
+spheres; see :func:`frame_plan`). Either way frame ``t`` of the output depends
+on sensor frames ``0..t`` only.
 
 **Calibration.** Joint clearances (how high an ankle sits above the floor it
 stands on) are measured on the first frame: in each foot's pose, the height
