@@ -132,7 +132,7 @@ PAPER_LOWER_HZ = 300.7  # Choi & Ko 2000: 30 DOF, 8 constraint DOF, their machin
 PAPER_BAT_HZ = 138.2  # Choi & Ko 2000: 42-DOF bat swing, their machine
 LOWER, FULL, ONE, PIN = "omr lower", "omr full", "omr lower, iterations=1", "pinocchio loop"
 PIN_DAMPING = 0.01  # heights, as omr_retarget's default
-PIN_SETTLE = 20  # steps on the first frame, as OnlineRetargeter.reset
+PIN_SETTLE = 20  # steps on the first frame, as OnlineRetargeter's (reset(settle=...))
 TOL_PINOCCHIO = 1e-9
 TOES = ("left_toe_tip", "right_toe_tip")
 AMPLITUDE_ROLES = ("hip", "knee", "ankle")

@@ -32,6 +32,7 @@ import numpy as np
 from retarget import make_character, quat, read_bvh
 from retarget.filters import KalmanParameters, filter_stream, process_noise
 from retarget.methods.puppetry import puppetry_retarget, sensor_stream
+from retarget.online import SensorFrame
 from retarget.online.puppetry import Puppeteer
 
 REPEATS = 3
@@ -89,10 +90,11 @@ def main() -> None:
     def stream(character) -> float:
         """Seconds per step after the calibrating first one."""
         pup = Puppeteer(clip.skeleton, character, fps=clip.fps, calibration=clip)
-        pup.step(pos[0], ori[0])
+        frames = [SensorFrame(p, q) for p, q in zip(pos, ori, strict=True)]
+        pup.step(frames[0])
         t = time.perf_counter()
-        for p, q in zip(pos[1:], ori[1:], strict=True):
-            pup.step(p, q)
+        for frame in frames[1:]:
+            pup.step(frame)
         return (time.perf_counter() - t) / (len(clip) - 1)
 
     for name in ("blubby", "sally"):

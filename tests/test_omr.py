@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from retarget import quat
 from retarget.characters import make_character
 from retarget.cli import main
+from retarget.cuts import find_cuts
 from retarget.dofs import channel_angles, rotations_from_channel_angles
 from retarget.errors import RetargetError
 from retarget.ik.rate import damped_pseudo_inverse, dexterity, rate_step
@@ -22,7 +24,16 @@ from retarget.kinematics import positions
 from retarget.methods.omr import enhance_motion, omr_plan, omr_retarget, run_filter
 from retarget.metrics import evaluate, joint_angles
 from retarget.motion import Motion
-from retarget.online import BaseSwitching, Effector, Foot, OnlineRetargeter
+from retarget.online import (
+    BaseSwitching,
+    Effector,
+    Foot,
+    GoalFrame,
+    OMRRetargeter,
+    OnlineMethod,
+    OnlineRetargeter,
+    PoseFrame,
+)
 from retarget.roles import height
 from retarget.world import upright
 
@@ -384,11 +395,8 @@ def test_holds_engage_and_let_go_smoothly(lafan, fps):
     )
     pose = (lafan.root_position[0], lafan.rotations[0])
     tracked = []
-    for f, g in enumerate(goal):
-        if f == 0:
-            filt.reset(*pose, g[None])
-        else:
-            filt.step(*pose, g[None])
+    for g in goal:
+        filt.step(GoalFrame(*pose, g[None]))
         tracked.append(filt.goals[0])
     tracked = np.array(tracked)
     v_in = np.diff(goal[:, 0]) * fps / h
@@ -408,3 +416,108 @@ def test_holds_engage_and_let_go_smoothly(lafan, fps):
         np.abs(tracked[-1] - goal[-1]).max()
         < 0.5 * np.abs(tracked[rest[-1]] - goal[rest[-1]]).max()
     )
+
+
+# -- the online contract (retarget.online.contract) -------------------------------------------
+
+
+def test_omr_retargeter_steps_are_omr_retarget(lafan):
+    """OMRRetargeter, reset() then step(PoseFrame) per source frame, gives omr_retarget's
+    frames (the offline function is a loop over it), and the filter's tracked goals."""
+    clip = lafan[:150]
+    assert len(find_cuts(clip)) == 0
+    blubby = make_character(lafan.skeleton, preset="blubby")
+    offline = omr_retarget(clip, blubby)
+    method = OMRRetargeter(clip.skeleton, blubby, fps=clip.fps)
+    assert isinstance(method, OnlineMethod)
+    method.reset()
+    poses, tracked = [], []
+    for f in range(clip.num_frames):
+        poses.append(method.step(PoseFrame(clip.root_position[f], clip.rotations[f])))
+        tracked.append(method.filter.goals)
+    assert all(isinstance(p, PoseFrame) for p in poses)
+    np.testing.assert_array_equal([p.root_position for p in poses], offline.motion.root_position)
+    np.testing.assert_array_equal([p.rotations for p in poses], offline.motion.rotations)
+    left = blubby.index("LeftToe_end")
+    k = [e.point for e in method.plan.effectors].index(left)
+    np.testing.assert_array_equal(np.array(tracked)[:, k], offline.goals["LeftToe_end"])
+    # reset() keeps the plan (the floor of the first frame) and restarts the filter
+    plan = method.plan
+    method.reset()
+    again = method.step(PoseFrame(clip.root_position[0], clip.rotations[0]))
+    assert method.plan is plan
+    np.testing.assert_array_equal(again.rotations, poses[0].rotations)
+
+
+def test_online_retargeter_steps_are_enhance_motion(lafan):
+    """OnlineRetargeter, reset() then step(GoalFrame) per frame, gives the frames of its
+    offline function enhance_motion (measured toe and hand positions as goals)."""
+    clip = lafan[200:260]
+    sk = clip.skeleton
+    names = ["LeftToe_end", "RightHand_end"]
+    measured = positions(clip)[:, sk.indices(names)] + 0.5
+    offline = enhance_motion(clip, dict(zip(names, measured.transpose(1, 0, 2), strict=True)))
+    filt = OnlineRetargeter(
+        sk,
+        [Effector(sk.index(n), name=n) for n in names],
+        height=height(sk),
+        fps=clip.fps,
+        damping=0.001,
+        iterations=2,
+    )
+    assert isinstance(filt, OnlineMethod)
+    filt.reset()
+    poses = [
+        filt.step(GoalFrame(clip.root_position[f], clip.rotations[f], measured[f]))
+        for f in range(clip.num_frames)
+    ]
+    np.testing.assert_array_equal([p.root_position for p in poses], offline.motion.root_position)
+    np.testing.assert_array_equal([p.rotations for p in poses], offline.motion.rotations)
+
+
+def test_pose_and_goal_frames_are_read_only_copies():
+    root, rotations = np.zeros(3), np.tile([1.0, 0.0, 0.0, 0.0], (4, 1))
+    goals = np.ones((2, 3))
+    pose = PoseFrame(root, rotations)
+    frame = GoalFrame(root, rotations, goals, np.tile([1.0, 0.0, 0.0, 0.0], (2, 1)))
+    root[0], goals[0, 0] = 7.0, 7.0  # the frames copied their inputs
+    assert pose.root_position[0] == 0.0 and frame.goals[0, 0] == 1.0
+    for a in (pose.root_position, pose.rotations, frame.goals, frame.orientations):
+        assert a.dtype == np.float64 and not a.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            a[0] = 1.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        pose.rotations = rotations  # type: ignore[misc]
+    got_root, got_rotations = pose  # unpacks as the pair the methods returned
+    assert got_root is pose.root_position and got_rotations is pose.rotations
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: PoseFrame(np.zeros(2), np.zeros((4, 4))), r"`root_position` of shape \(3,\)"),
+        (lambda: PoseFrame(np.zeros(3), np.zeros((4, 3))), r"`rotations` of shape \(n, 4\)"),
+        (
+            lambda: GoalFrame(np.zeros(3), np.zeros((4, 4)), np.zeros(3)),
+            r"`goals` of shape \(n, 3\)",
+        ),
+        (
+            lambda: GoalFrame(np.zeros(3), np.zeros((4, 4)), np.zeros((2, 3)), np.zeros((3, 4))),
+            r"`orientations` of shape \(2, 4\), got \(3, 4\)",
+        ),
+    ],
+)
+def test_frames_refuse_wrong_shapes(make, message):
+    with pytest.raises(ValueError, match=f"Expected {message}"):
+        make()
+
+
+def test_online_methods_refuse_frames_of_another_skeleton(lafan):
+    blubby = make_character(lafan.skeleton, preset="blubby")
+    j = lafan.skeleton.num_joints
+    wrong = PoseFrame(np.zeros(3), np.tile([1.0, 0.0, 0.0, 0.0], (j - 1, 1)))
+    with pytest.raises(ValueError, match=rf"Expected `rotations` of shape \({j}, 4\)"):
+        OMRRetargeter(lafan.skeleton, blubby, fps=30.0).step(wrong)
+    filt = OnlineRetargeter(blubby, [Effector(0, name="root")], height=1.0, fps=30.0)
+    with pytest.raises(ValueError, match=r"Expected a root position \(3,\) and rotations"):
+        filt.step(GoalFrame(wrong.root_position, wrong.rotations, np.zeros((1, 3))))

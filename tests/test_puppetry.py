@@ -13,21 +13,24 @@ from conftest import HUMANOID_CLIPS, issue_24_measures
 
 from retarget import evaluate, find_roles, height, make_character, quat
 from retarget.cli import main
+from retarget.contacts import detect_contacts
+from retarget.cuts import find_cuts
 from retarget.environment import Box, Floor, HeightField, Sphere
 from retarget.filters import filter_stream
 from retarget.ik.root import estimate_root
 from retarget.kinematics import forward_kinematics, positions
 from retarget.methods.puppetry import filter_parameters, puppetry_retarget, sensor_stream
+from retarget.online import OnlineMethod, PoseFrame, SensorFrame
 from retarget.online._puppet_kernel import (
     HOLD_COLUMNS,
     STATE_SIZE,
-    frame_plan,
     hold_feet,
     radius_weights,
 )
 from retarget.online.puppetry import (
     Puppeteer,
     _solve_compiled,
+    frame_plan,
     local_rotations,
     make_puppet,
     solve_frames,
@@ -393,20 +396,20 @@ def test_online_steps_equal_the_whole_file_and_are_causal(lafan, characters):
     target = characters["blubby"]
     pos, ori = sensor_stream(clip, (0.3, 0.5), seed=3)
     pup = Puppeteer(clip.skeleton, target, fps=clip.fps, calibration=clip)
-    out = [pup.step(p, q) for p, q in zip(pos, ori, strict=True)]
-    root = np.array([o[0] for o in out])
-    rot = np.array([o[1] for o in out])
+    out = [pup.step(SensorFrame(p, q)) for p, q in zip(pos, ori, strict=True)]
+    root = np.array([o.root_position for o in out])
+    rot = np.array([o.rotations for o in out])
     assert np.isfinite(root).all() and np.isfinite(rot).all()
     # the same first 40 frames when the stream stops at 40: nothing reads ahead
     pup.reset()
-    first = [pup.step(p, q) for p, q in zip(pos[:40], ori[:40], strict=True)]
-    assert np.array_equal(np.array([o[1] for o in first]), rot[:40])
+    first = [pup.step(SensorFrame(p, q)) for p, q in zip(pos[:40], ori[:40], strict=True)]
+    assert np.array_equal(np.array([o.rotations for o in first]), rot[:40])
     assert pup.last is not None and set(pup.last.seconds) >= {"filter", "limbs", "root"}
     # a lost sensor (NaN) is predicted, the output stays finite
     p, q = pos[0].copy(), ori[0].copy()
     p[5], q[5] = np.nan, np.nan
-    r, o = pup.step(p, q)
-    assert np.isfinite(r).all() and np.isfinite(o).all()
+    pose = pup.step(SensorFrame(p, q))
+    assert np.isfinite(pose.root_position).all() and np.isfinite(pose.rotations).all()
 
 
 def test_cli_run_puppetry_with_noise(capsys, data_dir, tmp_path):
@@ -681,7 +684,7 @@ def test_stream_takes_the_compiled_path(lafan, characters, objects_scene):
     )
     steps, lasts = [], []
     for p, q in zip(pos, ori, strict=True):
-        steps.append(pup.step(p, q))
+        steps.append(pup.step(SensorFrame(p, q)))
         lasts.append(pup.last)
     assert pup._plan is not None
     assert lasts[-1] is not None and lasts[-1].seconds["captured"] > 0.0
@@ -698,8 +701,8 @@ def test_stream_takes_the_compiled_path(lafan, characters, objects_scene):
     )
     ref = solve_frames(puppet, filter_stream(pos, ori, clip.fps, params))
     got = type(ref)(
-        root_position=np.array([s[0] for s in steps]),
-        rotations=np.array([s[1] for s in steps]),
+        root_position=np.array([s.root_position for s in steps]),
+        rotations=np.array([s.rotations for s in steps]),
         **{
             k: np.concatenate([getattr(o, k) for o in lasts])
             for k in (
@@ -726,7 +729,7 @@ def test_stream_scales_the_stride_about_its_first_frame(lafan, characters):
     pos, ori = sensor_stream(clip, NOISE, seed=11)
     params = filter_parameters(NOISE)
     pup = Puppeteer(clip.skeleton, characters["blubby"], fps=clip.fps, filter_parameters=params)
-    out = [pup.step(p, q) for p, q in zip(pos, ori, strict=True)]
+    out = [pup.step(SensorFrame(p, q)) for p, q in zip(pos, ori, strict=True)]
     est = filter_stream(pos, ori, clip.fps, params)
     assert pup.puppet is not None and pup._plan is not None and pup.puppet.stride < 0.7
     assert np.allclose(pup.puppet.origin, est.positions[0, 0], atol=1e-9)
@@ -738,8 +741,8 @@ def test_stream_scales_the_stride_about_its_first_frame(lafan, characters):
         origin=pup.puppet.origin,
     )
     ref = solve_frames(puppet, est)
-    assert np.abs(np.array([o[0] for o in out]) - ref.root_position).max() <= 1e-9
-    assert np.abs(np.array([o[1] for o in out]) - ref.rotations).max() <= 1e-9
+    assert np.abs(np.array([o.root_position for o in out]) - ref.root_position).max() <= 1e-9
+    assert np.abs(np.array([o.rotations for o in out]) - ref.rotations).max() <= 1e-9
 
 
 def test_stream_falls_back_for_other_shapes(lafan, characters):
@@ -749,7 +752,7 @@ def test_stream_falls_back_for_other_shapes(lafan, characters):
     flat = HeightField([-1e4, -1e4], 2e4, np.zeros((2, 2)))
     pos, ori = sensor_stream(clip, NOISE, seed=9)
     pup = Puppeteer(clip.skeleton, characters["blubby"], fps=clip.fps, objects=[flat])
-    out = [pup.step(p, q) for p, q in zip(pos, ori, strict=True)]
+    out = [pup.step(SensorFrame(p, q)) for p, q in zip(pos, ori, strict=True)]
     assert pup._plan is None and pup.last is not None and pup.last.seconds["limbs"] > 0.0
     est = filter_stream(pos, ori, clip.fps)
     puppet = make_puppet(
@@ -760,4 +763,63 @@ def test_stream_falls_back_for_other_shapes(lafan, characters):
         objects=[flat],
     )
     ref = solve_frames(puppet, est)  # vectorised over the frames: the same to rounding
-    assert np.abs(np.array([o[1] for o in out]) - ref.rotations).max() <= 1e-9
+    assert np.abs(np.array([o.rotations for o in out]) - ref.rotations).max() <= 1e-9
+
+
+# -- the online contract (retarget.online.contract) -------------------------------------------
+
+
+def test_puppeteer_steps_are_puppetry_retarget(lafan, characters):
+    """Puppeteer with the offline set-up (measured on the whole filtered take), reset()
+    then step(SensorFrame) per frame, gives puppetry_retarget's frames: the offline
+    function is a loop over it."""
+    clip = lafan[300:420]
+    assert len(find_cuts(clip)) == 0
+    target = characters["blubby"]
+    noise = (0.3, 0.5)
+    offline = puppetry_retarget(clip, target, noise=noise, seed=3)
+    pos, ori = sensor_stream(clip, noise, seed=3)
+    params = filter_parameters(noise)
+    est = filter_stream(pos, ori, clip.fps, params)
+    puppet = make_puppet(
+        clip.skeleton,
+        target,
+        local_rotations(clip.skeleton, est.orientations),
+        fps=clip.fps,
+        objects=[Floor(detect_contacts(clip).floor)],
+        calibration_positions=est.positions,
+    )
+    pup = Puppeteer(clip.skeleton, target, fps=clip.fps, filter_parameters=params, puppet=puppet)
+    assert isinstance(pup, OnlineMethod)
+    pup.reset()
+    poses = [pup.step(SensorFrame(p, q)) for p, q in zip(pos, ori, strict=True)]
+    assert all(isinstance(p, PoseFrame) for p in poses)
+    np.testing.assert_array_equal([p.root_position for p in poses], offline.motion.root_position)
+    np.testing.assert_array_equal([p.rotations for p in poses], offline.motion.rotations)
+    # reset() keeps a given set-up: the same frames again
+    pup.reset()
+    assert pup.puppet is puppet and pup.frames == 0
+    again = pup.step(SensorFrame(pos[0], ori[0]))
+    np.testing.assert_array_equal(again.rotations, poses[0].rotations)
+    assert pup.last is not None and pup.last.importance.shape == (1, 4)
+
+
+def test_sensor_frames_are_read_only_and_checked(lafan, characters):
+    positions_, orientations = np.zeros((3, 3)), np.tile([1.0, 0.0, 0.0, 0.0], (3, 1))
+    frame = SensorFrame(positions_, orientations)
+    positions_[0, 0] = 7.0
+    assert frame.positions[0, 0] == 0.0  # a copy
+    for a in (frame.positions, frame.orientations):
+        assert not a.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            a[0] = 1.0
+    with pytest.raises(ValueError, match=r"Expected `positions` of shape \(n, 3\)"):
+        SensorFrame(np.zeros((3, 4)), orientations)
+    with pytest.raises(ValueError, match=r"Expected `orientations` of shape \(3, 4\)"):
+        SensorFrame(np.zeros((3, 3)), np.zeros((2, 4)))
+    lost = SensorFrame.lost(5)
+    assert lost.positions.shape == (5, 3) and np.isnan(lost.orientations).all()
+    pup = Puppeteer(lafan.skeleton, characters["blubby"], fps=30.0)
+    n = lafan.skeleton.num_joints
+    with pytest.raises(ValueError, match=rf"Expected `positions` of shape \({n}, 3\)"):
+        pup.step(SensorFrame(np.zeros((n - 1, 3)), np.zeros((n - 1, 4))))

@@ -15,6 +15,7 @@ from retarget.errors import RetargetError
 from retarget.io.sensors import skeleton_from_message
 from retarget.methods.omr import omr_retarget
 from retarget.methods.puppetry import sensor_stream
+from retarget.online import SensorFrame
 from retarget.online.puppetry import Puppeteer
 from retarget.online.server import parse_address
 from retarget.online.stream import LiveStream, OMRLive, PuppetryLive, pose_arrays
@@ -63,10 +64,10 @@ def test_puppetry_stream_equals_the_online_object(walk, blubby):
     pos, ori = sensor_stream(walk)
     for k, text in _sensor_messages(walk).items():
         frame, root, rot, points = pose_arrays(stream.receive(text))
-        want_root, want_rot = reference.step(pos[k], ori[k])
+        want = reference.step(SensorFrame(pos[k], ori[k]))
         assert frame == k
-        np.testing.assert_allclose(root, want_root, atol=1e-6)
-        np.testing.assert_allclose(rot, want_rot, atol=1e-7)
+        np.testing.assert_allclose(root, want.root_position, atol=1e-6)
+        np.testing.assert_allclose(rot, want.rotations, atol=1e-7)
         assert points.shape == (blubby.num_points, 3)
     assert stream.stats.poses == len(walk)
 

@@ -74,7 +74,7 @@ from numpy.typing import ArrayLike, NDArray
 from .errors import RetargetError
 from .skeleton import Skeleton
 
-__all__ = ["LEG_ROLES", "Roles", "find_roles", "height"]
+__all__ = ["LEG_ROLES", "Roles", "find_roles", "foot_length", "height", "leg_length"]
 
 _SIDE_SWAPS: tuple[tuple[re.Pattern[str], str, str], ...] = (
     # Left/Right as words: LAFAN1, Mixamo, Mocapbank, MotionBuilder, SMPL-X (left_hip)
@@ -468,3 +468,29 @@ def height(
     ]
     mean = np.mean(np.asarray(sides, dtype=np.float64), axis=0)
     return float(mean) if translations is None else mean
+
+
+def _mean_path(
+    skeleton: Skeleton, pairs: list[tuple[int, int]], translations: NDArray[np.float64] | None
+) -> float | NDArray[np.float64]:
+    lengths = [skeleton.path_length(a, b, translations) for a, b in pairs]
+    mean = np.mean(np.asarray(lengths, dtype=np.float64), axis=0)
+    return float(mean) if translations is None else mean
+
+
+def foot_length(
+    skeleton: Skeleton, roles: Roles, translations: NDArray[np.float64] | None = None
+) -> float | NDArray[np.float64]:
+    """Mean bone path from ankle to toe tip, file unit; per frame, shape (F,), for
+    per-frame joint offsets ``translations`` (F, J, 3)."""
+    pairs = [(roles[f"{s}_ankle"], roles[f"{s}_toe_tip"]) for s in ("left", "right")]
+    return _mean_path(skeleton, pairs, translations)
+
+
+def leg_length(
+    skeleton: Skeleton, roles: Roles, translations: NDArray[np.float64] | None = None
+) -> float | NDArray[np.float64]:
+    """Mean thigh + shin length (hip joint to ankle bone path), file unit; per frame,
+    shape (F,), for per-frame joint offsets ``translations`` (F, J, 3)."""
+    pairs = [(roles[f"{s}_hip"], roles[f"{s}_ankle"]) for s in ("left", "right")]
+    return _mean_path(skeleton, pairs, translations)

@@ -685,11 +685,24 @@ class SensorFilter:
         SensorEstimate
             Arrays of shape (S, ...).
         """
-        return SensorEstimate._from_packed(self._measure(positions, orientations))
+        return SensorEstimate._from_packed(self.update_packed(positions, orientations))
 
-    def _measure(self, positions: ArrayLike, orientations: ArrayLike) -> Array:
-        """:meth:`update`'s frame as the kernel packs it, a new writable C array (S, 13):
-        ``p̂``, ``q_e``, ``ṗ``, ``ṙ`` per sensor (for callers that hand it to compiled code)."""
+    def update_packed(self, positions: ArrayLike, orientations: ArrayLike) -> Array:
+        """:meth:`update`, its frame packed in one array, as the filter's kernel writes it
+        (for callers that hand it on to compiled code: no views, no copies).
+
+        Parameters
+        ----------
+        positions : array_like, shape (S, 3)
+        orientations : array_like, shape (S, 4)
+            As :meth:`update` takes them.
+
+        Returns
+        -------
+        ndarray, shape (S, 13)
+            A new writable C array; per sensor, the columns of :class:`SensorEstimate`
+            side by side: ``p̂`` (0:3), ``q_e`` (3:7), ``ṗ`` (7:10), ``ṙ`` (10:13).
+        """
         p, o = _as_frames(positions, orientations, "S")
         if p.shape[0] != self.num_sensors:
             raise ValueError(
@@ -734,7 +747,7 @@ def filter_stream(
     sensors = SensorFilter(p.shape[1], parameters, fps)
     if sensors.parameters.lag == 0:
         return SensorEstimate._from_packed(sensors._run(p, o))
-    out = np.stack([sensors._measure(p[f], o[f]) for f in range(len(p))]) if len(p) else None
+    out = np.stack([sensors.update_packed(p[f], o[f]) for f in range(len(p))]) if len(p) else None
     return SensorEstimate._from_packed(out if out is not None else sensors._run(p, o))
 
 

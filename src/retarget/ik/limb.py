@@ -151,12 +151,17 @@ from ..motion import Motion
 from ..skeleton import Skeleton
 
 __all__ = [
+    "ARC_TOL",
+    "DEGENERATE",
     "LIMB_ROLES",
     "Limb",
+    "LimbGeometry",
     "LimbSolution",
     "estimate_hinge_axis",
+    "free_joint",
     "hinge_angle",
     "limb_from_roles",
+    "limb_geometry",
     "limb_reach",
     "soft_reach",
     "solve_limb",
@@ -173,10 +178,11 @@ LIMB_ROLES: Mapping[str, tuple[str, str, str]] = {
 _SIDES = ("left", "right")
 _SWIVEL_MODES = ("relative", "absolute", "nearest")
 _TWO_PI = 2.0 * np.pi
-# below this r1 r2 / (l1 l2) the hinge does not change L (upper or lower joint on the axis)
-_DEGENERATE = 1e-12
-# tolerance (radians) for "on the hinge-limit arc" against rounding of arccos
-_ARC_TOL = 1e-9
+#: Below this ``r1 r2 / (l1 l2)`` the hinge does not change the limb's length ``L`` (the
+#: upper or the lower joint lies on the hinge axis): any hinge angle reaches as far.
+DEGENERATE = 1e-12
+#: Tolerance (radians) for "on the hinge-limit arc", against the rounding of ``arccos``.
+ARC_TOL = 1e-9
 
 
 def _readonly(a: ArrayLike, shape: tuple[int, ...], name: str) -> Array:
@@ -395,12 +401,31 @@ def _upper_frame(
 
 
 @dataclass(frozen=True)
-class _Geometry:
-    """Pose-independent quantities of a limb (upper joint's frame; module docstring).
+class LimbGeometry:
+    """Pose-independent quantities of a limb, in the upper joint's frame (the symbols of
+    the module docstring, "Geometry and symbols"; lengths in the skeleton's unit).
 
     From the skeleton's offsets (fields of shape () and (3,)), or per row from
     per-frame offsets (a character whose proportions change over a clip: fields
-    of shape (...) and (..., 3), one limb per row).
+    of shape (...) and (..., 3), one limb per row). Compiled solvers of the same
+    limb (:mod:`retarget.online._puppet_kernel`) take their constants from it.
+
+    Attributes
+    ----------
+    a : ndarray, shape (3,)
+        The unit hinge axis.
+    d1 : ndarray, shape (..., 3)
+        The middle joint's offset (upper → middle).
+    off2 : ndarray, shape (..., 3)
+        The lower joint's offset, in the middle joint's frame.
+    h1, r1, l1, l2 : ndarray, shape (...)
+        ``d1 · a``, the upper joint's distance from the axis line, ``|d1|``, ``|off2|``.
+    s : ndarray, shape (..., 3)
+        Unit, ⊥ ``a``: the direction ``β = 0`` of the lower bone's projection.
+    t : ndarray, shape (..., 3)
+        ``a × s``.
+    a_cross : ndarray, shape (3, 3)
+        ``v @ a_cross == a × v``.
     """
 
     a: Array  # (3,) hinge axis
@@ -415,9 +440,11 @@ class _Geometry:
     a_cross: Array  # (3, 3): v @ a_cross == a × v
 
 
-def _geometry(skeleton: Skeleton, limb: Limb, translations: Array | None = None) -> _Geometry:
-    """The limb's :class:`_Geometry` from ``skeleton.offsets``, or row by row from
-    per-frame offsets ``translations`` of shape (..., J, 3)."""
+def limb_geometry(
+    skeleton: Skeleton, limb: Limb, translations: Array | None = None
+) -> LimbGeometry:
+    """The limb's :class:`LimbGeometry`: from ``skeleton.offsets``, or row by row from
+    per-frame joint offsets ``translations`` of shape (..., J, 3)."""
     a = limb.hinge_axis
     offsets = skeleton.offsets if translations is None else translations
     d1 = offsets[..., limb.middle, :]
@@ -443,7 +470,7 @@ def _geometry(skeleton: Skeleton, limb: Limb, translations: Array | None = None)
                 _perpendicular(a),
             ),
         )
-    return _Geometry(
+    return LimbGeometry(
         a=a,
         d1=d1,
         off2=off2,
@@ -650,8 +677,10 @@ def _joint_skeleton(skeleton: Skeleton, joint: int) -> Skeleton:
     )
 
 
-def _free_joint(skeleton: Skeleton, joint: int) -> bool:
-    """Three rotation channels and no finite limit: any rotation is allowed."""
+def free_joint(skeleton: Skeleton, joint: int) -> bool:
+    """Whether ``joint`` turns freely: three rotation channels and no finite limit, so
+    that any rotation is allowed (its orientation goal needs no projection onto
+    channels or limits, :func:`retarget.dofs.clamp_to_limits`)."""
     return bool(skeleton.dof_mask[joint].all() and np.isinf(skeleton.limits[joint]).all())
 
 
@@ -694,7 +723,7 @@ def soft_reach(distance: ArrayLike, reach: ArrayLike, softness: float) -> Array:
 
 
 def _solve_hinge(
-    g: _Geometry,
+    g: LimbGeometry,
     limits: Array,
     h2: Array,
     r2: Array,
@@ -714,7 +743,7 @@ def _solve_hinge(
     k = g.l1 * g.l1 + g.l2 * g.l2 + 2.0 * g.h1 * h2  # not l**2: a scalar rounds otherwise
     lo, hi = float(limits[0]), float(limits[1])
     full = not (hi - lo < _TWO_PI)
-    degenerate = rr <= _DEGENERATE * g.l1 * g.l2
+    degenerate = rr <= DEGENERATE * g.l1 * g.l2
     if full:
         c_min: Array | float = -1.0
         c_max: Array | float = 1.0
@@ -755,7 +784,7 @@ def _solve_hinge(
     if not full:
         _, dist_keep = _on_arc(beta, beta_lo, width)
         _, dist_flip = _on_arc(-beta, beta_lo, width)
-        beta = np.where(dist_keep > np.maximum(dist_flip, _ARC_TOL), -beta, beta)
+        beta = np.where(dist_keep > np.maximum(dist_flip, ARC_TOL), -beta, beta)
         beta = _clamp_to_arc(beta, beta_lo, width)  # rounding of arccos onto the arc
     delta = _wrap(beta - beta_ref)
     if degenerate.any():
@@ -868,7 +897,7 @@ def solve_limb(
     if translations is not None:
         translations = np.broadcast_to(translations, (*batch, n_joints, 3))
 
-    g = _geometry(skeleton, limb, translations)
+    g = limb_geometry(skeleton, limb, translations)
     a = g.a
     u, m, lo = limb.joints
     q_up = np.ascontiguousarray(rotations[..., u, :])  # contiguous: faster algebra
@@ -940,7 +969,7 @@ def solve_limb(
         q_low = rotations[..., lo, :]
         target = np.where(use[..., None], orientation, quat.multiply(w_mid, q_low))
         local = quat.multiply(quat.conjugate(w_mid), target)
-        if not _free_joint(skeleton, lo):
+        if not free_joint(skeleton, lo):
             local = clamp_to_limits(_joint_skeleton(skeleton, lo), local[..., None, :])[..., 0, :]
         out[..., lo, :] = np.where(use[..., None], local, q_low)
         achieved = quat.multiply(w_mid, out[..., lo, :])
@@ -1035,7 +1064,7 @@ def swivel_angle(
     rotations = _as_batch(rotations, (skeleton.num_joints, 4), "rotations")
     root_position = _as_batch(root_position, (3,), "root_position")
     batch = np.broadcast_shapes(rotations.shape[:-2], root_position.shape[:-1])
-    g = _geometry(skeleton, limb)
+    g = limb_geometry(skeleton, limb)
     q_up = rotations[..., limb.upper, :]
     w_limb = g.d1 + quat.rotate(rotations[..., limb.middle, :], g.off2)
     w_dir, _ = _unit(w_limb, np.array([1.0, 0.0, 0.0]))

@@ -86,7 +86,7 @@ Why numba
 Which level answers, and how many balls are dropped, differ from frame to
 frame: a numpy version would evaluate every candidate of every level for every
 frame and mask, and repeat that for every dropping round. The per-frame search
-is instead a compiled scalar kernel (``_closest_frame``, on 3-tuples, no
+is instead a compiled scalar kernel (``closest_in_balls_frame``, on 3-tuples, no
 allocation per frame) and ``_closest_kernel`` loops over the frames inside
 numba (one thread): 0.3-0.6 µs per frame of four balls (1.7-3 million
 frames/s, the lower figure when half the frames must drop balls), and about
@@ -112,7 +112,21 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["BallEstimate", "RootEstimate", "closest_in_balls", "estimate_root", "weighted_offset"]
+from .._vec3 import add as _add
+from .._vec3 import cross as _cross
+from .._vec3 import dot as _dot
+from .._vec3 import norm as _norm
+from .._vec3 import scale as _mul
+from .._vec3 import sub as _sub
+
+__all__ = [
+    "BallEstimate",
+    "RootEstimate",
+    "closest_in_balls",
+    "closest_in_balls_frame",
+    "estimate_root",
+    "weighted_offset",
+]
 
 Array = NDArray[np.float64]
 
@@ -186,36 +200,6 @@ class RootEstimate:
 @numba.njit(cache=True, nogil=True)
 def _row(a, i):  # pragma: no cover - jitted
     return (a[i, 0], a[i, 1], a[i, 2])
-
-
-@numba.njit(cache=True, nogil=True)
-def _add(a, b):  # pragma: no cover - jitted
-    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
-
-
-@numba.njit(cache=True, nogil=True)
-def _sub(a, b):  # pragma: no cover - jitted
-    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
-
-
-@numba.njit(cache=True, nogil=True)
-def _mul(a, s):  # pragma: no cover - jitted
-    return (a[0] * s, a[1] * s, a[2] * s)
-
-
-@numba.njit(cache=True, nogil=True)
-def _dot(a, b):  # pragma: no cover - jitted
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-@numba.njit(cache=True, nogil=True)
-def _norm(a):  # pragma: no cover - jitted
-    return math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
-
-
-@numba.njit(cache=True, nogil=True)
-def _cross(a, b):  # pragma: no cover - jitted
-    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -368,8 +352,32 @@ def _project(p, c, r, kept, scale, proj, out):  # pragma: no cover - jitted
 
 
 @numba.njit(cache=True, nogil=True)
-def _closest_frame(p, c, r, w, proj, out, kept):  # pragma: no cover - jitted
-    """One frame of :func:`closest_in_balls`: writes ``out`` (3,) and ``kept`` (n,)."""
+def closest_in_balls_frame(p, c, r, w, proj, out, kept):  # pragma: no cover - jitted
+    """One frame of :func:`closest_in_balls`, compiled, for numba kernels that pose one
+    frame at a time (:mod:`retarget.online._puppet_kernel`); unchecked.
+
+    Parameters
+    ----------
+    p : 3-tuple of float
+        The point (the offset root).
+    c : ndarray, shape (n, 3)
+        The balls' centres.
+    r : ndarray, shape (n,)
+        Their radii (``inf``: all of space).
+    w : ndarray, shape (n,)
+        Their importance (which balls are dropped first).
+    proj : ndarray, shape (n, 3)
+        Scratch space.
+    out : ndarray, shape (3,)
+        Written: the closest point.
+    kept : ndarray of bool, shape (n,)
+        Written: the balls the answer satisfies (:attr:`BallEstimate.kept`).
+
+    Returns
+    -------
+    int
+        The case (:attr:`BallEstimate.case`).
+    """
     nb = r.shape[0]
     scale = _coordinate_scale(c, r)
     kept[:] = True
@@ -419,7 +427,7 @@ def _invalid_input(p, c, r, w):  # pragma: no cover - jitted
 
 @numba.njit(cache=True, nogil=True)
 def _closest_kernel(p, c, r, w, position, kept, case, moved, inside):  # pragma: no cover - jitted
-    """:func:`_closest_frame` over the frames of (F, ...) arrays, after checking them.
+    """:func:`closest_in_balls_frame` over the frames of (F, ...) arrays, after checking them.
 
     Also writes ``inside`` (F, n): the answer lies in ball ``i`` (within τ_i),
     kept or not. Returns the code of :func:`_invalid_input` (the outputs are
@@ -431,7 +439,7 @@ def _closest_kernel(p, c, r, w, position, kept, case, moved, inside):  # pragma:
     proj = np.empty((r.shape[1], 3))
     for f in range(p.shape[0]):
         pf = _row(p, f)
-        case[f] = _closest_frame(pf, c[f], r[f], w[f], proj, position[f], kept[f])
+        case[f] = closest_in_balls_frame(pf, c[f], r[f], w[f], proj, position[f], kept[f])
         x = _row(position, f)
         moved[f] = _norm(_sub(x, pf))
         scale = _coordinate_scale(c[f], r[f])

@@ -25,39 +25,13 @@ from ..contacts import UP, Contacts, detect_contacts
 from ..kinematics import positions
 from ..motion import Motion
 from ..result import Result, speed
-from ..roles import Roles, find_roles, height
+from ..roles import Roles, find_roles, foot_length, height, leg_length
 from ..skeleton import Skeleton
 from ._base import check_same_hierarchy
 
 __all__ = ["Transfer", "copy_retarget", "foot_length", "leg_length", "scale_path", "transfer"]
 
 Array = NDArray[np.float64]
-
-
-def _mean_path(
-    skeleton: Skeleton, pairs: list[tuple[int, int]], translations: Array | None
-) -> float | Array:
-    lengths = [skeleton.path_length(a, b, translations) for a, b in pairs]
-    mean = np.mean(np.asarray(lengths, dtype=np.float64), axis=0)
-    return float(mean) if translations is None else mean
-
-
-def foot_length(
-    skeleton: Skeleton, roles: Roles, translations: Array | None = None
-) -> float | Array:
-    """Mean bone path from ankle to toe tip, file unit; per frame, shape (F,), for
-    per-frame joint offsets ``translations`` (F, J, 3)."""
-    pairs = [(roles[f"{s}_ankle"], roles[f"{s}_toe_tip"]) for s in ("left", "right")]
-    return _mean_path(skeleton, pairs, translations)
-
-
-def leg_length(
-    skeleton: Skeleton, roles: Roles, translations: Array | None = None
-) -> float | Array:
-    """Mean thigh + shin length (hip joint to ankle bone path), file unit; per frame,
-    shape (F,), for per-frame joint offsets ``translations`` (F, J, 3)."""
-    pairs = [(roles[f"{s}_hip"], roles[f"{s}_ankle"]) for s in ("left", "right")]
-    return _mean_path(skeleton, pairs, translations)
 
 
 def scale_path(path: Array, ratio: float | Array) -> Array:

@@ -29,7 +29,7 @@ also says where and why the extensions leave the paper) and where each is done:
   over all its frames);
 * 5, root position: the balls' lagged importance (``radius_weights``), eqs.
   16-17 and the Appendix (``_estimate_root``: eq. 16 here, the ball search is
-  :mod:`retarget.ik.root`'s compiled ``_closest_frame``), then the lags and the
+  :mod:`retarget.ik.root`'s compiled ``closest_in_balls_frame``), then the lags and the
   soft closest point (``smooth_root``, ``_soft_closest``); ``radius_weights``
   and ``smooth_root`` are the one implementation too, looping over however
   many frames they are given;
@@ -42,10 +42,14 @@ also says where and why the extensions leave the paper) and where each is done:
 * 8, the blend of eq. 24, ``slerp(q*, q_ik, w_i)`` (``_slerp``);
 * 9, the penetration fix (``_surface_hit``, then ``_solve_limb`` again).
 
-The fixed arrays of a :class:`~retarget.online.puppetry.Puppet` are gathered
-once into a :class:`FramePlan` (:func:`frame_plan`). Floors, boxes and
-spheres are compiled; a puppet with another shape (height field, scene), with
-a wrist or ankle that is not a free 3-DOF joint (its orientation would need
+This module knows arrays and scalars only, and imports nothing of
+:mod:`retarget.online.puppetry`: the fixed arrays of a
+:class:`~retarget.online.puppetry.Puppet` are gathered there, once, into a
+:class:`~retarget.online.puppetry.FramePlan`
+(:func:`~retarget.online.puppetry.frame_plan`). Floors, boxes and spheres are
+compiled (shape kinds :data:`FLOOR`, :data:`BOX`, :data:`SPHERE`); a puppet
+with another shape (height field, scene), with a wrist or ankle that is not a
+free 3-DOF joint (its orientation would need
 :func:`retarget.dofs.clamp_to_limits`) or with one toe only gets no plan and
 stays on ``solve_frames``.
 
@@ -57,40 +61,41 @@ are the same unit), angles in radians, quaternions ``(w, x, y, z)``, Y up
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
-from numpy.typing import NDArray
 
-from ..environment import Box, Floor, Shape, Sphere
-from ..ik.limb import _ARC_TOL, _DEGENERATE, _TWO_PI, _free_joint, _geometry
-from ..ik.root import _add, _closest_frame, _cross, _dot, _norm, _sub
-from ..ik.root import _mul as _scale
+from .._vec3 import add as _add
+from .._vec3 import cross as _cross
+from .._vec3 import dot as _dot
+from .._vec3 import norm as _norm
+from .._vec3 import scale as _scale
+from .._vec3 import sub as _sub
+from ..ik.limb import ARC_TOL, DEGENERATE
+from ..ik.root import closest_in_balls_frame
 from ..kinematics import _fk_kernel
 from ..quat import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 
-if TYPE_CHECKING:
-    from .puppetry import Puppet
-
 __all__ = [
+    "BOX",
+    "FLOOR",
     "HOLD_COLUMNS",
     "NEEDS_POSTURE",
     "NOT_FINITE",
     "SOLVED",
+    "SPHERE",
     "STATE_SIZE",
-    "FramePlan",
-    "frame_plan",
-    "hold_arguments",
     "hold_feet",
     "lag_coefficient",
     "radius_weights",
     "smooth_root",
 ]
 
-# shape kinds
-_FLOOR, _BOX, _SPHERE = 0, 1, 2
+_TWO_PI = 2.0 * np.pi
+#: Shape kinds of the compiled objects (``kind`` of :func:`_distance` and ``_frame``):
+#: :class:`~retarget.environment.Floor`, :class:`~retarget.environment.Box`,
+#: :class:`~retarget.environment.Sphere`.
+FLOOR, BOX, SPHERE = 0, 1, 2
 # what _frame returns
 SOLVED, NEEDS_POSTURE, NOT_FINITE = 0, 1, 2
 
@@ -222,10 +227,10 @@ def _distance(kind, center, half, frame, size, j, p):  # pragma: no cover - jitt
     ``kind[j]``: floor (``size[j]`` its height), box (``center``, ``half``
     extents, world rotation matrix ``frame[j]``) or sphere (``size[j]`` its radius).
     """
-    if kind[j] == _FLOOR:
+    if kind[j] == FLOOR:
         return p[1] - size[j]
     c = _vrow(center, j)
-    if kind[j] == _SPHERE:
+    if kind[j] == SPHERE:
         return _norm(_sub(p, c)) - size[j]
     q = _to_box(frame, j, _sub(p, c))
     ex = (abs(q[0]) - half[j, 0], abs(q[1]) - half[j, 1], abs(q[2]) - half[j, 2])
@@ -239,10 +244,10 @@ def _distance(kind, center, half, frame, size, j, p):  # pragma: no cover - jitt
 def _closest(kind, center, half, frame, size, j, p):  # pragma: no cover - jitted
     """``Shape.closest`` of point ``p``: signed distance, closest point and outward
     normal (3-tuples) on shape ``j`` (arrays as :func:`_distance`)."""
-    if kind[j] == _FLOOR:
+    if kind[j] == FLOOR:
         return p[1] - size[j], (p[0], size[j], p[2]), (0.0, 1.0, 0.0)
     c = _vrow(center, j)
-    if kind[j] == _SPHERE:
+    if kind[j] == SPHERE:
         v = _sub(p, c)
         r = _norm(v)
         n = (v[0] / r, v[1] / r, v[2] / r) if r > 0.0 else (0.0, 1.0, 0.0)
@@ -510,7 +515,7 @@ def _estimate_root(
 ):  # pragma: no cover - jitted
     """Stage 5's ball search, eqs. 16-17 (:func:`retarget.ik.root.estimate_root`): the
     weighted offset of eq. 16, then the point of the balls ``|x − (g_i + root − upper_i)| ≤
-    reach_i / w_i`` closest to the offset root (Appendix; ``_closest_frame``), into
+    reach_i / w_i`` closest to the offset root (Appendix; ``closest_in_balls_frame``), into
     ``root`` (1, 3). ``pos`` (1, P, 3) is the character with the captured angles;
     ``reach`` (4,) and ``importance`` (4,) are those of :func:`radius_weights`."""
     n = limb_joints.shape[0]
@@ -533,7 +538,7 @@ def _estimate_root(
         _vrow(captured_root, 0), (numerator[0] / total, numerator[1] / total, numerator[2] / total)
     )
     kept = np.empty(n, np.bool_)
-    _closest_frame(p, centers, radii, importance, np.empty((n, 3)), root[0], kept)
+    closest_in_balls_frame(p, centers, radii, importance, np.empty((n, 3)), root[0], kept)
 
 
 # -- the smooth root (stage 5, beyond the paper) -------------------------------------------
@@ -704,7 +709,7 @@ def smooth_root(
     lags (:func:`_lag3`, ``α``; the first frame starts them at its value), added back
     to the captured root: the anchor ``a``; then the soft closest point of the balls
     to ``a`` (:func:`_soft_closest`); a point still outside a ball (a pull the zone
-    cannot hold) goes to the closest point of the balls (``_closest_frame``), so the
+    cannot hold) goes to the closest point of the balls (``closest_in_balls_frame``), so the
     goals stay as reachable as the paper's estimate makes them.
 
     Parameters
@@ -759,7 +764,7 @@ def smooth_root(
             if _norm(_sub(x, _vrow(centers[f], i))) > radii[f, i] + slack:
                 outside = True
         if outside:
-            _closest_frame(x, centers[f], radii[f], weights[f], proj, out, kept)
+            closest_in_balls_frame(x, centers[f], radii[f], weights[f], proj, out, kept)
             x = (out[0], out[1], out[2])
         for c in range(3):
             root[f, c] = x[c]
@@ -818,7 +823,7 @@ def _solve_hinge(
     rr = r1 * r2
     k = l1 * l1 + l2 * l2 + 2.0 * h1 * h2
     full = not (hi - lo < _TWO_PI)
-    degenerate = rr <= _DEGENERATE * l1 * l2
+    degenerate = rr <= DEGENERATE * l1 * l2
     width = hi - lo
     beta_lo = lo + (beta_ref - theta_ref)  # β = θ + (β_ref − θ_ref)
     if full:
@@ -842,9 +847,7 @@ def _solve_hinge(
     b = math.acos(min(max(c, -1.0), 1.0))
     beta = b  # the flexion side, always (ik.limb._solve_hinge: no flip at a straight limb)
     if not full:
-        if _arc_distance(beta, beta_lo, width) > max(
-            _arc_distance(-beta, beta_lo, width), _ARC_TOL
-        ):
+        if _arc_distance(beta, beta_lo, width) > max(_arc_distance(-beta, beta_lo, width), ARC_TOL):
             beta = -beta
         beta = _clamp_to_arc(beta, beta_lo, width)
     delta = _wrap(beta - beta_ref)
@@ -1320,136 +1323,7 @@ def _frame(
     return SOLVED
 
 
-# -- the plan -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class FramePlan:
-    """A :class:`~retarget.online.puppetry.Puppet`'s fixed arrays, as ``_frame`` takes them.
-
-    Attributes
-    ----------
-    arguments : tuple
-        ``_frame``'s arguments from ``performer_parents`` to ``softness``, in its
-        order (its docstring gives their shapes): read-only C arrays and scalars.
-    num_joints : int
-        The character's ``J``.
-    """
-
-    arguments: tuple[object, ...]
-    num_joints: int
-
-
-def _frozen(a: object, dtype: type) -> NDArray[np.generic]:
-    out: NDArray[np.generic] = np.array(a, dtype=dtype, order="C")  # a copy
-    out.setflags(write=False)
-    return out
-
-
-def _shape_arrays(objects: tuple[Shape, ...]) -> tuple[NDArray[np.generic], ...] | None:
-    """``kind`` (m,), ``center`` (m, 3), ``half`` (m, 3), ``frame`` (m, 3, 3) and
-    ``size`` (m,) of the floors, boxes and spheres; None for another shape."""
-    m = len(objects)
-    kind = np.zeros(m, np.intp)
-    center = np.zeros((m, 3))
-    half = np.zeros((m, 3))
-    frame = np.broadcast_to(np.eye(3), (m, 3, 3)).copy()
-    size = np.zeros(m)
-    for j, shape in enumerate(objects):
-        if type(shape) is Floor:
-            kind[j], size[j] = _FLOOR, shape.height
-        elif type(shape) is Box:
-            kind[j], center[j], half[j] = _BOX, shape.center, shape.half_extents
-            frame[j] = shape._R_world_box
-        elif type(shape) is Sphere:
-            kind[j], center[j], size[j] = _SPHERE, shape.center, shape.radius
-        else:
-            return None
-    return kind, center, half, frame, size
-
-
-def frame_plan(puppet: Puppet) -> FramePlan | None:
-    """The :class:`FramePlan` of a puppet, or None when ``_frame`` cannot pose it.
-
-    None for objects other than :class:`~retarget.environment.Floor`,
-    :class:`~retarget.environment.Box` and :class:`~retarget.environment.Sphere`
-    (exact types), a lower limb joint that is not free (three rotation
-    channels, no limits), or one toe contact only.
-    """
-    ch = puppet.character
-    shapes = _shape_arrays(puppet.objects)
-    toes = len(puppet.contacts) - 4
-    if shapes is None or toes not in (0, 2):
-        return None
-    if not all(_free_joint(ch, limb.lower) for limb in puppet.limbs):
-        return None
-    toe_clearance = puppet.contact_clearance[4:]
-    toe_shift = toe_clearance * puppet.foot_scale[:toes] - toe_clearance
-    geometry = [_geometry(ch, limb) for limb in puppet.limbs]
-    f, i = np.float64, np.intp
-    arguments = (
-        _frozen(puppet.performer.parents, i),
-        _frozen(puppet.sensor_of, i),
-        _frozen(puppet.effectors, i),
-        _frozen(puppet.contacts, i),
-        _frozen(puppet.contact_owner, i),
-        _frozen(puppet.contact_clearance, f),
-        _frozen(puppet.influence[puppet.contact_owner], f),
-        float(puppet.lookahead),
-        _frozen(puppet.character_clearance - puppet.clearance, f),
-        _frozen(toe_shift, f),
-        _frozen(puppet.toe_offsets.reshape(toes, 3), f),
-        *(_frozen(a, t) for a, t in zip(shapes, (i, f, f, f, f), strict=True)),
-        _frozen(puppet.influence, f),
-        _frozen(ch.point_parents, i),
-        _frozen(ch.point_offsets[None], f),
-        ch.num_joints,
-        _frozen([limb.joints for limb in puppet.limbs], i),
-        _frozen([ch.parents[limb.upper] if limb.upper else -1 for limb in puppet.limbs], i),
-        _frozen([g.a for g in geometry], f),
-        _frozen([g.d1 for g in geometry], f),
-        _frozen([g.off2 for g in geometry], f),
-        _frozen([(g.h1, g.r1, g.l1, g.l2) for g in geometry], f),
-        _frozen([(g.s, g.t) for g in geometry], f),
-        _frozen([limb.hinge_limits for limb in puppet.limbs], f),
-        _frozen([limb.swivel_reference for limb in puppet.limbs], f),
-        _frozen(puppet.lengths, f),
-        _frozen(puppet.character_clearance, f),
-        1e-9 * puppet.character_height,
-        bool(puppet.root_estimation),
-        float(puppet.softness),
-        bool(puppet.hold_feet),
-        *hold_arguments(puppet),
-        lag_coefficient(puppet.radius_release, puppet.fps),
-        lag_coefficient(puppet.root_smoothing, puppet.fps),
-        _frozen((puppet.root_zone + puppet.root_slack) * puppet.lengths, f),
-        _frozen(puppet.root_slack * puppet.lengths, f),
-        float(puppet.root_stiffness),
-        float(puppet.stride),
-        _frozen(puppet.origin, f),
-    )
-    return FramePlan(arguments, ch.num_joints)
-
-
 def lag_coefficient(seconds: float, fps: float) -> float:
     """``α = 1 − exp(−1 / (τ fps))`` of a first-order lag of time constant ``τ`` seconds
     (:func:`_lag3`); 1 (no lag) for ``τ = 0``."""
     return 1.0 - math.exp(-1.0 / (seconds * fps)) if seconds > 0 else 1.0
-
-
-def hold_arguments(
-    puppet: Puppet,
-) -> tuple[NDArray[np.generic], NDArray[np.generic], float, float, float]:
-    """``arms``, ``gates``, ``pivot_eps``, ``decay`` and ``smooth`` of :func:`hold_feet`
-    for a puppet."""
-    arms = np.zeros((2, 3))
-    arms[: len(puppet.toe_offsets)] = puppet.toe_offsets
-    gates = np.concatenate([puppet.plant_gap, puppet.plant_speed])
-    decay = math.exp(-1.0 / (puppet.release * puppet.fps)) if puppet.release > 0 else 0.0
-    return (
-        _frozen(arms, np.float64),
-        _frozen(gates, np.float64),
-        float(puppet.pivot_speed),
-        decay,
-        lag_coefficient(puppet.plant_smoothing, puppet.fps),
-    )

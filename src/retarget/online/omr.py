@@ -2,8 +2,11 @@
 
 Each frame, the source's pose mapped onto the target (``θ_src``: its joint
 rotations by name, its root placed for the target's size) and the goals of
-the end-effectors (``x1``) go in; the target's pose comes out, from the
-previous output and these inputs only (:meth:`OnlineRetargeter.step`). The
+the end-effectors (``x1``) go in, a :class:`~retarget.online.contract.GoalFrame`;
+the target's pose comes out, a :class:`~retarget.online.contract.PoseFrame`,
+from the previous output and these inputs only (:meth:`OnlineRetargeter.step`,
+the contract of :mod:`retarget.online.contract`; how a source's frames become
+these inputs: :mod:`retarget.online.omr_plan`). The
 update is closed-loop inverse rate control with the secondary task "imitate
 the source's joints" (eq. 21; :func:`retarget.ik.rate.rate_step`): the
 end-effectors track their goals and the redundant degrees of freedom follow
@@ -50,8 +53,9 @@ the pelvis first, heels and foot orientations second, so a heel that cannot
 stay put without moving a toe gives way (:func:`retarget.ik.rate.rate_step`).
 A held heel also lets go as its leg straightens (``Effector.reach``).
 
-**The first frame** (:meth:`reset`) settles to the fixed point of
-:meth:`step` on a still input: the same update and §3.1 correction, the hold
+**The first frame** (the first :meth:`~OnlineRetargeter.step` of a new
+object or after :meth:`~OnlineRetargeter.reset`) settles to the fixed point
+of a step on a still input: the same update and §3.1 correction, the hold
 weights the rules give there and the heels held where they are, so a still
 input gives a still output from the first frame on and a clip that starts
 mid-stride starts without a jolt (settled with the update alone, the first
@@ -84,6 +88,7 @@ from ..kinematics import _fk_kernel
 from ..result import speed
 from ..skeleton import Skeleton
 from ._kernel import _hold_weights, _shape_goals, _update
+from .contract import GoalFrame, PoseFrame
 
 __all__ = ["BaseSwitching", "Effector", "Foot", "OnlineRetargeter"]
 
@@ -210,6 +215,10 @@ class BaseSwitching:
 
 class OnlineRetargeter:
     """Closed-loop inverse rate control, frame by frame (Choi & Ko 2000, eq. 21).
+
+    An :class:`~retarget.online.contract.OnlineMethod` of
+    :class:`~retarget.online.contract.GoalFrame` in and
+    :class:`~retarget.online.contract.PoseFrame` out: :meth:`reset`, :meth:`step`.
 
     Parameters
     ----------
@@ -348,50 +357,66 @@ class OnlineRetargeter:
             foot_of[[p for p in (foot.toe, foot.heel) if p >= 0]] = f
         self._foot_of_point = foot_of[self._foot_points]
         self._allowed = np.ones(len(foot_points), np.bool_)
-        self._settling = False  # reset(): the heels are held where they are at each step
+        self._settling = False  # the first frame: the heels are held where they are at each step
         self._root: Array | None = None  # the pose (1, 3), (1, J, 4) and its FK: see _kernel
         self._frames = 0  # frames stepped since the first reset
+        self._first = True  # the next step is a first frame (reset)
+        self._restart = False
+        self._settle = 1000
 
-    # -- state ---------------------------------------------------------------------------------
-    def reset(
-        self,
-        source_root: ArrayLike,
-        source_rotations: ArrayLike,
-        goals: ArrayLike,
-        orientations: ArrayLike | None = None,
-        *,
-        settle: int = 1000,
-        restart: bool = False,
-    ) -> tuple[Array, Array]:
-        """Start from the first frame: the source pose, then steps toward its goals until
-        the pose stops changing (the update's fixed point, at most ``settle`` steps).
+    # -- the contract (retarget.online.contract) -----------------------------------------------
+    def reset(self, *, restart: bool = False, settle: int = 1000) -> None:
+        """Forget the past: the next :meth:`step` is a first frame. It starts from that
+        frame's source pose and steps toward its goals until the pose stops changing
+        (the update's fixed point, module docstring), at most ``settle`` steps.
 
         Parameters
         ----------
-        source_root : array_like, shape (3,)
-        source_rotations : array_like, shape (J, 4)
-        goals : array_like, shape (K, 3)
-            Position goals per effector (rows of orientation-only effectors ignored).
-        orientations : array_like, shape (K, 4), optional
-            World orientation goals of the effectors that track one.
         restart : bool
             The same stream goes on after a cut (its source jumped to another pose):
             the report's sums and the frame count carry on.
+        settle : int
+            Most steps of the first frame.
+        """
+        self._first = True
+        self._restart = bool(restart)
+        self._settle = int(settle)
+
+    def step(self, frame: GoalFrame) -> PoseFrame:
+        """The next output frame, from the previous one and this frame's inputs only (a
+        first frame, after :meth:`reset` or on a new object: from its own inputs).
+
+        Parameters
+        ----------
+        frame : GoalFrame
+            ``θ_src`` on the character (its joint count) and a goal row per effector
+            (NaN rows not tracked this frame); ``orientations`` when an effector tracks
+            one.
 
         Returns
         -------
-        root_position (3,), rotations (J, 4): the first output frame.
+        PoseFrame
+            The character's pose; :attr:`goals` the goals it tracked.
         """
-        root = np.array(source_root, dtype=np.float64)
-        rot = np.array(source_rotations, dtype=np.float64)
+        if self._first:
+            self._first = False
+            return self._start(frame, self._settle, self._restart)
+        return self._next(frame)
+
+    # -- state ---------------------------------------------------------------------------------
+    def _start(self, frame: GoalFrame, settle: int, restart: bool) -> PoseFrame:
+        """The first frame: the source pose, then steps toward its goals until the pose stops
+        changing (the update's fixed point, at most ``settle`` steps)."""
+        root = np.array(frame.root_position, dtype=np.float64)
+        rot = np.array(frame.rotations, dtype=np.float64)
         n_joints = self.skeleton.num_joints
         if root.shape != (3,) or rot.shape != (n_joints, 4):
             raise ValueError(
                 f"Expected a root position (3,) and rotations ({n_joints}, 4), "
                 f"got {root.shape} and {rot.shape}"
             )
-        g = np.array(goals, dtype=np.float64)
-        o = self._orientations(orientations, len(g))
+        g = np.array(frame.goals, dtype=np.float64)
+        o = self._orientations(frame.orientations, len(g))
         k = len(g)
         n_points = self.skeleton.num_points
         restart = restart and self._root is not None
@@ -467,11 +492,11 @@ class OnlineRetargeter:
         return self.pose
 
     @property
-    def pose(self) -> tuple[Array, Array]:
-        """The current output: root position (3,), rotations (J, 4)."""
+    def pose(self) -> PoseFrame:
+        """The current output frame."""
         if self._root is None:
-            raise RuntimeError("call reset() with the first frame before step()")
-        return self._root[0].copy(), self._rot[0].copy()
+            raise RuntimeError("no frame yet: step() a first frame")
+        return PoseFrame._owned(self._root[0].copy(), self._rot[0].copy())
 
     @property
     def goals(self) -> Array:
@@ -486,26 +511,17 @@ class OnlineRetargeter:
         out[self._hold_only & ~self._full] = np.nan
         return out
 
-    def step(
-        self,
-        source_root: ArrayLike,
-        source_rotations: ArrayLike,
-        goals: ArrayLike,
-        orientations: ArrayLike | None = None,
-    ) -> tuple[Array, Array]:
-        """The next output frame from the previous one and this frame's inputs only.
-
-        Parameters as :meth:`reset`; NaN goal rows are not tracked this frame.
-        """
-        if self._root is None:
-            raise RuntimeError("call reset() with the first frame before step()")
+    def _next(self, frame: GoalFrame) -> PoseFrame:
+        """A frame after the first: one step of eq. (21) (and the §3.1 correction)."""
         t0 = time.perf_counter()
+        # writable copies of the frame's read-only arrays: the compiled kernels take them
+        # as they took the arrays of the first frame (one compiled version)
         src = (
-            np.ascontiguousarray(source_root, np.float64),
-            np.ascontiguousarray(source_rotations, np.float64),
+            np.array(frame.root_position, dtype=np.float64),
+            np.array(frame.rotations, dtype=np.float64),
         )
-        g = np.asarray(goals, dtype=np.float64)
-        o = self._orientations(orientations, len(g))
+        g = np.array(frame.goals, dtype=np.float64)
+        o = self._orientations(frame.orientations, len(g))
         self._weigh(g)  # holds and releases, judged on this frame's goals
         goal, turn = self._shape(g, o)
         last_goal, last_turn = self._last
@@ -531,7 +547,7 @@ class OnlineRetargeter:
             if len(self._ori_effectors):
                 raise ValueError("some effectors track an orientation: give `orientations`")
             return np.full((k, 4), np.nan)
-        return np.ascontiguousarray(orientations, dtype=np.float64)
+        return np.array(orientations, dtype=np.float64)  # a writable C copy
 
     def _tracked(
         self, goals: Array, orientations: Array

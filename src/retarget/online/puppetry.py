@@ -141,18 +141,20 @@ and ``root_slack`` 0: the paper's stage 5 (the tests check it).
 Per frame this adds two lag updates and a Newton solve of a 3-unknown convex
 problem (a few iterations, about a microsecond).
 
-Stages 2-9 of a frame depend only on that frame's filtered sensors and the
-state of the recursions (the foot hold, the lags), so a recording is processed
-by running the filter's recursion over the frames and then stages 2-9
-vectorised over all frames, the recursions compiled (:func:`solve_frames`).
-:meth:`Puppeteer.step` runs them on one frame as one compiled call
-(:mod:`retarget.online._puppet_kernel`: the same formulas, for numpy's
-overhead per call on one frame was nearly all of the time), and falls back
-to :func:`solve_frames` on a frame that needs the body posture (stage 6), on
-a filtered sensor that is not finite, and for a puppet the compiled frame
-does not support (objects other than floors, boxes and spheres; see
-:func:`retarget.online._puppet_kernel.frame_plan`). Either way frame ``t`` of
-the output depends on sensor frames ``0..t`` only.
+**The online method** (:mod:`retarget.online.contract`): :class:`Puppeteer`,
+``reset()`` and ``step(SensorFrame) -> PoseFrame``; the offline
+:func:`retarget.methods.puppetry.puppetry_retarget` is a loop over it. Stages
+2-9 of a frame depend only on that frame's filtered sensors and the state of
+the recursions (the foot hold, the lags), so they can also run vectorised over
+many frames, the recursions compiled (:func:`solve_frames`, after the filter's
+recursion over the frames). :meth:`Puppeteer.step` runs them on one frame as
+one compiled call (:mod:`retarget.online._puppet_kernel`: the same formulas,
+for numpy's overhead per call on one frame was nearly all of the time), and
+falls back to :func:`solve_frames` on a frame that needs the body posture
+(stage 6), on a filtered sensor that is not finite, and for a puppet the
+compiled frame does not support (objects other than floors, boxes and
+spheres; see :func:`frame_plan`). Either way frame ``t`` of the output depends
+on sensor frames ``0..t`` only.
 
 **Calibration.** Joint clearances (how high an ankle sits above the floor it
 stands on) are measured on the first frame: in each foot's pose, the height
@@ -173,9 +175,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import quat
 from ..contacts import UP
-from ..environment import Floor, Shape
+from ..environment import Box, Floor, Shape, Sphere
 from ..filters import KalmanParameters, SensorEstimate, SensorFilter
-from ..ik.limb import Limb, hinge_angle, limb_from_roles, solve_limb
+from ..ik.limb import Limb, free_joint, hinge_angle, limb_from_roles, limb_geometry, solve_limb
 from ..ik.posture import solve_body_posture
 from ..ik.root import estimate_root
 from ..importance import end_effector_importance
@@ -184,20 +186,30 @@ from ..motion import Motion
 from ..roles import find_roles, height
 from ..skeleton import Skeleton
 from ._puppet_kernel import (
+    BOX,
+    FLOOR,
     HOLD_COLUMNS,
     SOLVED,
+    SPHERE,
     STATE_SIZE,
-    FramePlan,
     _frame,
-    frame_plan,
-    hold_arguments,
     hold_feet,
     lag_coefficient,
     radius_weights,
     smooth_root,
 )
+from .contract import PoseFrame, SensorFrame
 
-__all__ = ["EFFECTORS", "Puppet", "PuppetFrames", "Puppeteer", "make_puppet", "solve_frames"]
+__all__ = [
+    "EFFECTORS",
+    "FramePlan",
+    "Puppet",
+    "PuppetFrames",
+    "Puppeteer",
+    "frame_plan",
+    "make_puppet",
+    "solve_frames",
+]
 
 Array = NDArray[np.float64]
 
@@ -922,6 +934,136 @@ def solve_frames(
     )
 
 
+# -- the compiled frame's plan (retarget.online._puppet_kernel) ---------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class FramePlan:
+    """A :class:`Puppet`'s fixed arrays, as the compiled frame
+    (:func:`retarget.online._puppet_kernel._frame`) takes them.
+
+    Attributes
+    ----------
+    arguments : tuple
+        ``_frame``'s arguments from ``performer_parents`` to ``softness``, in its
+        order (its docstring gives their shapes): read-only C arrays and scalars.
+    num_joints : int
+        The character's ``J``.
+    """
+
+    arguments: tuple[object, ...]
+    num_joints: int
+
+
+def _frozen(a: object, dtype: type) -> NDArray[np.generic]:
+    out: NDArray[np.generic] = np.array(a, dtype=dtype, order="C")  # a copy
+    out.setflags(write=False)
+    return out
+
+
+def _shape_arrays(objects: tuple[Shape, ...]) -> tuple[NDArray[np.generic], ...] | None:
+    """``kind`` (m,), ``center`` (m, 3), ``half`` (m, 3), ``frame`` (m, 3, 3) and
+    ``size`` (m,) of the floors, boxes and spheres; None for another shape."""
+    m = len(objects)
+    kind = np.zeros(m, np.intp)
+    center = np.zeros((m, 3))
+    half = np.zeros((m, 3))
+    frame = np.broadcast_to(np.eye(3), (m, 3, 3)).copy()
+    size = np.zeros(m)
+    for j, shape in enumerate(objects):
+        if type(shape) is Floor:
+            kind[j], size[j] = FLOOR, shape.height
+        elif type(shape) is Box:
+            kind[j], center[j], half[j] = BOX, shape.center, shape.half_extents
+            frame[j] = shape._R_world_box
+        elif type(shape) is Sphere:
+            kind[j], center[j], size[j] = SPHERE, shape.center, shape.radius
+        else:
+            return None
+    return kind, center, half, frame, size
+
+
+def frame_plan(puppet: Puppet) -> FramePlan | None:
+    """The :class:`FramePlan` of a puppet, or None when ``_frame`` cannot pose it.
+
+    None for objects other than :class:`~retarget.environment.Floor`,
+    :class:`~retarget.environment.Box` and :class:`~retarget.environment.Sphere`
+    (exact types), a lower limb joint that is not free (three rotation
+    channels, no limits), or one toe contact only.
+    """
+    ch = puppet.character
+    shapes = _shape_arrays(puppet.objects)
+    toes = len(puppet.contacts) - 4
+    if shapes is None or toes not in (0, 2):
+        return None
+    if not all(free_joint(ch, limb.lower) for limb in puppet.limbs):
+        return None
+    toe_clearance = puppet.contact_clearance[4:]
+    toe_shift = toe_clearance * puppet.foot_scale[:toes] - toe_clearance
+    geometry = [limb_geometry(ch, limb) for limb in puppet.limbs]
+    f, i = np.float64, np.intp
+    arguments = (
+        _frozen(puppet.performer.parents, i),
+        _frozen(puppet.sensor_of, i),
+        _frozen(puppet.effectors, i),
+        _frozen(puppet.contacts, i),
+        _frozen(puppet.contact_owner, i),
+        _frozen(puppet.contact_clearance, f),
+        _frozen(puppet.influence[puppet.contact_owner], f),
+        float(puppet.lookahead),
+        _frozen(puppet.character_clearance - puppet.clearance, f),
+        _frozen(toe_shift, f),
+        _frozen(puppet.toe_offsets.reshape(toes, 3), f),
+        *(_frozen(a, t) for a, t in zip(shapes, (i, f, f, f, f), strict=True)),
+        _frozen(puppet.influence, f),
+        _frozen(ch.point_parents, i),
+        _frozen(ch.point_offsets[None], f),
+        ch.num_joints,
+        _frozen([limb.joints for limb in puppet.limbs], i),
+        _frozen([ch.parents[limb.upper] if limb.upper else -1 for limb in puppet.limbs], i),
+        _frozen([g.a for g in geometry], f),
+        _frozen([g.d1 for g in geometry], f),
+        _frozen([g.off2 for g in geometry], f),
+        _frozen([(g.h1, g.r1, g.l1, g.l2) for g in geometry], f),
+        _frozen([(g.s, g.t) for g in geometry], f),
+        _frozen([limb.hinge_limits for limb in puppet.limbs], f),
+        _frozen([limb.swivel_reference for limb in puppet.limbs], f),
+        _frozen(puppet.lengths, f),
+        _frozen(puppet.character_clearance, f),
+        1e-9 * puppet.character_height,
+        bool(puppet.root_estimation),
+        float(puppet.softness),
+        bool(puppet.hold_feet),
+        *hold_arguments(puppet),
+        lag_coefficient(puppet.radius_release, puppet.fps),
+        lag_coefficient(puppet.root_smoothing, puppet.fps),
+        _frozen((puppet.root_zone + puppet.root_slack) * puppet.lengths, f),
+        _frozen(puppet.root_slack * puppet.lengths, f),
+        float(puppet.root_stiffness),
+        float(puppet.stride),
+        _frozen(puppet.origin, f),
+    )
+    return FramePlan(arguments, ch.num_joints)
+
+
+def hold_arguments(
+    puppet: Puppet,
+) -> tuple[NDArray[np.generic], NDArray[np.generic], float, float, float]:
+    """``arms``, ``gates``, ``pivot_eps``, ``decay`` and ``smooth`` of :func:`hold_feet`
+    for a puppet."""
+    arms = np.zeros((2, 3))
+    arms[: len(puppet.toe_offsets)] = puppet.toe_offsets
+    gates = np.concatenate([puppet.plant_gap, puppet.plant_speed])
+    decay = math.exp(-1.0 / (puppet.release * puppet.fps)) if puppet.release > 0 else 0.0
+    return (
+        _frozen(arms, np.float64),
+        _frozen(gates, np.float64),
+        float(puppet.pivot_speed),
+        decay,
+        lag_coefficient(puppet.plant_smoothing, puppet.fps),
+    )
+
+
 def _solve_compiled(plan: FramePlan, sensors: Array, state: Array) -> PuppetFrames | None:
     """Stages 2-9 of one filtered frame in one compiled call, as :func:`solve_frames`
     gives them for that frame (:mod:`retarget.online._puppet_kernel`).
@@ -929,7 +1071,7 @@ def _solve_compiled(plan: FramePlan, sensors: Array, state: Array) -> PuppetFram
     Parameters
     ----------
     plan : FramePlan
-        The puppet's (:func:`retarget.online._puppet_kernel.frame_plan`).
+        The puppet's (:func:`frame_plan`).
     sensors : ndarray, shape (S, 13)
         The filtered frame as :class:`retarget.filters.SensorFilter` packs it
         (position, orientation, velocity, angular velocity), a writable C array.
@@ -982,7 +1124,12 @@ def _solve_compiled(plan: FramePlan, sensors: Array, state: Array) -> PuppetFram
 
 
 class Puppeteer:
-    """The online object: one sensor frame in, one character pose out (causal).
+    """The online object: one sensor frame in, one character pose out (causal): an
+    :class:`~retarget.online.contract.OnlineMethod` of
+    :class:`~retarget.online.contract.SensorFrame` in and
+    :class:`~retarget.online.contract.PoseFrame` out (:meth:`reset`, :meth:`step`).
+    What else a frame gives (importance, goals, iterations, stage times) is
+    :attr:`last`, a one-frame :class:`PuppetFrames`.
 
     Parameters
     ----------
@@ -995,9 +1142,23 @@ class Puppeteer:
         A take of the performer (its skeleton): clearances and hinge axes are
         measured on it (:func:`make_puppet`); without it, on the first frame
         after :meth:`reset`.
+    puppet : Puppet, optional
+        The set-up itself, made beforehand (:func:`make_puppet`; the offline
+        :func:`retarget.methods.puppetry.puppetry_retarget` measures it on the whole
+        filtered take): kept on :meth:`reset`, nothing is calibrated; ``calibration``
+        and ``options`` are then unused.
     **options
         Passed to :func:`make_puppet` (objects, influence, lookahead,
         root_estimation, alpha, beta, gamma, softness).
+
+    Attributes
+    ----------
+    puppet : Puppet or None
+        The set-up (None before the first frame unless given).
+    last : PuppetFrames or None
+        The last frame's stages (one frame).
+    frames : int
+        Frames stepped since the last :meth:`reset`.
     """
 
     def __init__(
@@ -1008,6 +1169,7 @@ class Puppeteer:
         fps: float,
         filter_parameters: KalmanParameters | None = None,
         calibration: Motion | None = None,
+        puppet: Puppet | None = None,
         **options: object,
     ) -> None:
         self.performer = performer
@@ -1020,41 +1182,54 @@ class Puppeteer:
             filter_parameters if filter_parameters is not None else KalmanParameters(),
             fps,
         )
-        self.puppet: Puppet | None = None
-        self._plan: FramePlan | None = None
+        # a given set-up and its compiled frame's plan, kept on reset
+        self._given = (puppet, None if puppet is None else frame_plan(puppet))
+        self.puppet, self._plan = self._given
         self._state = np.zeros(STATE_SIZE)
         self.last: PuppetFrames | None = None
         self.frames = 0
 
     def reset(self) -> None:
-        """Forget the past: the next frame re-initialises the filter and recalibrates."""
+        """Forget the past: the next frame re-initialises the filter and recalibrates (a
+        set-up given as ``puppet`` is kept)."""
         self._filter.reset()
-        self.puppet = None
-        self._plan = None
+        self.puppet, self._plan = self._given
         self._state = np.zeros(STATE_SIZE)
         self.last = None
         self.frames = 0
 
-    def step(self, positions: ArrayLike, orientations: ArrayLike) -> tuple[Array, Array]:
+    def step(
+        self, frame: SensorFrame | ArrayLike, orientations: ArrayLike | None = None
+    ) -> PoseFrame:
         """Filter one sensor frame and pose the character.
 
         Parameters
         ----------
-        positions : array_like, shape (S, 3)
-            World sensor positions, one per performer joint (NaN: sensor lost).
-        orientations : array_like, shape (S, 4)
-            World sensor orientations.
+        frame : SensorFrame
+            World sensor positions (S, 3) and orientations (S, 4), one per performer
+            joint (NaN rows: sensor lost). The two arrays themselves, ``step(positions,
+            orientations)``, are taken as ``SensorFrame(positions, orientations)`` (the
+            form ``retarget puppet`` still uses).
+        orientations : array_like, shape (S, 4), optional
+            Only with ``frame`` the positions (the two-array form).
 
         Returns
         -------
-        root_position : ndarray, shape (3,)
-        rotations : ndarray, shape (J, 4)
-            The character's local rotations. :attr:`last` holds the frame's
-            importance, goals, iterations and stage times (stages 2-9 of the
-            compiled path timed as one, under ``"captured"``: :class:`PuppetFrames`).
+        PoseFrame
+            The character's root position (3,) and local rotations (J, 4).
+            :attr:`last` holds the frame's importance, goals, iterations and stage
+            times (stages 2-9 of the compiled path timed as one, under
+            ``"captured"``: :class:`PuppetFrames`).
         """
+        if not isinstance(frame, SensorFrame):
+            frame = SensorFrame(
+                np.asarray(frame, dtype=np.float64), np.asarray(orientations, dtype=np.float64)
+            )
+        elif orientations is not None:
+            raise TypeError("step(frame) takes a SensorFrame alone")
+        positions, orientations = frame.positions, frame.orientations  # rows checked there
         t0 = time.perf_counter()
-        sensors = self._filter._measure(positions, orientations)
+        sensors = self._filter.update_packed(positions, orientations)
         t1 = time.perf_counter()
         if self.puppet is None:
             if self.calibration is not None:
@@ -1080,11 +1255,16 @@ class Puppeteer:
         out = None if self._plan is None else _solve_compiled(self._plan, sensors, self._state)
         t3 = time.perf_counter()
         if out is None:
-            est = SensorEstimate._from_packed(sensors[None])
+            est = SensorEstimate(
+                sensors[None, :, 0:3],
+                sensors[None, :, 3:7],
+                sensors[None, :, 7:10],
+                sensors[None, :, 10:13],
+            )
             out = solve_frames(self.puppet, est, self._state)
         self._state = out.state
         out.seconds["captured"] += t3 - t2
         out.seconds["filter"] += t1 - t0
         self.last = out
         self.frames += 1
-        return out.root_position[0], out.rotations[0]
+        return PoseFrame(out.root_position[0], out.rotations[0])

@@ -57,6 +57,8 @@ from ..errors import FormatError, RetargetError
 from ..io.sensors import frame_time, pose_frame, sensor_frame, skeleton_message
 from ..kinematics import forward_kinematics
 from ..skeleton import Skeleton
+from .contract import PoseFrame, SensorFrame
+from .omr_plan import OMRRetargeter
 from .puppetry import EFFECTORS, Puppeteer
 
 __all__ = [
@@ -90,22 +92,24 @@ class LiveRetargeter(Protocol):
 
 
 class PuppetryLive:
-    """Computer puppetry on a stream of sensor frames (:class:`~retarget.online.Puppeteer`)."""
+    """Computer puppetry on a stream of sensor frames: parses a message into a
+    :class:`~retarget.online.contract.SensorFrame` and steps
+    :class:`~retarget.online.Puppeteer` with it (its :attr:`~Puppeteer.last`
+    gives the pose message's importance and iterations)."""
 
     method = "puppetry"
 
     def __init__(self, puppeteer: Puppeteer) -> None:
         self.puppeteer = puppeteer
         self.character = puppeteer.character
-        n = puppeteer.performer.num_joints
-        self._lost = (np.full((n, 3), np.nan), np.full((n, 4), np.nan))
+        self._lost = SensorFrame.lost(puppeteer.performer.num_joints)
 
     def parse(self, data: dict[str, Any], where: tuple[str, int]) -> tuple[int | None, Any]:
         frame, p, q = sensor_frame(data, self.puppeteer.performer.num_joints, where=where)
-        return frame, (p, q)
+        return frame, SensorFrame(p, q)
 
-    def step(self, frame: tuple[Array, Array]) -> tuple[Array, Array, dict[str, Any]]:
-        root, rotations = self.puppeteer.step(*frame)
+    def step(self, frame: SensorFrame) -> tuple[Array, Array, dict[str, Any]]:
+        pose = self.puppeteer.step(frame)
         last = self.puppeteer.last
         assert last is not None
         weights = zip(EFFECTORS, last.importance[0], strict=True)
@@ -113,24 +117,27 @@ class PuppetryLive:
             "importance": {k: round(float(v), 5) for k, v in weights},
             "iterations": int(last.iterations[0]),
         }
-        return root, rotations, extra
+        return pose.root_position, pose.rotations, extra
 
     def predict(self) -> None:
         """A frame with every sensor lost: the filter predicts (puppetry, section 3)."""
         if self.puppeteer.frames:
-            self.puppeteer.step(*self._lost)
+            self.puppeteer.step(self._lost)
 
     def reset(self) -> None:
         self.puppeteer.reset()
 
 
 class OMRLive:
-    """Online motion retargeting (Choi & Ko 2000) on a stream of source pose frames.
+    """Online motion retargeting (Choi & Ko 2000) on a stream of source pose frames:
+    parses a message into a :class:`~retarget.online.contract.PoseFrame` and steps
+    :class:`~retarget.online.omr_plan.OMRRetargeter` with it.
 
     The first frame fixes the floor and the origin of scaling
-    (:func:`retarget.methods.omr.omr_plan`); every frame then maps to the
+    (:func:`retarget.online.omr_plan.omr_plan`); every frame then maps to the
     filter's inputs exactly as :func:`~retarget.methods.omr.omr_retarget`
-    maps a whole clip, so a stream of a clip's frames gives the same motion.
+    maps a whole clip (a loop over the same object), so a stream of a clip's
+    frames gives the same motion. ``options``: :class:`OMRRetargeter`'s.
     """
 
     method = "omr"
@@ -138,41 +145,24 @@ class OMRLive:
     def __init__(
         self, source: Skeleton, character: Skeleton, *, fps: float, **options: Any
     ) -> None:
-        from ..methods._base import check_same_hierarchy
-
-        check_same_hierarchy(source, character)
+        self.retargeter = OMRRetargeter(source, character, fps=fps, **options)
         self.source = source
         self.character = character
         self.fps = float(fps)
-        self._options = dict(options)
-        self._plan: Any = None
-        self._filter: Any = None
-        self._fresh = True
 
     def parse(self, data: dict[str, Any], where: tuple[str, int]) -> tuple[int | None, Any]:
         frame, root, rotations = pose_frame(data, self.source.num_joints, where=where)
-        return frame, (root, rotations)
+        return frame, PoseFrame(root, rotations)
 
-    def step(self, frame: tuple[Array, Array]) -> tuple[Array, Array, dict[str, Any]]:
-        from ..methods.omr import omr_plan
-
-        root, rotations = frame
-        if self._plan is None:
-            self._plan = omr_plan(self.source, self.character, root, rotations, **self._options)
-            self._filter = self._plan.retargeter(self.fps)
-        r, q, goals, turns = self._plan.inputs(root[None], rotations[None])
-        if self._fresh:
-            self._fresh = False
-            out_root, out_rot = self._filter.reset(r[0], q[0], goals[0], turns[0])
-        else:
-            out_root, out_rot = self._filter.step(r[0], q[0], goals[0], turns[0])
-        return out_root, out_rot, {}
+    def step(self, frame: PoseFrame) -> tuple[Array, Array, dict[str, Any]]:
+        pose = self.retargeter.step(frame)
+        return pose.root_position, pose.rotations, {}
 
     def predict(self) -> None:
         """Closed-loop: the next frame's step catches up (nothing to do)."""
 
     def reset(self) -> None:
-        self._fresh = True
+        self.retargeter.reset()
 
 
 @dataclass
