@@ -183,26 +183,14 @@ class HeightField(Shape):
     def height(self, xz: ArrayLike) -> Array:
         """``h(x, z)``.
 
-        Parameters
-        ----------
-        xz : array_like, shape (..., 2)
-
-        Returns
-        -------
-        ndarray, shape (...,)
+        ``xz`` (..., 2) -> (...,).
         """
         return self._height_gradient(xz)[0]
 
     def gradient(self, xz: ArrayLike) -> Array:
         """``(∂h/∂x, ∂h/∂z)``; zero across the clamped outside.
 
-        Parameters
-        ----------
-        xz : array_like, shape (..., 2)
-
-        Returns
-        -------
-        ndarray, shape (..., 2)
+        ``xz`` (..., 2) -> (..., 2).
         """
         return self._height_gradient(xz)[1]
 
@@ -211,13 +199,7 @@ class HeightField(Shape):
 
         .. math:: n = (-h_x, 1, -h_z) / \\sqrt{1 + h_x^2 + h_z^2}
 
-        Parameters
-        ----------
-        xz : array_like, shape (..., 2)
-
-        Returns
-        -------
-        ndarray, shape (..., 3)
+        ``xz`` (..., 2) -> (..., 3).
         """
         g = self.gradient(xz)
         n = np.stack([-g[..., 0], np.ones(g.shape[:-1]), -g[..., 1]], axis=-1)
@@ -226,13 +208,7 @@ class HeightField(Shape):
     def vertical_distance(self, points: ArrayLike) -> Array:
         """``y - h(x, z)``: height above the terrain straight below (foot contacts).
 
-        Parameters
-        ----------
-        points : array_like, shape (..., 3)
-
-        Returns
-        -------
-        ndarray, shape (...,)
+        ``points`` (..., 3) -> (...,).
         """
         p = _as_points(points)
         return p[..., 1] - self.height(p[..., [0, 2]])

@@ -125,26 +125,14 @@ class Shape(abc.ABC):
     def distance(self, points: ArrayLike) -> Array:
         """Signed Euclidean distance to the surface, negative inside / below.
 
-        Parameters
-        ----------
-        points : array_like, shape (..., 3)
-
-        Returns
-        -------
-        ndarray, shape (...,)
+        ``points`` (..., 3) -> (...,).
         """
         return self.closest(points).distance
 
     def project(self, points: ArrayLike) -> Array:
         """The closest point on the surface (also for points inside).
 
-        Parameters
-        ----------
-        points : array_like, shape (..., 3)
-
-        Returns
-        -------
-        ndarray, shape (..., 3)
+        ``points`` (..., 3) -> (..., 3).
         """
         return self.closest(points).point
 
@@ -155,13 +143,7 @@ class Shape(abc.ABC):
         at an edge or corner of a box, the direction from the surface to the
         point.
 
-        Parameters
-        ----------
-        points : array_like, shape (..., 3)
-
-        Returns
-        -------
-        ndarray, shape (..., 3)
+        ``points`` (..., 3) -> (..., 3).
         """
         return self.closest(points).normal
 
@@ -455,13 +437,7 @@ class Scene(Shape):
     def distances(self, points: ArrayLike) -> Array:
         """Signed distance to each shape.
 
-        Parameters
-        ----------
-        points : array_like, shape (..., 3)
-
-        Returns
-        -------
-        ndarray, shape (..., n_shapes)
+        ``points`` (..., 3) -> (..., n_shapes).
         """
         p = _as_points(points)
         return np.stack([s.distance(p) for s in self.shapes], axis=-1)
