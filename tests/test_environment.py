@@ -21,10 +21,9 @@ from retarget.environment import (
     Sphere,
     ground_height,
     random_height_field,
-    read_environment,
-    write_environment,
 )
 from retarget.errors import FormatError
+from retarget.io.scene import read_environment, write_environment
 
 # -- fixtures and brute force ------------------------------------------------------------
 

@@ -12,7 +12,8 @@ from retarget import quat
 from retarget.characters import make_character
 from retarget.contacts import detect_contacts, estimate_ground
 from retarget.editing.fitting import _smooth_corrections, _smooth_envelope
-from retarget.environment import Floor, Slope, read_environment, write_environment
+from retarget.environment import Floor, Slope
+from retarget.io.scene import read_environment, write_environment
 from retarget.kinematics import positions
 from retarget.methods import get_method
 from retarget.methods.hierarchical import plant_speeds

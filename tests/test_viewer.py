@@ -138,7 +138,8 @@ def test_cli_view_with_goals_and_a_box(browser, lafan, tmp_path):
     motion file is refused in one line."""
     import json
 
-    from retarget.environment import Box, random_height_field, write_environment
+    from retarget.environment import Box, random_height_field
+    from retarget.io.scene import write_environment
 
     clip = lafan[:120]
     src = tmp_path / "walk.bvh"

@@ -558,7 +558,7 @@ def _noise_model(path: str | None):
 def _puppeteer(args: argparse.Namespace):
     """The Puppeteer of ``puppet`` and ``serve``: performer (and calibration take),
     character, objects, noise model and lag."""
-    from .environment import read_environment
+    from .io.scene import read_environment
     from .online.puppetry import Puppeteer
 
     take = read_input(args.performer)

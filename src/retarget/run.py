@@ -212,7 +212,7 @@ def method_options(
     """
     import inspect
 
-    from .environment import read_environment
+    from .io.scene import read_environment
     from .methods.hierarchical import morph_translations
 
     flags = {
@@ -384,7 +384,7 @@ def retarget_clip(job: RunJob, source: Any, target: Any) -> tuple[Any, dict[str,
             for name, g in goals.items()
         }
     if job.terrain:
-        from .environment import read_environment, shape_dicts
+        from .io.scene import read_environment, shape_dicts
 
         report["scene"] = shape_dicts(read_environment(job.terrain))
     report.setdefault("seconds", seconds)
