@@ -17,7 +17,7 @@ import math
 
 import numba
 
-__all__ = ["add", "cross", "dot", "norm", "scale", "sub"]
+__all__ = ["add", "cross", "dot", "norm", "row", "scale", "sub"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -54,3 +54,9 @@ def norm(a):  # pragma: no cover - jitted
 def cross(a, b):  # pragma: no cover - jitted
     """``a × b``."""
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+@numba.njit(cache=True, nogil=True)
+def row(a, i):  # pragma: no cover - jitted
+    """Row ``i`` of an (n, 3) array as a 3-tuple."""
+    return (a[i, 0], a[i, 1], a[i, 2])

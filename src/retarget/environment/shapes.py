@@ -165,6 +165,34 @@ class Shape(abc.ABC):
         """
 
 
+def _compiled_rows(shape: Shape, points: ArrayLike) -> tuple[Array, Array, tuple[int, ...]]:
+    p = _as_points(points)
+    flat = np.ascontiguousarray(p.reshape(-1, 3), dtype=np.float64)
+    return p, flat, p.shape[:-1]
+
+
+def _compiled_closest(shape: Shape, points: ArrayLike) -> Closest:
+    """``closest`` of a box or sphere by the compiled per-point kernel
+    (:func:`retarget.environment.compiled.point_closest`); a point with a NaN gives NaN."""
+    from .compiled import arrays_of, closest_rows
+
+    p, flat, lead = _compiled_rows(shape, points)
+    n = flat.shape[0]
+    dist, point, normal = np.empty(n), np.empty((n, 3)), np.empty((n, 3))
+    closest_rows(*arrays_of(shape), 0, flat, dist, point, normal)
+    return Closest(dist.reshape(lead), point.reshape(p.shape), normal.reshape(p.shape))
+
+
+def _compiled_distance(shape: Shape, points: ArrayLike) -> Array:
+    """``distance`` of a box or sphere by the compiled per-point kernel."""
+    from .compiled import arrays_of, distance_rows
+
+    _, flat, lead = _compiled_rows(shape, points)
+    dist = np.empty(flat.shape[0])
+    distance_rows(*arrays_of(shape), 0, flat, dist)
+    return dist.reshape(lead)
+
+
 # -- floor -------------------------------------------------------------------------------
 
 
@@ -253,15 +281,11 @@ class Sphere(Shape):
         object.__setattr__(self, "radius", _finite_float(self.radius, "radius", 0.0))
 
     def distance(self, points: ArrayLike) -> Array:
-        v = _as_points(points) - self.center
-        return np.sqrt(np.einsum("...i,...i->...", v, v)) - self.radius
+        return _compiled_distance(self, points)
 
     def closest(self, points: ArrayLike) -> Closest:
-        v = _as_points(points) - self.center
-        r = np.sqrt(np.einsum("...i,...i->...", v, v))[..., None]
-        # at the centre every direction is closest: pick +Y
-        normal = np.where(r > 0.0, v / np.where(r > 0.0, r, 1.0), _UP)
-        return Closest(r[..., 0] - self.radius, self.center + self.radius * normal, normal)
+        # at the centre every direction is closest: +Y
+        return _compiled_closest(self, points)
 
     def ground_height(self, xz: ArrayLike, *, below: ArrayLike | None = None) -> Array:
         xz = _as_xz(xz)
@@ -319,37 +343,18 @@ class Box(Shape):
         R.setflags(write=False)
         object.__setattr__(self, "_R_world_box", R)
 
-    def _local(self, points: ArrayLike) -> Array:
-        # p_box = R^T (p_world - c), written for row vectors
-        return (_as_points(points) - self.center) @ self._R_world_box
+    @property
+    def rotation_matrix(self) -> Array:
+        """The box's world rotation matrix ``R`` (3, 3): ``p_world = c + R p_box``."""
+        return self._R_world_box
 
     def distance(self, points: ArrayLike) -> Array:
-        excess = np.abs(self._local(points)) - self.half_extents  # (..., 3)
-        worst = excess.max(axis=-1)
-        v = np.maximum(excess, 0.0)
-        return np.where(worst > 0.0, np.sqrt(np.einsum("...i,...i->...", v, v)), worst)
+        return _compiled_distance(self, points)
 
     def closest(self, points: ArrayLike) -> Closest:
-        q = self._local(points)
-        e = self.half_extents
-        excess = np.abs(q) - e
-        worst = excess.max(axis=-1)
-        outside = worst > 0.0
-        # outside: clamp into the box; the normal points from there to the point
-        inner = np.clip(q, -e, e)
-        v = q - inner
-        d_out = np.sqrt(np.einsum("...i,...i->...", v, v))
-        # inside or on the surface: move the coordinate of the nearest face onto it
-        k = np.argmax(excess, axis=-1)[..., None]
-        side = np.where(np.take_along_axis(q, k, axis=-1) < 0.0, -1.0, 1.0)
-        face = np.arange(3) == k
-        on_face = np.where(face, side * e, q)
-        face_normal = np.where(face, side, 0.0)
-        point = np.where(outside[..., None], inner, on_face)
-        use_v = (outside & (d_out > 0.0))[..., None]
-        normal = np.where(use_v, v / np.where(use_v, d_out[..., None], 1.0), face_normal)
-        R = self._R_world_box
-        return Closest(np.where(outside, d_out, worst), self.center + point @ R.T, normal @ R.T)
+        # outside: clamped into the box, the normal from there to the point; inside or
+        # on the surface: the coordinate of the nearest face moved onto it
+        return _compiled_closest(self, points)
 
     def ground_height(self, xz: ArrayLike, *, below: ArrayLike | None = None) -> Array:
         """Top of the box along the vertical line through each ``(x, z)``.

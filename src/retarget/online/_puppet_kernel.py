@@ -22,7 +22,7 @@ also says where and why the extensions leave the paper) and where each is done:
 
 * 2, captured posture ``q_j = Q_parent⁻¹ Q_j`` (``_captured``);
 * 3, importance, eqs. 11-15 with the toe contacts in union (``_importance``;
-  the shapes' distances and normals in ``_closest`` and ``_distance``);
+  the shapes' distances and normals by :mod:`retarget.environment.compiled`);
 * 4, goals with the clearance offsets and the toe pivot (``_goals``);
 * 4b, the foot hold with its lagged plant weights (``hold_feet``: the one
   implementation, which :func:`~retarget.online.puppetry.solve_frames` calls
@@ -47,7 +47,7 @@ This module knows arrays and scalars only, and imports nothing of
 :class:`~retarget.online.puppetry.Puppet` are gathered there, once, into a
 :class:`~retarget.online.puppetry.FramePlan`
 (:func:`~retarget.online.puppetry.frame_plan`). Floors, boxes and spheres are
-compiled (shape kinds :data:`FLOOR`, :data:`BOX`, :data:`SPHERE`); a puppet
+compiled (the shapes of :mod:`retarget.environment.compiled`); a puppet
 with another shape (height field, scene), with a wrist or ankle that is not a
 free 3-DOF joint (its orientation would need
 :func:`retarget.dofs.clamp_to_limits`) or with one toe only gets no plan and
@@ -69,21 +69,20 @@ from .._vec3 import add as _add
 from .._vec3 import cross as _cross
 from .._vec3 import dot as _dot
 from .._vec3 import norm as _norm
+from .._vec3 import row as _vrow
 from .._vec3 import scale as _scale
 from .._vec3 import sub as _sub
+from ..environment.compiled import point_closest, point_distance
 from ..ik.limb import ARC_TOL, DEGENERATE
 from ..ik.root import closest_in_balls_frame
 from ..kinematics import _fk_kernel
 from ..quat import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 
 __all__ = [
-    "BOX",
-    "FLOOR",
     "HOLD_COLUMNS",
     "NEEDS_POSTURE",
     "NOT_FINITE",
     "SOLVED",
-    "SPHERE",
     "STATE_SIZE",
     "hold_feet",
     "lag_coefficient",
@@ -92,10 +91,6 @@ __all__ = [
 ]
 
 _TWO_PI = 2.0 * np.pi
-#: Shape kinds of the compiled objects (``kind`` of :func:`_distance` and ``_frame``):
-#: :class:`~retarget.environment.Floor`, :class:`~retarget.environment.Box`,
-#: :class:`~retarget.environment.Sphere`.
-FLOOR, BOX, SPHERE = 0, 1, 2
 # what _frame returns
 SOLVED, NEEDS_POSTURE, NOT_FINITE = 0, 1, 2
 
@@ -107,12 +102,6 @@ SOLVED, NEEDS_POSTURE, NOT_FINITE = 0, 1, 2
 def _qrow(a, i):  # pragma: no cover - jitted
     """Row ``i`` of an (n, 4) array as a 4-tuple."""
     return (a[i, 0], a[i, 1], a[i, 2], a[i, 3])
-
-
-@numba.njit(cache=True, nogil=True)
-def _vrow(a, i):  # pragma: no cover - jitted
-    """Row ``i`` of an (n, 3) array as a 3-tuple."""
-    return (a[i, 0], a[i, 1], a[i, 2])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -197,89 +186,6 @@ def _wrap(x):  # pragma: no cover - jitted
     return np.pi - (np.pi - x) % _TWO_PI
 
 
-# -- shapes (retarget.environment) ----------------------------------------------------------
-
-
-@numba.njit(cache=True, nogil=True)
-def _to_box(frame, j, d):  # pragma: no cover - jitted
-    """``d @ R`` for the box's world rotation matrix ``R = frame[j]`` (3, 3)."""
-    return (
-        d[0] * frame[j, 0, 0] + d[1] * frame[j, 1, 0] + d[2] * frame[j, 2, 0],
-        d[0] * frame[j, 0, 1] + d[1] * frame[j, 1, 1] + d[2] * frame[j, 2, 1],
-        d[0] * frame[j, 0, 2] + d[1] * frame[j, 1, 2] + d[2] * frame[j, 2, 2],
-    )
-
-
-@numba.njit(cache=True, nogil=True)
-def _from_box(frame, j, v):  # pragma: no cover - jitted
-    """``v @ R.T``: a box-frame vector in the world."""
-    return (
-        v[0] * frame[j, 0, 0] + v[1] * frame[j, 0, 1] + v[2] * frame[j, 0, 2],
-        v[0] * frame[j, 1, 0] + v[1] * frame[j, 1, 1] + v[2] * frame[j, 1, 2],
-        v[0] * frame[j, 2, 0] + v[1] * frame[j, 2, 1] + v[2] * frame[j, 2, 2],
-    )
-
-
-@numba.njit(cache=True, nogil=True)
-def _distance(kind, center, half, frame, size, j, p):  # pragma: no cover - jitted
-    """Signed distance of point ``p`` (3-tuple) to shape ``j`` (``Shape.distance``).
-
-    ``kind[j]``: floor (``size[j]`` its height), box (``center``, ``half``
-    extents, world rotation matrix ``frame[j]``) or sphere (``size[j]`` its radius).
-    """
-    if kind[j] == FLOOR:
-        return p[1] - size[j]
-    c = _vrow(center, j)
-    if kind[j] == SPHERE:
-        return _norm(_sub(p, c)) - size[j]
-    q = _to_box(frame, j, _sub(p, c))
-    ex = (abs(q[0]) - half[j, 0], abs(q[1]) - half[j, 1], abs(q[2]) - half[j, 2])
-    worst = max(ex[0], max(ex[1], ex[2]))
-    if worst > 0.0:
-        return _norm((max(ex[0], 0.0), max(ex[1], 0.0), max(ex[2], 0.0)))
-    return worst
-
-
-@numba.njit(cache=True, nogil=True)
-def _closest(kind, center, half, frame, size, j, p):  # pragma: no cover - jitted
-    """``Shape.closest`` of point ``p``: signed distance, closest point and outward
-    normal (3-tuples) on shape ``j`` (arrays as :func:`_distance`)."""
-    if kind[j] == FLOOR:
-        return p[1] - size[j], (p[0], size[j], p[2]), (0.0, 1.0, 0.0)
-    c = _vrow(center, j)
-    if kind[j] == SPHERE:
-        v = _sub(p, c)
-        r = _norm(v)
-        n = (v[0] / r, v[1] / r, v[2] / r) if r > 0.0 else (0.0, 1.0, 0.0)
-        return r - size[j], _add(c, _scale(n, size[j])), n
-    q = _to_box(frame, j, _sub(p, c))
-    e = (half[j, 0], half[j, 1], half[j, 2])
-    ex = (abs(q[0]) - e[0], abs(q[1]) - e[1], abs(q[2]) - e[2])
-    worst = max(ex[0], max(ex[1], ex[2]))
-    inner = (min(max(q[0], -e[0]), e[0]), min(max(q[1], -e[1]), e[1]), min(max(q[2], -e[2]), e[2]))
-    v = _sub(q, inner)
-    d_out = _norm(v)
-    # inside or on the surface: the coordinate of the nearest face moves onto it
-    k = 0
-    for a in (1, 2):
-        if ex[a] > ex[k]:
-            k = a
-    side = -1.0 if q[k] < 0.0 else 1.0
-    point = (
-        side * e[0] if k == 0 else q[0],
-        side * e[1] if k == 1 else q[1],
-        side * e[2] if k == 2 else q[2],
-    )
-    normal = (side if k == 0 else 0.0, side if k == 1 else 0.0, side if k == 2 else 0.0)
-    distance = worst
-    if worst > 0.0:  # outside: clamped into the box, the normal from there to the point
-        point = inner
-        distance = d_out
-        if d_out > 0.0:
-            normal = (v[0] / d_out, v[1] / d_out, v[2] / d_out)
-    return distance, _add(c, _from_box(frame, j, point)), _from_box(frame, j, normal)
-
-
 # -- stages ---------------------------------------------------------------------------------
 
 
@@ -354,7 +260,7 @@ def _importance(
         best = -1.0
         gaps[k] = np.inf
         for j in range(kind.shape[0]):
-            dist, _, normal = _closest(kind, center, half, frame, size, j, p)
+            dist, _, normal = point_closest(kind, center, half, frame, size, j, p)
             predicted = dist - contact_clearance[k] + lookahead * _dot(normal, v)
             big_d = contact_influence[k, j]
             if big_d > 0.0:
@@ -989,7 +895,7 @@ def _gap(i, influence, kind, center, half, frame, size, p, clearance):  # pragma
     gap = np.inf
     for j in range(kind.shape[0]):
         if influence[i, j] > 0.0:
-            gap = min(gap, _distance(kind, center, half, frame, size, j, p))
+            gap = min(gap, point_distance(kind, center, half, frame, size, j, p))
     return gap - clearance
 
 
@@ -1024,10 +930,10 @@ def _surface_hit(
         nearest, least = -1, np.inf
         for j in range(kind.shape[0]):
             if influence[i, j] > 0.0:
-                dist = _distance(kind, center, half, frame, size, j, end)
+                dist = point_distance(kind, center, half, frame, size, j, end)
                 if dist < least or nearest < 0:
                     nearest, least = j, dist
-        _, point, normal = _closest(kind, center, half, frame, size, nearest, end)
+        _, point, normal = point_closest(kind, center, half, frame, size, nearest, end)
         hit = _add(point, _scale(normal, clearance))
     return hit
 

@@ -175,7 +175,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import quat
 from ..contacts import UP
-from ..environment import Box, Floor, Shape, Sphere
+from ..environment import Floor, Shape
+from ..environment.compiled import shape_arrays
 from ..filters import KalmanParameters, SensorEstimate, SensorFilter
 from ..ik.limb import Limb, free_joint, hinge_angle, limb_from_roles, limb_geometry, solve_limb
 from ..ik.posture import solve_body_posture
@@ -186,11 +187,8 @@ from ..motion import Motion
 from ..roles import find_roles, height
 from ..skeleton import Skeleton
 from ._puppet_kernel import (
-    BOX,
-    FLOOR,
     HOLD_COLUMNS,
     SOLVED,
-    SPHERE,
     STATE_SIZE,
     _frame,
     hold_feet,
@@ -961,28 +959,6 @@ def _frozen(a: object, dtype: type) -> NDArray[np.generic]:
     return out
 
 
-def _shape_arrays(objects: tuple[Shape, ...]) -> tuple[NDArray[np.generic], ...] | None:
-    """``kind`` (m,), ``center`` (m, 3), ``half`` (m, 3), ``frame`` (m, 3, 3) and
-    ``size`` (m,) of the floors, boxes and spheres; None for another shape."""
-    m = len(objects)
-    kind = np.zeros(m, np.intp)
-    center = np.zeros((m, 3))
-    half = np.zeros((m, 3))
-    frame = np.broadcast_to(np.eye(3), (m, 3, 3)).copy()
-    size = np.zeros(m)
-    for j, shape in enumerate(objects):
-        if type(shape) is Floor:
-            kind[j], size[j] = FLOOR, shape.height
-        elif type(shape) is Box:
-            kind[j], center[j], half[j] = BOX, shape.center, shape.half_extents
-            frame[j] = shape._R_world_box
-        elif type(shape) is Sphere:
-            kind[j], center[j], size[j] = SPHERE, shape.center, shape.radius
-        else:
-            return None
-    return kind, center, half, frame, size
-
-
 def frame_plan(puppet: Puppet) -> FramePlan | None:
     """The :class:`FramePlan` of a puppet, or None when ``_frame`` cannot pose it.
 
@@ -992,7 +968,7 @@ def frame_plan(puppet: Puppet) -> FramePlan | None:
     channels, no limits), or one toe contact only.
     """
     ch = puppet.character
-    shapes = _shape_arrays(puppet.objects)
+    shapes = shape_arrays(puppet.objects)
     toes = len(puppet.contacts) - 4
     if shapes is None or toes not in (0, 2):
         return None
