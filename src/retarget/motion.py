@@ -22,14 +22,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from . import quat
+from ._arrays import Array, frozen
 from .skeleton import Skeleton
 
 __all__ = ["Motion", "concatenate", "ominus", "oplus", "tangent_size"]
-
-Array = NDArray[np.float64]
 
 
 def tangent_size(num_joints: int) -> int:
@@ -92,17 +91,6 @@ def ominus(
     v = quat.log(quat.multiply(quat.conjugate(rotations0), rotations))
     v0, v = np.broadcast_arrays(v0[..., None, :], v)
     return np.concatenate([v0[..., 0, :], v.reshape(*v.shape[:-2], -1)], axis=-1)
-
-
-def _readonly(a: ArrayLike, shape: tuple[int, ...], name: str) -> Array:
-    """A read-only float64 copy of ``a``, of ``shape``, all values finite."""
-    arr = np.array(a, dtype=np.float64)
-    if arr.shape != shape:
-        raise ValueError(f"Expected `{name}` to have shape {shape}, got {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"`{name}` contains NaN or infinite values")
-    arr.setflags(write=False)
-    return arr
 
 
 @dataclass(frozen=True, eq=False)
@@ -182,7 +170,7 @@ class Motion:
         rotations.setflags(write=False)
         object.__setattr__(self, "rotations", rotations)
         object.__setattr__(
-            self, "root_position", _readonly(self.root_position, (n, 3), "root_position")
+            self, "root_position", frozen(self.root_position, (n, 3), "root_position", finite=True)
         )
         fps = float(self.fps)
         if not (np.isfinite(fps) and fps > 0):
@@ -191,7 +179,7 @@ class Motion:
         if self.translations is not None:
             shape = (n, self.skeleton.num_joints, 3)
             object.__setattr__(
-                self, "translations", _readonly(self.translations, shape, "translations")
+                self, "translations", frozen(self.translations, shape, "translations", finite=True)
             )
 
     # -- sizes --------------------------------------------------------------------------

@@ -52,6 +52,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import dofs, quat
+from ._arrays import Array
 from ._so3 import apply_right_jacobian_inverse, cross, right_jacobian_inverse
 from .kinematics import Pose
 from .skeleton import Skeleton
@@ -68,8 +69,6 @@ __all__ = [
     "penalty_gradient",
     "stack",
 ]
-
-Array = NDArray[np.float64]
 
 
 # --------------------------------------------------------------------------------------

@@ -25,15 +25,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import quat
-from ..contacts import UP, Contacts, _runs
+from .._arrays import Array, runs
+from ..contacts import UP, Contacts
 from ..errors import FormatError, RetargetError
 from ..kinematics import Pose
 from ..motion import Motion
 from ..roles import Roles
 
 __all__ = ["Constraints", "Ground", "footplants", "parse_constraints"]
-
-Array = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -322,7 +321,7 @@ def footplants(
         cols = [k for k, s in enumerate(contacts.sides) if s == side]
         ankle_t = roles_target[f"{side}_ankle"]
         anchor = next((k for k in cols if target_points[k] == ankle_t), None)
-        for start, end in _runs(np.asarray(contacts.mask[:, cols].any(axis=1))):  # one footprint
+        for start, end in runs(np.asarray(contacts.mask[:, cols].any(axis=1))):  # one footprint
             window = slice(start, end)
             frames = np.arange(start, end)
             mask = {k: contacts.mask[window, k] for k in cols}
@@ -392,7 +391,7 @@ def footplants(
         own = pos_s[:, contacts.points[k]]  # the source point's own path
         weight = np.zeros(num_frames)
         pull = np.zeros((num_frames, 3))  # Σ w · track
-        for start, end in _runs(planted):
+        for start, end in runs(planted):
             for edge, outward in (
                 (start, range(start - 1, start - blend - 1, -1)),
                 (end - 1, range(end, end + blend)),

@@ -30,6 +30,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from .._arrays import Array, runs
 from ..dofs import clamp_to_limits, limit_violation
 from ..kinematics import Pose
 from ..motion import Motion, ominus
@@ -38,8 +39,6 @@ from .constraints import Constraints
 from .mba import fit_bspline, multilevel_fit
 
 __all__ = ["FitResult", "IKSolver", "LevelReport", "fit_motion", "root_guess"]
-
-Array = NDArray[np.float64]
 
 
 class IKSolver(Protocol):
@@ -422,11 +421,11 @@ def root_guess(
     shifts = np.stack([constraints.positions[p] - pos[:, p] for p in points], axis=1)  # (F, K, 3)
     have = np.asarray(np.isfinite(shifts).all(axis=2))
     if shift == "geometry":
-        from ..contacts import UP, _runs
+        from ..contacts import UP
 
         vertical = np.zeros_like(shifts)
         for k in range(len(points)):
-            for start, stop in _runs(have[:, k]):
+            for start, stop in runs(have[:, k]):
                 vertical[start:stop, k, UP] = shifts[start:stop, k, UP].mean()
         shifts = np.where(have[..., None], vertical, np.nan)
     count = have.sum(axis=1)

@@ -58,6 +58,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import dofs, quat
+from .._arrays import Array
 from ..contacts import UP
 from ..kinematics import Pose
 from ..roles import Roles, height
@@ -70,8 +71,6 @@ if TYPE_CHECKING:
     from ..editing.constraints import Constraints
 
 __all__ = ["HybridSolver"]
-
-Array = NDArray[np.float64]
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import dofs, quat
+from .._arrays import Array
 from .._so3 import apply_right_jacobian, right_jacobian
 from ..kinematics import Pose
 from ..motion import ominus, oplus
@@ -65,7 +66,6 @@ __all__ = [
     "solve_ik",
 ]
 
-Array = NDArray[np.float64]
 Index = NDArray[np.intp]
 ValueAndGradient = Callable[[Array, Index], tuple[Array, Array]]
 

@@ -32,12 +32,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _so3, quat
+from .._arrays import Array
 from ..kinematics import Pose
 from ..skeleton import Skeleton
 
 __all__ = ["BodyPosture", "body_energy", "body_joints", "conjugate_gradient", "solve_body_posture"]
-
-Array = NDArray[np.float64]
 
 
 @dataclass(frozen=True, eq=False)

@@ -44,6 +44,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import quat
+from .._arrays import Array
 from ..dofs import clamp_to_limits
 from ..kinematics import forward_kinematics
 from ..motion import Motion
@@ -65,8 +66,6 @@ __all__ = [
     "verb_arrays",
     "verb_from_arrays",
 ]
-
-Array = NDArray[np.float64]
 
 
 @dataclass(frozen=True)

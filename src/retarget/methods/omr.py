@@ -62,6 +62,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._arrays import Array
 from ..contacts import UP
 from ..cuts import find_cuts
 from ..errors import RetargetError
@@ -76,7 +77,6 @@ from .copy import leg_length
 
 __all__ = ["OMRPlan", "enhance_motion", "omr_plan", "omr_retarget", "run_filter"]
 
-Array = NDArray[np.float64]
 
 SETUPS = ("lower", "full")
 GOALS = ("reach", "source", "height")

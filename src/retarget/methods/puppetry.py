@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
+from .._arrays import Array
 from ..contacts import detect_contacts
 from ..cuts import find_cuts, segments
 from ..environment import Floor, Shape
@@ -34,8 +34,6 @@ from ..skeleton import Skeleton
 from ._base import check_same_hierarchy
 
 __all__ = ["puppetry_retarget", "sensor_stream"]
-
-Array = NDArray[np.float64]
 
 
 def sensor_stream(

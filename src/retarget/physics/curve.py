@@ -71,6 +71,7 @@ import scipy.linalg as linalg
 from numpy.typing import NDArray
 
 from .. import quat
+from .._arrays import Array
 from ..filters.lsq import bspline_basis
 from ..ik.limb import Limb, solve_limb
 from ..kinematics import forward_kinematics
@@ -82,7 +83,6 @@ from .support import Support
 
 __all__ = ["CurveGoals", "curve_update"]
 
-Array = NDArray[np.float64]
 _Frame = tuple[Array, Array, Array]  # root (..., 3), rotations (..., J, 4), centres (..., J, 3)
 _GRAVITY = 9.81
 _SOFTNESS = 0.01  # legs eased over the last 1 % of their reach (soft_reach)

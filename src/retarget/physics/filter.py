@@ -76,6 +76,7 @@ from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
 
 from .. import quat
+from .._arrays import Array, runs
 from ..contacts import Contacts
 from ..errors import RetargetError
 from ..filters.lsq import lsq_filter
@@ -110,7 +111,6 @@ __all__ = [
     "physics_measures",
 ]
 
-Array = NDArray[np.float64]
 
 _PASS = re.compile(r"^(\d*)([KD])$")
 
@@ -822,12 +822,12 @@ def footplant_goals(
             for k in cols:
                 p = int(contacts.points[k])
                 goal = np.full((n, 3), np.nan)
-                for a, b in _runs(contacts.mask[:, k]):
+                for a, b in runs(contacts.mask[:, k]):
                     goal[a:b] = pos[a:b, p].mean(axis=0) if footprints else pos[a:b, p]
                 goals[p] = goal
             continue
         sign = 1.0 if side == "left" else -1.0
-        stances = _runs(np.asarray(contacts.mask[:, cols].any(axis=1)))
+        stances = runs(np.asarray(contacts.mask[:, cols].any(axis=1)))
         keys: list[float] = []
         held: list[Array] = []
         for a, b in stances:  # the axis at mid-stance, held from its first frame to its last
@@ -843,8 +843,3 @@ def footplant_goals(
             p = int(contacts.points[k])
             goals[p] = pos[:, p] + shift
     return goals
-
-
-def _runs(mask: NDArray[np.bool_]) -> list[tuple[int, int]]:
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(int), [0]])))
-    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
