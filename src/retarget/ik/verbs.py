@@ -48,8 +48,8 @@ from .._arrays import Array
 from ..dofs import clamp_to_limits
 from ..kinematics import forward_kinematics
 from ..motion import Motion
+from ..optimize import levenberg_marquardt
 from ..skeleton import Skeleton
-from .hybrid import levenberg_marquardt
 from .rbf import CardinalBasis, cardinal_basis, insert_centre
 
 __all__ = [

@@ -67,7 +67,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg as linalg
 from numpy.typing import NDArray
 
 from .. import quat
@@ -76,6 +75,7 @@ from ..filters.lsq import bspline_basis
 from ..ik.limb import Limb, solve_limb
 from ..kinematics import forward_kinematics
 from ..motion import Motion
+from ..optimize import banded_levenberg_marquardt
 from ..roles import height
 from .body import Body
 from .dynamics import body_motion, environment_wrench, inverse_dynamics, zmp_of
@@ -499,31 +499,19 @@ def curve_update(
     """
     p = _problem(body, prior, goals, joints, spacing, reach_weight)
     m, n = p.basis.shape[1], p.n
-    c = np.zeros((m, n))
     step = 1e-6
-    ridge = 1e-4
-    now = p.evaluate(c)
-    start = now.merit
-    done = 0
-    for _ in range(iterations):
+
+    def linearise(c: Array, now: _Evaluation) -> tuple[Array, Array] | None:
         active = np.isfinite(now.goal)
         if not active.any():
-            break
+            return None
         jd = _jacobian(p, now, step) * now.scale[:, None, None]
-        normal, gradient = _normal(p, jd, now.residual, active)
-        done += 1
-        level = float(normal[0].mean()) or 1.0
-        for _ in range(12):
-            damped = normal.copy()
-            damped[0] += ridge * level
-            candidate = c + linalg.solveh_banded(damped, gradient, lower=True).reshape(m, n)
-            trial = p.evaluate(candidate)
-            if trial.merit < now.merit:
-                c, now = candidate, trial
-                ridge = max(ridge / 3.0, 1e-9)
-                break
-            ridge *= 10.0
-        else:
-            break
+        return _normal(p, jd, now.residual, active)
+
+    c = np.zeros((m, n))
+    start = p.evaluate(c)
+    _, now, done = banded_levenberg_marquardt(
+        p.evaluate, linearise, c, iterations=iterations, ridge=1e-4, trials=12, evaluation=start
+    )
     out = prior.replace(root_position=now.root, rotations=quat.normalize(now.rot))
-    return out, {"merit_before": start, "merit_after": now.merit, "iterations": done}
+    return out, {"merit_before": start.merit, "merit_after": now.merit, "iterations": done}
