@@ -8,7 +8,7 @@ from conftest import HUMANOID_CLIPS, issue_24_measures
 
 from retarget.characters import make_character
 from retarget.contacts import detect_contacts
-from retarget.editing.constraints import Constraints, footplants, parse_constraints
+from retarget.editing.constraints import footplants, parse_constraints
 from retarget.editing.edit import edit_motion, knot_spacings
 from retarget.editing.fitting import fit_motion
 from retarget.editing.mba import reach
@@ -20,6 +20,7 @@ from retarget.methods import get_method
 from retarget.methods.copy import transfer
 from retarget.metrics import evaluate
 from retarget.roles import find_roles, height
+from retarget.tasks import Constraints
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,42 +34,10 @@ from ..dofs import clamp_to_limits, limit_violation
 from ..kinematics import Pose
 from ..motion import Motion, ominus
 from ..skeleton import Skeleton
-from .constraints import Constraints
+from ..tasks import Constraints, IKSolver
 from .mba import fit_bspline, multilevel_fit
 
-__all__ = ["FitResult", "IKSolver", "LevelReport", "fit_motion", "root_guess"]
-
-
-class IKSolver(Protocol):
-    """Poses meeting the constraints at some frames, minimally displaced from reference poses.
-
-    Returns ``(root_position (N, 3), rotations (N, J, 4), determined (N, J + 1))``:
-    ``determined[i, 0]`` says the root translation at frame i is the solver's
-    answer, ``determined[i, 1 + j]`` the same of joint j's rotation. A joint the
-    solver left alone because nothing constrains it there (a free leg) is not
-    determined: its displacement at that frame is missing data for the
-    B-spline, interpolated from the frames where it was solved, rather than
-    pinned to zero.
-    """
-
-    def __call__(
-        self,
-        skeleton: Skeleton,
-        root_position: Array,
-        rotations: Array,
-        frames: NDArray[np.intp],
-        constraints: Constraints,
-        *,
-        spacing: float | None = None,
-        translations: Array | None = None,
-    ) -> tuple[Array, Array, NDArray[np.bool_]]:
-        """Return root positions, rotations and the ``determined`` mask for the N ``frames``.
-
-        ``spacing`` is the knot spacing of the level asking (0 for the exact pass).
-        ``translations`` (N, J, 3): the frames' own joint offsets when the motion
-        has them (:attr:`retarget.motion.Motion.translations`), else None.
-        """
-        ...
+__all__ = ["FitResult", "LevelReport", "fit_motion", "root_guess"]
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,9 @@ from ..motion import Motion, concatenate
 from ..result import Result
 from ..roles import Roles, find_roles, height
 from ..skeleton import Skeleton
-from .constraints import Constraints, footplants
-from .fitting import IKSolver, fit_motion
+from ..tasks import Constraints, IKSolver
+from .constraints import footplants
+from .fitting import fit_motion
 
 __all__ = ["transition", "warp_path"]
 

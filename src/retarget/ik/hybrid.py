@@ -22,7 +22,7 @@ closed-form derivative with respect to the swivel and root parameters that is
 cheaper than ``n + 1`` batched evaluations. LM is the default because it needs
 far fewer evaluations for the same minimum (``benchmarks/hierarchical.py``).
 
-Limb goals come from the frame's constraints (:mod:`retarget.editing.constraints`),
+Limb goals come from the frame's constraints (:mod:`retarget.tasks.constraints`),
 each point held firmly (a footplant), eased (a transition into or out of one),
 or free:
 
@@ -52,7 +52,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -64,11 +63,8 @@ from ..kinematics import Pose
 from ..optimize import least_squares_cg, levenberg_marquardt
 from ..roles import Roles, height
 from ..skeleton import Skeleton
-from ..tasks import OrientationTask, PositionTask, Task
+from ..tasks import Constraints, OrientationTask, PositionTask, Task
 from .limb import Limb, limb_from_roles, limb_reach, soft_reach, solve_limb
-
-if TYPE_CHECKING:
-    from ..editing.constraints import Constraints
 
 __all__ = ["HybridSolver"]
 
@@ -490,7 +486,7 @@ class HybridSolver:
     ) -> tuple[Array, Array, NDArray[np.bool_]]:
         """Poses meeting the constraints at ``frames``, minimally displaced (eq. 4), and which
         joints were solved (``determined``: the joints of limbs without a goal at a frame
-        are not; see :class:`retarget.editing.fitting.IKSolver`).
+        are not; see :class:`retarget.tasks.solver.IKSolver`).
 
         ``spacing``: knot spacing of the fitting level calling (None: a lone solve);
         the root is a parameter only when it is None or at least ``root_spacing``.

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -51,10 +51,7 @@ from ..kinematics import Pose
 from ..motion import ominus, oplus
 from ..optimize import Index, conjugate_gradient
 from ..skeleton import Skeleton
-from ..tasks import Task, penalty_and_gradient
-
-if TYPE_CHECKING:
-    from ..editing.constraints import Constraints
+from ..tasks import Constraints, Task, penalty_and_gradient
 
 __all__ = ["IKResult", "NumericSolver", "default_rigidity", "right_jacobian", "solve_ik"]
 
@@ -627,31 +624,15 @@ class NumericSolver:
 
         ``translations`` (N, J, 3): the frames' own joint offsets, when they have them.
         """
-        from ..tasks import GroundTask, JointLimitTask, OrientationTask, PositionTask
-
         ref = Pose.of(skeleton, root_position, rotations, translations)
-        w = self.goal_weight / self.height**2
-        tasks: list[Task] = []
-        points = set(constraints.positions) | set(constraints.transitions)
-        for p in sorted(points):
-            goal = constraints.goal_at(p, frames, ref.positions[:, p])
-            if np.isfinite(goal).any():
-                tasks.append(PositionTask(p, goal, weight=w))
-        for p, goal in constraints.orientations.items():
-            if np.isfinite(goal[frames]).any():
-                tasks.append(OrientationTask(p, goal[frames], weight=self.goal_weight))
-        if constraints.joint_limits:
-            tasks.append(JointLimitTask(skeleton, weight=self.limit_weight))
-        ground = constraints.ground
-        if ground is not None:
-            tasks.append(
-                GroundTask(
-                    ground.points,
-                    ground.surface,
-                    ground.clearance_at(frames),
-                    weight=w,
-                )
-            )
+        tasks = constraints.tasks(
+            skeleton,
+            frames,
+            ref.positions,
+            position_weight=self.goal_weight / self.height**2,
+            orientation_weight=self.goal_weight,
+            limit_weight=self.limit_weight,
+        )
         result = solve_ik(
             skeleton,
             root_position,
