@@ -28,7 +28,15 @@ from . import quat
 from ._arrays import Array, frozen
 from .skeleton import Skeleton
 
-__all__ = ["Motion", "concatenate", "ominus", "oplus", "tangent_size"]
+__all__ = [
+    "Motion",
+    "concatenate",
+    "ominus",
+    "ominus_joints",
+    "oplus",
+    "oplus_joints",
+    "tangent_size",
+]
 
 
 def tangent_size(num_joints: int) -> int:
@@ -91,6 +99,56 @@ def ominus(
     v = quat.log(quat.multiply(quat.conjugate(rotations0), rotations))
     v0, v = np.broadcast_arrays(v0[..., None, :], v)
     return np.concatenate([v0[..., 0, :], v.reshape(*v.shape[:-2], -1)], axis=-1)
+
+
+def oplus_joints(rotations: ArrayLike, v: ArrayLike, joints: ArrayLike) -> Array:
+    """⊕ on a subset of joints: ``q_j ⊗ exp(v_j)`` for the ``joints``, the others unchanged.
+
+    The rotation part of :func:`oplus` (Lee & Shin 1999, eq. 1) for a state
+    that moves only some joints (an IK's free joints, a filter's moved DOFs).
+
+    Parameters
+    ----------
+    rotations : array_like, shape (..., J, 4)
+        Local joint rotations.
+    v : array_like, shape (..., K, 3), or (..., 3) for one joint
+        Rotation vectors (radians, each joint's local frame).
+    joints : int or array_like of int, shape (K,)
+        The joints they turn.
+
+    Returns
+    -------
+    ndarray, shape (..., J, 4)
+        A new array; the batch axes of ``rotations`` and ``v`` broadcast.
+    """
+    q = np.asarray(rotations, dtype=np.float64)
+    turn = np.asarray(v, dtype=np.float64)
+    index = np.asarray(joints)
+    batch = np.broadcast_shapes(q.shape[:-2], turn.shape[: turn.ndim - 1 - index.ndim])
+    out = np.array(np.broadcast_to(q, (*batch, *q.shape[-2:])))
+    out[..., index, :] = quat.multiply(out[..., index, :], quat.exp(turn))
+    return out
+
+
+def ominus_joints(rotations: ArrayLike, rotations0: ArrayLike, joints: ArrayLike) -> Array:
+    """⊖ on a subset of joints: ``log(q0_j⁻¹ ⊗ q_j)`` for the ``joints`` (eq. 1).
+
+    Parameters
+    ----------
+    rotations, rotations0 : array_like, shape (..., J, 4)
+        Local joint rotations and the reference ones (leading axes broadcast).
+    joints : int or array_like of int, shape (K,)
+
+    Returns
+    -------
+    ndarray, shape (..., K, 3), or (..., 3) for one joint
+        Rotation vectors on the shortest arc, with
+        ``oplus_joints(rotations0, result, joints)`` equal to ``rotations`` there.
+    """
+    index = np.asarray(joints)
+    q = np.asarray(rotations, dtype=np.float64)[..., index, :]
+    q0 = np.asarray(rotations0, dtype=np.float64)[..., index, :]
+    return quat.log(quat.multiply(quat.conjugate(q0), q))
 
 
 @dataclass(frozen=True, eq=False)

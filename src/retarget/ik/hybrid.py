@@ -60,6 +60,7 @@ from .. import dofs, quat
 from .._arrays import Array
 from ..contacts import UP
 from ..kinematics import Pose
+from ..motion import ominus_joints, oplus_joints
 from ..optimize import least_squares_cg, levenberg_marquardt
 from ..roles import Roles, height
 from ..skeleton import Skeleton
@@ -539,13 +540,13 @@ class HybridSolver:
             blocks: list[Array] = []
             if root_free:
                 root += x[:, :3] * h
-                rot[:, 0] = quat.multiply(rot[:, 0], quat.exp(x[:, 3:6]))
+                rot = oplus_joints(rot, x[:, 3:6], 0)
                 blocks.append(np.sqrt(self.root_rigidity) * x[:, :3])
                 blocks.append(np.sqrt(self.root_turn_rigidity) * x[:, 3:6])
             col = n_root
             for j, axes, d in zip(torso, torso_axes, torso_dofs, strict=True):
                 v = np.einsum("bij,bj->bi", axes[index][:, :, :d], x[:, col : col + d])
-                rot[:, j] = quat.multiply(rot[:, j], quat.exp(v))
+                rot = oplus_joints(rot, v, j)
                 blocks.append(v)
                 col += d
             for lg in limb_goals:
@@ -577,7 +578,7 @@ class HybridSolver:
                 col += 1
             for lg in limb_goals:
                 joints = list(lg.limb.joints)
-                v = quat.log(quat.multiply(quat.conjugate(rot_ref[:, joints]), rot[:, joints]))
+                v = ominus_joints(rot, rot_ref, joints)
                 blocks.append(v.reshape(len(index), -1))
             return root, rot, blocks
 

@@ -33,9 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import _so3, quat
+from .. import _so3
 from .._arrays import Array
 from ..kinematics import Pose
+from ..motion import oplus_joints
 from ..optimize import backtracking_conjugate_gradient
 from ..skeleton import Skeleton
 
@@ -136,9 +137,7 @@ def _pose_of(
     p_star: Array, q_star: Array, body: NDArray[np.intp], height: float, x: Array
 ) -> tuple[Array, Array]:
     """``(p_0^* + h Δp, q^* ⊗ exp(v))`` on the body joints."""
-    rot = q_star.copy()
-    rot[body] = quat.multiply(q_star[body], quat.exp(x[3:].reshape(len(body), 3)))
-    return p_star + height * x[:3], rot
+    return p_star + height * x[:3], oplus_joints(q_star, x[3:].reshape(len(body), 3), body)
 
 
 def solve_body_posture(

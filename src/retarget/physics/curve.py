@@ -74,7 +74,7 @@ from .._arrays import Array
 from ..filters.lsq import bspline_basis
 from ..ik.limb import Limb, solve_limb
 from ..kinematics import forward_kinematics
-from ..motion import Motion
+from ..motion import Motion, oplus_joints
 from ..optimize import banded_levenberg_marquardt
 from ..roles import height
 from .body import Body
@@ -150,14 +150,9 @@ class _Problem:
         leg's ankle miss (3), then each leg's foot turn miss times its length (1)."""
         b = self.body
         root = self.prior.root_position[frames] + d[..., :3] / b.metres
-        rot = np.array(
-            np.broadcast_to(
-                self.prior.rotations[frames], (*d.shape[:-1], *self.prior.rotations.shape[1:])
-            )
-        )
         root = np.array(np.broadcast_to(root, (*d.shape[:-1], 3)))
         turn = d[..., 3:].reshape(*d.shape[:-1], len(self.moved), 3)
-        rot[..., self.moved, :] = quat.multiply(rot[..., self.moved, :], quat.exp(turn))
+        rot = oplus_joints(self.prior.rotations[frames], turn, self.moved)
         reach = []
         turns = []
         for limb, goal, orientation in self.goals.legs:

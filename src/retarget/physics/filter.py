@@ -83,7 +83,7 @@ from ..filters.lsq import lsq_filter
 from ..filters.ukf import unscented_update
 from ..ik.limb import limb_from_roles
 from ..kinematics import Pose, forward_kinematics, positions
-from ..motion import Motion, oplus
+from ..motion import Motion, oplus, oplus_joints
 from ..result import Result
 from ..roles import Roles, find_roles, height
 from ..tasks import PositionTask
@@ -445,10 +445,8 @@ def _measurement(
     def measure(x: Array) -> Array:
         b, m = x.shape[:2]
         root = root0[:, None] + x[..., :3] / metres
-        rot = np.repeat(rest[:, None], m, axis=1)  # only the state's joints turn
-        rot[:, :, turned] = quat.multiply(
-            rot[:, :, turned], quat.exp(x[..., 3:n].reshape(b, m, len(moved), 3))
-        )
+        # only the state's joints turn
+        rot = oplus_joints(rest[:, None], x[..., 3:n].reshape(b, m, len(moved), 3), turned)
         pose = Pose.of(frame, root, rot)
         parts = [PositionTask(p, g).residual(pose) / s.height for p, g in tasks]
         if dynamic and (
