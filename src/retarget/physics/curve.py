@@ -78,8 +78,9 @@ from ..motion import Motion, oplus_joints
 from ..optimize import banded_levenberg_marquardt
 from ..roles import height
 from .body import Body
-from .dynamics import body_motion, environment_wrench, inverse_dynamics, zmp_of
+from .dynamics import zmp_of
 from .support import Support
+from .tasks import DynamicState, MomentumTask, TorqueTask
 
 __all__ = ["CurveGoals", "curve_update"]
 
@@ -212,26 +213,12 @@ class _Problem:
             root = np.broadcast_to(mid[0], (*batch, 3))
             v, a = np.broadcast_to(v, (*batch, 3)), np.broadcast_to(a, (*batch, 3))
             w, wd = np.broadcast_to(w, (*batch, n_j, 3)), np.broadcast_to(wd, (*batch, n_j, 3))
+            shares = self.goals.support.shares(point, n_j, frames) if limits else None
+            state = DynamicState(b, root, rot, v, w, a, wd, shares=shares)
             if limits:
-                joints = list(limits)
-                flat = int(np.prod(batch))
-                own = self.goals.support.shares(point, n_j, frames)
-                shares = np.broadcast_to(own, (*batch, n_j))
-                _, _, tau = inverse_dynamics(
-                    b,
-                    root.reshape(flat, 3) * b.metres,
-                    rot.reshape(flat, n_j, 4),
-                    v.reshape(flat, 3),
-                    w.reshape(flat, n_j, 3),
-                    a.reshape(flat, 3),
-                    wd.reshape(flat, n_j, 3),
-                    shares=shares.reshape(flat, n_j),
-                )
-                norms = np.linalg.norm(tau[:, joints], axis=-1).reshape(*batch, len(joints))
-                parts.append(norms / np.array([limits[j] for j in joints]))
+                parts.append(TorqueTask(limits=limits).residual(state))
             if self.goals.momentum:
-                force, torque, _ = environment_wrench(b, body_motion(b, root, rot, v, w, a, wd))
-                parts += [force / weight, torque / (weight * self.height)]
+                parts.append(MomentumTask(scale=self.height).residual(state))
         shape = np.broadcast_shapes(*(x.shape[:-1] for x in parts))
         return np.concatenate([np.broadcast_to(x, (*shape, x.shape[-1])) for x in parts], -1)
 

@@ -96,9 +96,9 @@ from .dynamics import (
     inverse_dynamics,
     motion_rates,
     zmp,
-    zmp_of,
 )
 from .support import Support, support_polygons
+from .tasks import DynamicState, DynamicTask, MomentumTask, TorqueTask, ZMPTask
 
 __all__ = [
     "FilterSettings",
@@ -430,10 +430,15 @@ def _measurement(
         [np.arange(3), 3 + 3 * np.repeat(moved, 3) + np.tile(np.arange(3), len(moved))]
     )
     n = len(cols)
-    limited = list(s.goals.torque_limits)
-    limits = np.array([s.goals.torque_limits[j] for j in limited])
     h_m = s.height * metres
-    weight = s.body.total_mass * 9.81
+    # the dynamic tasks, in the order of the goals' columns (see _apply)
+    physical: list[DynamicTask] = []
+    if rows.balance is not None:
+        physical.append(ZMPTask(scale=h_m))
+    if rows.torque is not None:
+        physical.append(TorqueTask(limits=s.goals.torque_limits))
+    if rows.flight is not None:
+        physical.append(MomentumTask(scale=h_m))
     # a kinematic application reads the goals' points only: FK of their chains
     # (the state's joints are theirs, see _apply), not of the whole body
     points = [p for p, _ in rows.kinematic]
@@ -449,37 +454,22 @@ def _measurement(
         rot = oplus_joints(rest[:, None], x[..., 3:n].reshape(b, m, len(moved), 3), turned)
         pose = Pose.of(frame, root, rot)
         parts = [PositionTask(p, g).residual(pose) / s.height for p, g in tasks]
-        if dynamic and (
-            rows.balance is not None or rows.torque is not None or rows.flight is not None
-        ):
+        if dynamic and physical:
             qd = np.broadcast_to(qd0[:, None], (b, m, 3 + 3 * n_j)).copy()
             qdd = np.broadcast_to(qdd0[:, None], (b, m, 3 + 3 * n_j)).copy()
             qd[..., cols] += x[..., n : 2 * n]
             qdd[..., cols] += x[..., 2 * n :]
-            wv = qd[..., 3:].reshape(b, m, n_j, 3)
-            wa = qdd[..., 3:].reshape(b, m, n_j, 3)
-            if rows.balance is not None:
-                bm = body_motion(s.body, root, rot, qd[..., :3], wv, qdd[..., :3], wa)
-                parts.append(zmp_of(s.body.mass, bm.centres, bm.accelerations)[0] / h_m)
-            if rows.torque is not None:
-                flat = b * m
-                _, _, tau = inverse_dynamics(
-                    s.body,
-                    root.reshape(flat, 3) * metres,
-                    rot.reshape(flat, n_j, 4),
-                    qd[..., :3].reshape(flat, 3),
-                    wv.reshape(flat, n_j, 3),
-                    qdd[..., :3].reshape(flat, 3),
-                    wa.reshape(flat, n_j, 3),
-                    shares=np.repeat(rows.shares[fr], m, axis=0),
-                )
-                norms = np.linalg.norm(tau[:, limited], axis=-1).reshape(b, m, -1)
-                parts.append(norms / limits)
-            if rows.flight is not None:
-                if rows.balance is None:
-                    bm = body_motion(s.body, root, rot, qd[..., :3], wv, qdd[..., :3], wa)
-                force, moment, _ = environment_wrench(s.body, bm)
-                parts.append(np.concatenate([force / weight, moment / (weight * h_m)], axis=-1))
+            state = DynamicState(
+                s.body,
+                root,
+                rot,
+                qd[..., :3],
+                qd[..., 3:].reshape(b, m, n_j, 3),
+                qdd[..., :3],
+                qdd[..., 3:].reshape(b, m, n_j, 3),
+                shares=rows.shares[fr][:, None],
+            )
+            parts += [task.residual(state) for task in physical]
         return np.concatenate(parts, axis=-1)
 
     return measure

@@ -28,7 +28,7 @@ A motion's constraints frame by frame (Lee & Shin 1999, §4.2) are a
 protocol :class:`IKSolver` (:mod:`retarget.tasks.solver`).
 """
 
-from .base import Task, penalty, penalty_and_gradient, penalty_gradient, stack
+from .base import Residual, Task, penalty, penalty_and_gradient, penalty_gradient, stack
 from .constraints import Constraints, Ground
 from .ground import GroundTask
 from .limits import JointLimitTask
@@ -44,6 +44,7 @@ __all__ = [
     "JointLimitTask",
     "OrientationTask",
     "PositionTask",
+    "Residual",
     "Task",
     "penalty",
     "penalty_and_gradient",

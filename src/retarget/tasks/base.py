@@ -33,7 +33,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -44,7 +44,9 @@ from .._so3 import cross
 from ..kinematics import Pose
 from ..skeleton import Skeleton
 
-__all__ = ["Task", "penalty", "penalty_and_gradient", "penalty_gradient", "stack"]
+__all__ = ["Residual", "Task", "penalty", "penalty_and_gradient", "penalty_gradient", "stack"]
+
+State = TypeVar("State")
 
 
 def _frozen_array(a: ArrayLike, name: str, trailing: tuple[int, ...]) -> Array:
@@ -131,7 +133,45 @@ def _unit_goals(goal: ArrayLike) -> Array:
 # the contract
 # --------------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False, kw_only=True)
-class Task(ABC):
+class Residual(ABC, Generic[State]):
+    """What every constraint has: ``size`` rows, their residual at a batch of states, a weight.
+
+    Kinematic tasks (:class:`Task`) are residuals of a :class:`~retarget.kinematics.Pose`
+    with a Jacobian in the tangent space. The dynamic tasks of
+    :mod:`retarget.physics.tasks` (ZMP, torque, momentum; Tak & Ko 2005, §4) are
+    residuals of a pose *and its rates*, which the physics filter differentiates
+    through its sigma points, so they need no Jacobian.
+
+    Attributes
+    ----------
+    weight : float
+        Penalty weight (``≥ 0``), in 1 / (residual unit)²; see :func:`penalty`.
+    inequality : bool
+        ``False``: the task wants ``residual == 0``; ``True``: ``residual ≥ 0``.
+        Fixed by the task's class.
+    """
+
+    weight: float = 1.0
+    inequality: bool = False
+
+    def __post_init__(self) -> None:
+        w = float(self.weight)
+        if not (np.isfinite(w) and w >= 0.0):
+            raise ValueError(f"Expected a finite weight >= 0, got {self.weight}")
+        object.__setattr__(self, "weight", w)
+
+    @property
+    @abstractmethod
+    def size(self) -> int:
+        """m, the number of residual rows."""
+
+    @abstractmethod
+    def residual(self, state: State) -> Array:
+        """Residuals at the states, shape (..., m); 0 on inactive rows."""
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Task(Residual[Pose]):
     """A constraint on poses: residual, Jacobian in the tangent space, weight.
 
     A new kind of task subclasses this frozen dataclass and implements
@@ -156,23 +196,9 @@ class Task(ABC):
         e.g. ``{"goal": 1}``.
     """
 
-    weight: float = 1.0
-    inequality: bool = False
-
     batched_fields: ClassVar[Mapping[str, int]] = {}
 
-    def __post_init__(self) -> None:
-        w = float(self.weight)
-        if not (np.isfinite(w) and w >= 0.0):
-            raise ValueError(f"Expected a finite weight >= 0, got {self.weight}")
-        object.__setattr__(self, "weight", w)
-
     # -- the contract ---------------------------------------------------------------------
-    @property
-    @abstractmethod
-    def size(self) -> int:
-        """m, the number of residual rows."""
-
     @abstractmethod
     def residual(self, pose: Pose) -> Array:
         """Residuals at the poses, shape (..., m); 0 on inactive rows."""
