@@ -174,10 +174,10 @@ def test_a_foot_easing_out_of_a_plant_eases_toward_its_toes_up_pose(lafan):
     """At the end of a toe's ease-out the limb goal is the free foot's: the toes turned up
     about the ankle onto the ground, not the sunk reference foot lifted whole (the foot
     turned some 20° in the one frame between them, at every toe-off)."""
-    from retarget.editing.constraints import Constraints, Ground
     from retarget.ik.hybrid import HybridSolver
     from retarget.kinematics import Pose
     from retarget.roles import find_roles
+    from retarget.tasks import Constraints, Ground
 
     sk = lafan.skeleton
     roles = find_roles(sk)

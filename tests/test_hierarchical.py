@@ -8,29 +8,19 @@ from conftest import HUMANOID_CLIPS, issue_24_measures
 
 from retarget.characters import make_character
 from retarget.contacts import detect_contacts
-from retarget.editing.constraints import Constraints, footplants, parse_constraints
+from retarget.editing.constraints import footplants, parse_constraints
 from retarget.editing.edit import edit_motion, knot_spacings
 from retarget.editing.fitting import fit_motion
 from retarget.editing.mba import reach
 from retarget.errors import FormatError
-from retarget.ik.hybrid import HybridSolver, levenberg_marquardt
+from retarget.ik.hybrid import HybridSolver
 from retarget.ik.numeric import NumericSolver
 from retarget.kinematics import Pose, positions
 from retarget.methods import get_method
 from retarget.methods.copy import transfer
 from retarget.metrics import evaluate
 from retarget.roles import find_roles, height
-
-
-def test_levenberg_marquardt_finds_least_squares_minima():
-    # a batch of Rosenbrock problems as residuals (1 - x, 10 (y - x^2)), and a linear one
-    def residuals(x, index):
-        return np.stack([1.0 - x[:, 0], 10.0 * (x[:, 1] - x[:, 0] ** 2)], axis=1)
-
-    x = levenberg_marquardt(
-        residuals, np.array([[-1.2, 1.0], [2.0, 2.0], [0.0, 0.0]]), max_iterations=200
-    )
-    np.testing.assert_allclose(x, 1.0, atol=1e-6)
+from retarget.tasks import Constraints
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Numerical IK (Lee & Shin 1999, §5.1): batched CG against scipy, solve_ik's properties."""
+"""Numerical IK (Lee & Shin 1999, §5.1): solve_ik's properties."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ from retarget.ik.numeric import (
     _GaussNewton,
     _Objective,
     _Parameters,
-    conjugate_gradient,
     default_rigidity,
-    finite_difference_gradient,
     solve_ik,
 )
 from retarget.io import read_asf_amc
@@ -27,93 +25,6 @@ from retarget.tasks import (
     penalty,
     penalty_and_gradient,
 )
-
-
-# -- conjugate gradient ------------------------------------------------------------------------
-def rosenbrock(x, index=None):
-    """Extended Rosenbrock, rows of x (B, n) with n even; values (B,), gradients (B, n)."""
-    a, b = x[:, 0::2], x[:, 1::2]
-    value = np.sum(100.0 * (b - a**2) ** 2 + (1.0 - a) ** 2, axis=1)
-    grad = np.empty_like(x)
-    grad[:, 0::2] = -400.0 * a * (b - a**2) - 2.0 * (1.0 - a)
-    grad[:, 1::2] = 200.0 * (b - a**2)
-    return value, grad
-
-
-STARTS = [[-1.2, 1.0], [2.0, -1.5], [0.3, 0.8], [-0.5, -0.5]]
-
-
-@pytest.mark.parametrize("start", STARTS)
-def test_cg_matches_scipy_on_rosenbrock(start):
-    ours = conjugate_gradient(rosenbrock, np.array(start), tolerance=1e-14, gradient_tolerance=1e-9)
-    ref = scipy.optimize.minimize(
-        lambda x: rosenbrock(x[None])[0][0],
-        start,
-        jac=lambda x: rosenbrock(x[None])[1][0],
-        method="CG",
-        options={"gtol": 1e-9},
-    )
-    assert ours.converged and ref.success
-    np.testing.assert_allclose(ours.x, ref.x, atol=1e-6)
-    np.testing.assert_allclose(ours.x, [1.0, 1.0], atol=1e-6)
-    assert ours.value < 1e-12
-
-
-def test_cg_batch_solves_every_problem_on_its_own():
-    x0 = np.array([[-1.2, 1.0, 0.5, 0.5], [2.0, -1.5, -1.0, 1.2], [1.0, 1.0, 1.0, 1.0]])
-    batch = conjugate_gradient(rosenbrock, x0, tolerance=1e-14, gradient_tolerance=1e-9)
-    assert batch.x.shape == (3, 4) and batch.converged.all()
-    np.testing.assert_allclose(batch.x, 1.0, atol=1e-6)
-    for i in range(3):
-        single = conjugate_gradient(rosenbrock, x0[i], tolerance=1e-14, gradient_tolerance=1e-9)
-        np.testing.assert_allclose(single.x, batch.x[i], atol=1e-12)
-        assert single.iterations == batch.iterations[i]
-    # the problem that starts at the minimum is evaluated once and never moves
-    assert batch.iterations[2] == 0 and batch.evaluations[2] == 1
-    assert np.all(batch.x[2] == 1.0)
-    assert batch.iterations[0] != batch.iterations[1]  # own stopping tests
-
-
-def test_cg_only_evaluates_active_problems():
-    seen = []
-
-    def fun(x, index):
-        seen.append(np.array(index))
-        return rosenbrock(x)
-
-    conjugate_gradient(fun, np.array([[1.0, 1.0], [-1.2, 1.0]]))
-    assert all(0 not in s for s in seen[1:])  # problem 0 stopped at once
-
-
-def test_cg_with_finite_difference_gradient():
-    fd = finite_difference_gradient(lambda x, index: rosenbrock(x)[0])
-    x = np.array([[-1.2, 1.0, 0.3, 0.1], [1.5, 2.0, -0.3, 0.4]])
-    f, g = fd(x, np.arange(2))
-    np.testing.assert_allclose(g, rosenbrock(x)[1], rtol=1e-6)
-    np.testing.assert_allclose(f, rosenbrock(x)[0])
-    result = conjugate_gradient(fd, x, gradient_tolerance=1e-6)
-    np.testing.assert_allclose(result.x, 1.0, atol=1e-4)
-
-
-def test_cg_diagonal_preconditioner_solves_scaled_bowl_in_one_step():
-    scale = np.array([1.0, 1e4, 1e-2])
-
-    def bowl(x, index):
-        return 0.5 * np.sum(scale * (x - 3.0) ** 2, axis=1), scale * (x - 3.0)
-
-    plain = conjugate_gradient(bowl, np.zeros((1, 3)), gradient_tolerance=1e-10)
-    pre = conjugate_gradient(bowl, np.zeros((1, 3)), preconditioner=1.0 / scale)
-    np.testing.assert_allclose(pre.x, 3.0, atol=1e-9)
-    assert pre.iterations[0] <= 2 < plain.iterations[0]
-
-
-def test_cg_rejects_bad_input():
-    with pytest.raises(ValueError, match="x0"):
-        conjugate_gradient(rosenbrock, np.zeros((2, 2, 2)))
-    with pytest.raises(ValueError, match="not finite"):
-        conjugate_gradient(lambda x, i: (np.full(len(x), np.nan), x), np.zeros((1, 2)))
-    with pytest.raises(ValueError, match="preconditioner"):
-        conjugate_gradient(rosenbrock, np.zeros((1, 2)), preconditioner=[1.0, -1.0])
 
 
 # -- IK fixtures ------------------------------------------------------------------------------

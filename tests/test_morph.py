@@ -18,9 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from retarget import Skeleton, quat
+from retarget._arrays import runs
 from retarget.characters import make_character
 from retarget.cli import main
-from retarget.contacts import _runs, detect_contacts
+from retarget.contacts import detect_contacts
 from retarget.errors import RetargetError
 from retarget.ik import Limb, solve_limb
 from retarget.ik.numeric import solve_ik
@@ -274,12 +275,12 @@ def _stride_deviation(source, result, ratio):
     frames, deviation = [], []
     for side in ("left", "right"):
         a_s, a_t = rs[f"{side}_ankle"], rt[f"{side}_ankle"]
-        runs = _runs(contacts.mask[:, list(contacts.points).index(a_s)])
-        prints_s = np.array([pos_s[a:b, a_s][:, [0, 2]].mean(axis=0) for a, b in runs])
-        prints_t = np.array([pos_t[a:b, a_t][:, [0, 2]].mean(axis=0) for a, b in runs])
+        steps = runs(contacts.mask[:, list(contacts.points).index(a_s)])
+        prints_s = np.array([pos_s[a:b, a_s][:, [0, 2]].mean(axis=0) for a, b in steps])
+        prints_t = np.array([pos_t[a:b, a_t][:, [0, 2]].mean(axis=0) for a, b in steps])
         d_s = np.linalg.norm(np.diff(prints_s, axis=0), axis=1)
         d_t = np.linalg.norm(np.diff(prints_t, axis=0), axis=1)
-        middle = np.array([0.5 * (runs[k][0] + runs[k + 1][1] - 1) for k in range(len(d_s))])
+        middle = np.array([0.5 * (steps[k][0] + steps[k + 1][1] - 1) for k in range(len(d_s))])
         r = np.interp(middle, np.arange(source.num_frames), ratio)
         keep = d_s > 0.5 * np.median(d_s)
         frames.append(middle[keep])

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from retarget import Motion, Skeleton, concatenate, quat
-from retarget.motion import ominus, oplus, tangent_size
+from retarget.motion import ominus, ominus_joints, oplus, oplus_joints, tangent_size
 
 
 def chain_skeleton(n=4):
@@ -65,6 +65,29 @@ def test_oplus_ominus_on_single_poses_and_batches():
     np.testing.assert_allclose(q1, rot[3])
     with pytest.raises(ValueError, match="tangent"):
         oplus(m.root_position, m.rotations, np.zeros((10, 5)))
+
+
+def test_oplus_ominus_on_a_subset_of_joints():
+    rng = np.random.default_rng(3)
+    m = random_motion(rng)
+    joints = np.array([3, 1])
+    v = rng.normal(scale=0.3, size=(10, 2, 3))
+    x = np.zeros((10, tangent_size(4)))
+    x[:, 3 + 3 * joints[:, None] + np.arange(3)] = v
+    _, full = oplus(m.root_position, m.rotations, x)
+    turned = oplus_joints(m.rotations, v, joints)
+    np.testing.assert_allclose(turned, full, atol=1e-15)
+    assert np.all(turned[:, [0, 2]] == m.rotations[:, [0, 2]])  # the others untouched
+    np.testing.assert_allclose(ominus_joints(turned, m.rotations, joints), v, atol=1e-12)
+    # one joint; one pose turned by a batch of vectors; the input is not written
+    before = np.array(m.rotations)
+    one = oplus_joints(m.rotations, v[:, 0], 3)
+    np.testing.assert_allclose(one[:, 3], turned[:, 3])
+    np.testing.assert_allclose(ominus_joints(one, m.rotations, 3), v[:, 0], atol=1e-12)
+    batch = oplus_joints(m.rotations[0], v, joints)
+    assert batch.shape == (10, 4, 4)
+    np.testing.assert_allclose(batch[0], turned[0])
+    assert np.all(m.rotations == before)
 
 
 def test_motion_is_immutable_and_copies_inputs():

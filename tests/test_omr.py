@@ -495,15 +495,15 @@ def test_pose_and_goal_frames_are_read_only_copies():
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda: PoseFrame(np.zeros(2), np.zeros((4, 4))), r"`root_position` of shape \(3,\)"),
-        (lambda: PoseFrame(np.zeros(3), np.zeros((4, 3))), r"`rotations` of shape \(n, 4\)"),
+        (lambda: PoseFrame(np.zeros(2), np.zeros((4, 4))), r"`root_position` to have shape \(3,\)"),
+        (lambda: PoseFrame(np.zeros(3), np.zeros((4, 3))), r"`rotations` to have shape \(n, 4\)"),
         (
             lambda: GoalFrame(np.zeros(3), np.zeros((4, 4)), np.zeros(3)),
-            r"`goals` of shape \(n, 3\)",
+            r"`goals` to have shape \(n, 3\)",
         ),
         (
             lambda: GoalFrame(np.zeros(3), np.zeros((4, 4)), np.zeros((2, 3)), np.zeros((3, 4))),
-            r"`orientations` of shape \(2, 4\), got \(3, 4\)",
+            r"`orientations` to have shape \(2, 4\), got \(3, 4\)",
         ),
     ],
 )
@@ -516,7 +516,7 @@ def test_online_methods_refuse_frames_of_another_skeleton(lafan):
     blubby = make_character(lafan.skeleton, preset="blubby")
     j = lafan.skeleton.num_joints
     wrong = PoseFrame(np.zeros(3), np.tile([1.0, 0.0, 0.0, 0.0], (j - 1, 1)))
-    with pytest.raises(ValueError, match=rf"Expected `rotations` of shape \({j}, 4\)"):
+    with pytest.raises(ValueError, match=rf"Expected `rotations` to have shape \({j}, 4\)"):
         OMRRetargeter(lafan.skeleton, blubby, fps=30.0).step(wrong)
     filt = OnlineRetargeter(blubby, [Effector(0, name="root")], height=1.0, fps=30.0)
     with pytest.raises(ValueError, match=r"Expected a root position \(3,\) and rotations"):

@@ -289,3 +289,37 @@ def test_motion_rates_are_exact_on_a_uniform_spin(lafan):
     np.testing.assert_allclose(v[1:-1, 1], t[1:-1], atol=1e-9)
     np.testing.assert_allclose(w[:, 3], np.tile(2.0 * axis, (20, 1)), atol=1e-9)
     np.testing.assert_allclose(wd[:, 3], 0.0, atol=1e-6)
+
+
+def test_dynamic_tasks_are_the_filters_rows(body, lafan):
+    """ZMP, torque and momentum tasks (Tak & Ko 2005, eqs. 6, 9–11) on a batch of states."""
+    from retarget.physics.dynamics import zmp_of
+    from retarget.physics.tasks import DynamicState, MomentumTask, TorqueTask, ZMPTask
+
+    clip = lafan[100:106]
+    v, a, w, wd = motion_rates(clip, body.metres)
+    n_j = lafan.skeleton.num_joints
+    shares = np.full((len(clip), n_j), 0.5)
+    state = DynamicState(body, clip.root_position, clip.rotations, v, w, a, wd, shares=shares)
+    bm = body_motion(body, clip.root_position, clip.rotations, v, w, a, wd)
+    height = 1.7
+    zmp_rows = ZMPTask(scale=height).residual(state)
+    assert zmp_rows.shape == (len(clip), 2)
+    np.testing.assert_array_equal(
+        zmp_rows, zmp_of(body.mass, bm.centres, bm.accelerations)[0] / height
+    )
+    limits = {lafan.skeleton.index("LeftUpLeg"): 100.0, lafan.skeleton.index("Spine"): 50.0}
+    torque = TorqueTask(limits=limits)
+    _, _, tau = inverse_dynamics(
+        body, clip.root_position * body.metres, clip.rotations, v, w, a, wd, shares=shares
+    )
+    expected = np.linalg.norm(tau[:, list(limits)], axis=-1) / [100.0, 50.0]
+    assert torque.size == 2
+    np.testing.assert_array_equal(torque.residual(state), expected)
+    force, moment, _ = environment_wrench(body, bm)
+    weight = body.total_mass * 9.81
+    momentum = MomentumTask(scale=height).residual(state)
+    np.testing.assert_array_equal(momentum[:, :3], force / weight)
+    np.testing.assert_array_equal(momentum[:, 3:], moment / (weight * height))
+    with pytest.raises(ValueError, match="weight"):
+        ZMPTask(weight=-1.0)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from retarget import Motion, detect_contacts, height, positions
+from retarget._arrays import runs
 from retarget.cli import main
 from retarget.errors import RetargetError
 from retarget.physics import body_model
@@ -278,7 +279,7 @@ def test_footplant_goals_hold_the_source_or_a_footprint(walk):
         on = contacts.mask[:, k]
         assert np.isnan(path[int(p)][~on]).all() and np.isnan(prints[int(p)][~on]).all()
         np.testing.assert_array_equal(path[int(p)][on], pos[on, int(p)])
-        for a, b in pf._runs(on):
+        for a, b in runs(on):
             mean = np.broadcast_to(pos[a:b, int(p)].mean(axis=0), (b - a, 3))
             np.testing.assert_allclose(prints[int(p)][a:b], mean)
 

@@ -813,13 +813,13 @@ def test_sensor_frames_are_read_only_and_checked(lafan, characters):
         assert not a.flags.writeable
         with pytest.raises(ValueError, match="read-only"):
             a[0] = 1.0
-    with pytest.raises(ValueError, match=r"Expected `positions` of shape \(n, 3\)"):
+    with pytest.raises(ValueError, match=r"Expected `positions` to have shape \(n, 3\)"):
         SensorFrame(np.zeros((3, 4)), orientations)
-    with pytest.raises(ValueError, match=r"Expected `orientations` of shape \(3, 4\)"):
+    with pytest.raises(ValueError, match=r"Expected `orientations` to have shape \(3, 4\)"):
         SensorFrame(np.zeros((3, 3)), np.zeros((2, 4)))
     lost = SensorFrame.lost(5)
     assert lost.positions.shape == (5, 3) and np.isnan(lost.orientations).all()
     pup = Puppeteer(lafan.skeleton, characters["blubby"], fps=30.0)
     n = lafan.skeleton.num_joints
-    with pytest.raises(ValueError, match=rf"Expected `positions` of shape \({n}, 3\)"):
+    with pytest.raises(ValueError, match=rf"Expected `positions` to have shape \({n}, 3\)"):
         pup.step(SensorFrame(np.zeros((n - 1, 3)), np.zeros((n - 1, 4))))

@@ -18,7 +18,6 @@ from retarget.motion import oplus
 from retarget.tasks import (
     GroundTask,
     JointLimitTask,
-    JointTask,
     OrientationTask,
     PositionTask,
     Task,
@@ -68,7 +67,6 @@ def make_tasks(sk, n_frames, rng):
         "orientation": OrientationTask(
             sk.index("RightHand"), quat.exp(rng.normal(0, 1.0, (n_frames, 3))), weight=3.0
         ),
-        "joint": JointTask(sk.index("LeftLeg"), quat.exp(rng.normal(0, 1.0, (n_frames, 3)))),
         "ground": GroundTask(
             sk.indices(["LeftToe_end", "RightToe_end", "Head"]),
             bumpy_height,
@@ -80,7 +78,7 @@ def make_tasks(sk, n_frames, rng):
     }
 
 
-KINDS = ["position", "orientation", "joint", "ground", "ground_fd", "limits"]
+KINDS = ["position", "orientation", "ground", "ground_fd", "limits"]
 
 
 @pytest.fixture(scope="module")
@@ -213,11 +211,6 @@ def test_joint_and_position_residual_signs(walk):
     np.testing.assert_allclose(
         PositionTask(hand, goal).residual(pose), [[1.0, 2.0, 3.0]] * len(root)
     )
-    v = np.array([0.1, -0.2, 0.3])
-    goal_q = quat.multiply(rot[:, 5], quat.exp(-v))  # q = goal ⊗ exp(v)
-    np.testing.assert_allclose(
-        JointTask(5, goal_q).residual(pose), np.tile(v, (len(root), 1)), atol=1e-12
-    )
     floor = GroundTask([hand], 10.0, clearance=1.0)
     np.testing.assert_allclose(floor.residual(pose)[:, 0], pose.positions[:, hand, 1] - 11.0)
     assert floor.inequality and not PositionTask(hand, goal).inequality
@@ -254,16 +247,14 @@ def test_ground_accepts_floor_function_and_objects(walk):
 
 
 # -- inactive goals and batches ----------------------------------------------------------------
-@pytest.mark.parametrize("kind", ["position", "orientation", "joint"])
+@pytest.mark.parametrize("kind", ["position", "orientation"])
 def test_nan_goals_give_zero_rows(walk, kind):
     sk, root, rot, tasks = walk
     task = tasks[kind]
     pose = Pose.of(sk, root, rot)
     goal = np.array(task.goal)
     goal[::2] = np.nan
-    partial = type(task)(
-        getattr(task, "point", getattr(task, "joint", 0)), goal, weight=task.weight
-    )
+    partial = type(task)(task.point, goal, weight=task.weight)
     r, jac = partial.residual(pose), partial.jacobian(pose)
     assert np.all(r[::2] == 0.0) and np.all(jac[::2] == 0.0)
     np.testing.assert_allclose(r[1::2], task.residual(pose)[1::2])
@@ -400,7 +391,7 @@ def test_bad_input_is_rejected():
     with pytest.raises(ValueError, match=r"\(\.\.\., 4\)"):
         OrientationTask(1, [1.0, 0.0, 0.0])
     with pytest.raises(ValueError, match="zero"):
-        JointTask(1, [0.0, 0.0, 0.0, 0.0])
+        OrientationTask(1, [0.0, 0.0, 0.0, 0.0])
 
 
 def test_point_out_of_range(walk):

@@ -8,7 +8,7 @@ space, ``x = (v_root, v_0, …, v_{J-1})`` (:func:`oplus`, :func:`ominus`).
 from . import quat
 from .characters import PRESETS, make_character
 from .contacts import Contacts, detect_contacts
-from .editing import Constraints, edit_motion, parse_constraints, transition
+from .editing import edit_motion, parse_constraints, transition
 from .errors import FormatError, RetargetError, RetargetWarning, UnknownJointError
 from .io import read_asf_amc, read_bvh, read_motion, write_bvh, write_motion
 from .kinematics import center_of_mass, forward_kinematics, jacobian, positions
@@ -17,6 +17,7 @@ from .metrics import MEASURES, evaluate
 from .motion import Motion, concatenate, ominus, oplus
 from .roles import Roles, find_roles, height
 from .skeleton import Skeleton
+from .tasks import Constraints
 
 __all__ = [
     "MEASURES",

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
+
+from ._arrays import Array
 
 __all__ = [
     "apply_right_jacobian",
@@ -41,7 +43,6 @@ __all__ = [
     "right_jacobian_inverse",
 ]
 
-Array = NDArray[np.float64]
 _SMALL = 1e-4
 
 

@@ -26,6 +26,7 @@ from typing import cast
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._arrays import runs
 from .environment import Floor, Shape, Slope
 from .kinematics import positions as motion_positions
 from .motion import Motion
@@ -114,7 +115,7 @@ def estimate_ground(motion: Motion, contacts: Contacts) -> Floor | Slope:
     samples = []
     for side in sorted(set(contacts.sides)):
         cols = [k for k, s in enumerate(contacts.sides) if s == side]
-        for start, end in _runs(np.asarray(contacts.mask[:, cols].any(axis=1))):
+        for start, end in runs(np.asarray(contacts.mask[:, cols].any(axis=1))):
             planted = contacts.mask[start:end][:, cols]
             y = np.where(planted, feet[start:end][:, cols, UP], np.inf).min(axis=1)
             xz = np.delete(feet[start:end][:, cols], UP, axis=-1)[planted]
@@ -181,18 +182,12 @@ class Contacts:
         return cast(NDArray[np.bool_], self.mask[:, cols].any(axis=1))
 
 
-def _runs(mask: NDArray[np.bool_]) -> list[tuple[int, int]]:
-    """[start, end) of the runs of True in a 1-D mask."""
-    d = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
-    return list(zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1), strict=True))
-
-
 def _clean(mask: NDArray[np.bool_], min_len: int, max_gap: int) -> NDArray[np.bool_]:
     out = mask.copy()
-    for start, end in _runs(~out):  # close short gaps between contacts
+    for start, end in runs(~out):  # close short gaps between contacts
         if 0 < start and end < len(out) and end - start <= max_gap:
             out[start:end] = True
-    for start, end in _runs(out):  # drop short contacts
+    for start, end in runs(out):  # drop short contacts
         if end - start < min_len:
             out[start:end] = False
     return out

@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import quat
+from ._arrays import Array
 from .skeleton import Skeleton
 
 __all__ = [
@@ -43,7 +44,6 @@ __all__ = [
     "widen_limits",
 ]
 
-Array = NDArray[np.float64]
 _AXIS = {"X": 0, "Y": 1, "Z": 2}
 
 

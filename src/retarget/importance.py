@@ -37,11 +37,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._arrays import Array
 from .environment import Shape
 
 __all__ = ["Importance", "end_effector_importance", "importance_curve"]
-
-Array = NDArray[np.float64]
 
 
 def importance_curve(normalized_distance: ArrayLike) -> Array:

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from ._arrays import Array
 from .motion import Motion
 from .skeleton import Skeleton
 
@@ -32,8 +33,6 @@ __all__ = [
     "jacobian",
     "positions",
 ]
-
-Array = NDArray[np.float64]
 
 
 @numba.njit(cache=True, nogil=True)

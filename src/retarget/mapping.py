@@ -61,6 +61,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import dofs, quat, world
+from ._arrays import Array
 from .errors import RetargetError
 from .kinematics import forward_kinematics
 from .motion import Motion
@@ -85,7 +86,6 @@ __all__ = [
     "up_axis",
 ]
 
-Array = NDArray[np.float64]
 
 #: Centimetres per unit of each skeleton unit spelling (:data:`retarget.world.UNITS`).
 UNITS: Mapping[str, float] = world.UNITS

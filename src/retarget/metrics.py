@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import quat, world
+from ._arrays import Array
 from .contacts import UP, Contacts, detect_contacts
 from .cuts import find_cuts
 from .kinematics import positions as motion_positions
@@ -43,7 +44,6 @@ __all__ = [
     "tracking_error",
 ]
 
-Array = NDArray[np.float64]
 
 MEASURES: Mapping[str, str] = {
     "frames": "number of frames compared",

@@ -22,14 +22,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from . import quat
+from ._arrays import Array, frozen
 from .skeleton import Skeleton
 
-__all__ = ["Motion", "concatenate", "ominus", "oplus", "tangent_size"]
-
-Array = NDArray[np.float64]
+__all__ = [
+    "Motion",
+    "concatenate",
+    "ominus",
+    "ominus_joints",
+    "oplus",
+    "oplus_joints",
+    "tangent_size",
+]
 
 
 def tangent_size(num_joints: int) -> int:
@@ -94,15 +101,54 @@ def ominus(
     return np.concatenate([v0[..., 0, :], v.reshape(*v.shape[:-2], -1)], axis=-1)
 
 
-def _readonly(a: ArrayLike, shape: tuple[int, ...], name: str) -> Array:
-    """A read-only float64 copy of ``a``, of ``shape``, all values finite."""
-    arr = np.array(a, dtype=np.float64)
-    if arr.shape != shape:
-        raise ValueError(f"Expected `{name}` to have shape {shape}, got {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"`{name}` contains NaN or infinite values")
-    arr.setflags(write=False)
-    return arr
+def oplus_joints(rotations: ArrayLike, v: ArrayLike, joints: ArrayLike) -> Array:
+    """⊕ on a subset of joints: ``q_j ⊗ exp(v_j)`` for the ``joints``, the others unchanged.
+
+    The rotation part of :func:`oplus` (Lee & Shin 1999, eq. 1) for a state
+    that moves only some joints (an IK's free joints, a filter's moved DOFs).
+
+    Parameters
+    ----------
+    rotations : array_like, shape (..., J, 4)
+        Local joint rotations.
+    v : array_like, shape (..., K, 3), or (..., 3) for one joint
+        Rotation vectors (radians, each joint's local frame).
+    joints : int or array_like of int, shape (K,)
+        The joints they turn.
+
+    Returns
+    -------
+    ndarray, shape (..., J, 4)
+        A new array; the batch axes of ``rotations`` and ``v`` broadcast.
+    """
+    q = np.asarray(rotations, dtype=np.float64)
+    turn = np.asarray(v, dtype=np.float64)
+    index = np.asarray(joints)
+    batch = np.broadcast_shapes(q.shape[:-2], turn.shape[: turn.ndim - 1 - index.ndim])
+    out = np.array(np.broadcast_to(q, (*batch, *q.shape[-2:])))
+    out[..., index, :] = quat.multiply(out[..., index, :], quat.exp(turn))
+    return out
+
+
+def ominus_joints(rotations: ArrayLike, rotations0: ArrayLike, joints: ArrayLike) -> Array:
+    """⊖ on a subset of joints: ``log(q0_j⁻¹ ⊗ q_j)`` for the ``joints`` (eq. 1).
+
+    Parameters
+    ----------
+    rotations, rotations0 : array_like, shape (..., J, 4)
+        Local joint rotations and the reference ones (leading axes broadcast).
+    joints : int or array_like of int, shape (K,)
+
+    Returns
+    -------
+    ndarray, shape (..., K, 3), or (..., 3) for one joint
+        Rotation vectors on the shortest arc, with
+        ``oplus_joints(rotations0, result, joints)`` equal to ``rotations`` there.
+    """
+    index = np.asarray(joints)
+    q = np.asarray(rotations, dtype=np.float64)[..., index, :]
+    q0 = np.asarray(rotations0, dtype=np.float64)[..., index, :]
+    return quat.log(quat.multiply(quat.conjugate(q0), q))
 
 
 @dataclass(frozen=True, eq=False)
@@ -182,7 +228,7 @@ class Motion:
         rotations.setflags(write=False)
         object.__setattr__(self, "rotations", rotations)
         object.__setattr__(
-            self, "root_position", _readonly(self.root_position, (n, 3), "root_position")
+            self, "root_position", frozen(self.root_position, (n, 3), "root_position", finite=True)
         )
         fps = float(self.fps)
         if not (np.isfinite(fps) and fps > 0):
@@ -191,7 +237,7 @@ class Motion:
         if self.translations is not None:
             shape = (n, self.skeleton.num_joints, 3)
             object.__setattr__(
-                self, "translations", _readonly(self.translations, shape, "translations")
+                self, "translations", frozen(self.translations, shape, "translations", finite=True)
             )
 
     # -- sizes --------------------------------------------------------------------------

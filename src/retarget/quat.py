@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
+
+from ._arrays import Array
 
 __all__ = [
     "angle",
@@ -53,7 +55,6 @@ __all__ = [
     "unroll",
 ]
 
-Array = NDArray[np.float64]
 
 _AXES = {"X": 0, "Y": 1, "Z": 2}
 _SMALL_ANGLE = 1e-4  # below this |v| (rad), series expansions are exact to float64

@@ -26,6 +26,7 @@ from typing import overload
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._arrays import frozen
 from .errors import UnknownJointError
 
 __all__ = ["CHANNEL_NAMES", "UP_AXES", "Skeleton"]
@@ -42,17 +43,6 @@ ROOT_CHANNELS = ("Xposition", "Yposition", "Zposition", "Zrotation", "Yrotation"
 JOINT_CHANNELS = ("Zrotation", "Yrotation", "Xrotation")
 #: The world up axes a skeleton may record (:attr:`Skeleton.up`).
 UP_AXES = ("x", "y", "z", "-x", "-y", "-z")
-
-
-def _frozen(a: ArrayLike, dtype: type, shape: tuple[int | None, ...], name: str) -> NDArray:
-    arr: NDArray = np.array(a, dtype=dtype)  # always a copy
-    if arr.ndim != len(shape) or any(
-        s is not None and s != n for s, n in zip(shape, arr.shape, strict=False)
-    ):
-        want = ", ".join("n" if s is None else str(s) for s in shape)
-        raise ValueError(f"Expected `{name}` to have shape ({want}), got {arr.shape}")
-    arr.setflags(write=False)
-    return arr
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,14 +98,14 @@ class Skeleton:
         n_joints = len(names)
         if n_joints == 0:
             raise ValueError("A skeleton needs at least one joint")
-        parents = _frozen(self.parents, np.intp, (n_joints,), "parents")
+        parents = frozen(self.parents, (n_joints,), "parents", dtype=np.intp)
         if (
             parents[0] != -1
             or np.any(parents[1:] < 0)
             or np.any(parents[1:] >= np.arange(1, n_joints))
         ):
             raise ValueError("Expected parents[0] == -1 and 0 <= parents[j] < j for j > 0")
-        offsets = _frozen(self.offsets, np.float64, (n_joints, 3), "offsets")
+        offsets = frozen(self.offsets, (n_joints, 3), "offsets", dtype=np.float64)
         channels = tuple(tuple(c) for c in self.channels) or (
             ROOT_CHANNELS,
             *([JOINT_CHANNELS] * (n_joints - 1)),
@@ -130,10 +120,10 @@ class Skeleton:
                 )
         site_names = tuple(str(n) for n in self.site_names)
         n_sites = len(site_names)
-        site_parents = _frozen(self.site_parents, np.intp, (n_sites,), "site_parents")
+        site_parents = frozen(self.site_parents, (n_sites,), "site_parents", dtype=np.intp)
         if np.any(site_parents < 0) or np.any(site_parents >= n_joints):
             raise ValueError("Expected every site parent to be a joint index")
-        site_offsets = _frozen(self.site_offsets, np.float64, (n_sites, 3), "site_offsets")
+        site_offsets = frozen(self.site_offsets, (n_sites, 3), "site_offsets", dtype=np.float64)
         all_names = names + site_names
         if len(set(all_names)) != len(all_names):
             dup = sorted({n for n in all_names if all_names.count(n) > 1})
@@ -143,11 +133,11 @@ class Skeleton:
         axes = self.axes
         if axes is None:
             axes = np.tile([1.0, 0.0, 0.0, 0.0], (n_joints, 1))
-        axes = _frozen(axes, np.float64, (n_joints, 4), "axes")
+        axes = frozen(axes, (n_joints, 4), "axes", dtype=np.float64)
         limits = self.limits
         if limits is None:
             limits = np.tile([-np.inf, np.inf], (n_joints, 3, 1))
-        limits = _frozen(limits, np.float64, (n_joints, 3, 2), "limits")
+        limits = frozen(limits, (n_joints, 3, 2), "limits", dtype=np.float64)
         if np.any(limits[..., 0] > limits[..., 1]):
             raise ValueError("Expected lower limits <= upper limits")
         up = self.up

@@ -51,9 +51,9 @@ import math
 from collections.abc import Mapping
 
 import numpy as np
-from numpy.typing import NDArray
 
 from . import quat
+from ._arrays import Array
 from .errors import RetargetError
 from .motion import Motion
 from .roles import Roles, find_roles, height
@@ -82,7 +82,6 @@ __all__ = [
     "upright",
 ]
 
-Array = NDArray[np.float64]
 
 #: Centimetres per unit of each length unit spelling a skeleton may carry.
 UNITS: Mapping[str, float] = {

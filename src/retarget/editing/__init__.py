@@ -1,6 +1,7 @@
 """Motion editing: multilevel B-spline displacement maps, hierarchical fitting (Lee & Shin 1999)."""
 
-from .constraints import Constraints, footplants, parse_constraints
+from ..tasks import Constraints
+from .constraints import footplants, parse_constraints
 from .edit import edit_motion, knot_spacings
 from .fitting import fit_motion
 from .mba import BSpline, bspline_weights, fit_bspline, multilevel_fit, reach

@@ -1,10 +1,9 @@
-"""Kinematic constraints of a motion, frame by frame (Lee & Shin 1999, §4.2).
+"""Making kinematic constraints (Lee & Shin 1999, §4.2): footplants and constraint files.
 
-A constraint set says, for each frame, where end-effectors must be (position
-and/or orientation goals; NaN rows where a point is free), whether joint
-limits hold, and which points must stay above the ground. "A variational
-constraint that holds over an interval of frames can be realised by a
-sequence of constraints" (§4.2): a goal array simply repeats over the interval.
+The constraint set itself (:class:`~retarget.tasks.constraints.Constraints`,
+:class:`~retarget.tasks.constraints.Ground`) is part of the task vocabulary,
+:mod:`retarget.tasks`; this module makes them from a motion's contacts
+(:func:`footplants`) or from a user's file (:func:`parse_constraints`).
 
 Footplants (:func:`footplants`) come from the source's contacts: each foot
 point gets one goal per footprint — its mean position, mapped onto the target
@@ -15,193 +14,20 @@ held fixed over its planted frames.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .. import quat
-from ..contacts import UP, Contacts, _runs
+from .._arrays import Array, runs
+from ..contacts import UP, Contacts
 from ..errors import FormatError, RetargetError
-from ..kinematics import Pose
 from ..motion import Motion
 from ..roles import Roles
+from ..tasks.constraints import Constraints, Ground
 
-__all__ = ["Constraints", "Ground", "footplants", "parse_constraints"]
-
-Array = NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class Ground:
-    """Points that must stay at or above a surface.
-
-    Attributes
-    ----------
-    points : ndarray of int, shape (K,)
-    clearance : ndarray, shape (K,) or (F, K)
-        Height each point keeps above the surface (a joint sits above the sole);
-        per frame for a character whose proportions change over the clip.
-    surface : object
-        A float for a flat floor, a shape or scene of :mod:`retarget.environment`
-        (its ``ground_height``), or anything with ``height(xz (..., 2)) -> (...,)``.
-    """
-
-    points: NDArray[np.intp]
-    clearance: Array
-    surface: Any = 0.0
-
-    def height(self, xz: Array) -> Array:
-        """Surface height under horizontal positions ``xz (..., 2)``.
-
-        A number is a flat floor; an :mod:`retarget.environment` shape or scene
-        answers with its ``ground_height`` (the highest surface a foot could
-        stand on); anything else with a ``height(xz)`` method is asked that.
-        """
-        if isinstance(self.surface, (int, float)):
-            return np.full(xz.shape[:-1], float(self.surface))
-        if hasattr(self.surface, "ground_height"):
-            return np.asarray(self.surface.ground_height(xz), dtype=np.float64)
-        return np.asarray(self.surface.height(xz), dtype=np.float64)
-
-    def clearance_at(self, frames: NDArray[np.intp]) -> Array:
-        """The clearances at ``frames``, shape (N, K)."""
-        if self.clearance.ndim == 1:
-            return np.broadcast_to(self.clearance, (len(frames), len(self.points)))
-        return self.clearance[frames]
-
-    def lowest(self, positions: Array, frames: NDArray[np.intp] | None = None) -> Array:
-        """Lowest allowed height of each ground point, shape (..., K).
-
-        ``positions`` (F, P, 3) of every frame, or (N, P, 3) of ``frames``.
-        """
-        p = positions[..., self.points, :]
-        clearance = self.clearance if frames is None else self.clearance_at(frames)
-        return self.height(np.delete(p, UP, axis=-1)) + clearance
-
-
-@dataclass(frozen=True)
-class Constraints:
-    """Goals for some points at some frames.
-
-    Attributes
-    ----------
-    num_frames : int
-    positions : mapping of point index to ndarray (F, 3)
-        Position goals, NaN rows where the point is free.
-    orientations : mapping of point index to ndarray (F, 4)
-        World orientation goals of the point's frame, NaN rows where free.
-    transitions : mapping of point index to ndarray (F, 4)
-        Soft position goals ``(track_x, track_y, track_z, s)``, NaN where none:
-        at such a frame the point is pulled from where the current motion has it
-        (``ref``) to ``ref + s (track − ref)``, ``0 < s ≤ 1``. Footplants use them
-        to ease a foot into and out of a plant (IK blending), so the correction
-        ramps instead of snapping.
-    contact_points : frozenset of int
-        Points whose position goals are footplants (they drive the initial root
-        guess of §4.5).
-    joint_limits : bool
-        Keep every channel angle within the skeleton's limits.
-    ground : Ground or None
-        Points kept above a surface at every frame.
-    """
-
-    num_frames: int
-    positions: Mapping[int, Array] = field(default_factory=dict)
-    orientations: Mapping[int, Array] = field(default_factory=dict)
-    transitions: Mapping[int, Array] = field(default_factory=dict)
-    contact_points: frozenset[int] = frozenset()
-    joint_limits: bool = False
-    ground: Ground | None = None
-
-    def __post_init__(self) -> None:
-        for name, goals, width in (
-            ("positions", self.positions, 3),
-            ("orientations", self.orientations, 4),
-            ("transitions", self.transitions, 4),
-        ):
-            frozen = {}
-            for point, goal in goals.items():
-                arr = np.array(goal, dtype=np.float64)
-                if arr.shape != (self.num_frames, width):
-                    raise ValueError(
-                        f"goal of point {point} must have shape ({self.num_frames}, {width})"
-                    )
-                arr.setflags(write=False)
-                frozen[int(point)] = arr
-            object.__setattr__(self, name, MappingProxyType(frozen))
-
-    def active(self) -> NDArray[np.bool_]:
-        """Frames with at least one goal (position, orientation, transition), shape (F,)."""
-        mask = np.zeros(self.num_frames, bool)
-        goals_all = (
-            *self.positions.values(),
-            *self.orientations.values(),
-            *self.transitions.values(),
-        )
-        for goals in goals_all:
-            mask |= np.isfinite(goals).all(axis=1)
-        return mask
-
-    def goal_at(self, point: int, frames: NDArray[np.intp], reference: Array) -> Array:
-        """Position goals of ``point`` at ``frames`` (N, 3): hard goals where set, else
-        transition goals relative to the point's ``reference`` positions (N, 3), else NaN."""
-        goal = np.full((len(frames), 3), np.nan)
-        if point in self.transitions:
-            tr = self.transitions[point][frames]
-            have = np.isfinite(tr).all(axis=1)
-            goal[have] = reference[have] + tr[have, 3:] * (tr[have, :3] - reference[have])
-        if point in self.positions:
-            hard = self.positions[point][frames]
-            have = np.isfinite(hard).all(axis=1)
-            goal[have] = hard[have]
-        return goal
-
-    def firmness(self, point: int, frames: NDArray[np.intp]) -> Array:
-        """How firmly ``point`` is held at ``frames``, shape (N,): 2 for a hard goal
-        (above any eased one), the transition weight (0‥1, 1 at a blend's last
-        frame) for an eased goal, 0 when free."""
-        weight = np.zeros(len(frames))
-        if point in self.transitions:
-            tr = self.transitions[point][frames]
-            have = np.isfinite(tr).all(axis=1)
-            weight[have] = tr[have, 3]
-        if point in self.positions:
-            weight[np.isfinite(self.positions[point][frames]).all(axis=1)] = 2.0
-        return weight
-
-    def violated_ground(self, pose: Pose, tolerance: float = 0.0) -> NDArray[np.bool_]:
-        """Frames where a ground point is below its lowest allowed height, shape (F,)."""
-        if self.ground is None:
-            return np.zeros(pose.batch_shape, bool)
-        gap = pose.positions[..., self.ground.points, UP] - self.ground.lowest(pose.positions)
-        return np.asarray((gap < -tolerance).any(axis=-1))
-
-    def position_errors(self, pose: Pose) -> Array:
-        """Distance of each goal point from its goal, NaN where free, shape (F, K)."""
-        if not self.positions:
-            return np.zeros((self.num_frames, 0))
-        points = list(self.positions)
-        goals = np.stack([self.positions[p] for p in points], axis=1)
-        return np.linalg.norm(pose.positions[:, points] - goals, axis=-1)
-
-    def with_goals(
-        self, positions: Mapping[int, Array] | None = None, **changes: Any
-    ) -> Constraints:
-        """A copy with more position goals (merged point by point: a later goal wins where set)."""
-        merged = {p: g.copy() for p, g in self.positions.items()}
-        for p, goal in (positions or {}).items():
-            goal = np.asarray(goal, dtype=np.float64)
-            if p in merged:
-                set_rows = np.isfinite(goal).all(axis=1)
-                merged[p][set_rows] = goal[set_rows]
-            else:
-                merged[p] = goal
-        return dataclasses.replace(self, positions=merged, **changes)
+__all__ = ["footplants", "parse_constraints"]
 
 
 def footplants(
@@ -322,7 +148,7 @@ def footplants(
         cols = [k for k, s in enumerate(contacts.sides) if s == side]
         ankle_t = roles_target[f"{side}_ankle"]
         anchor = next((k for k in cols if target_points[k] == ankle_t), None)
-        for start, end in _runs(np.asarray(contacts.mask[:, cols].any(axis=1))):  # one footprint
+        for start, end in runs(np.asarray(contacts.mask[:, cols].any(axis=1))):  # one footprint
             window = slice(start, end)
             frames = np.arange(start, end)
             mask = {k: contacts.mask[window, k] for k in cols}
@@ -392,7 +218,7 @@ def footplants(
         own = pos_s[:, contacts.points[k]]  # the source point's own path
         weight = np.zeros(num_frames)
         pull = np.zeros((num_frames, 3))  # Σ w · track
-        for start, end in _runs(planted):
+        for start, end in runs(planted):
             for edge, outward in (
                 (start, range(start - 1, start - blend - 1, -1)),
                 (end - 1, range(end, end + blend)),

@@ -23,7 +23,8 @@ from ..ik.numeric import NumericSolver
 from ..motion import Motion
 from ..result import Result
 from ..roles import find_roles, height
-from .constraints import Constraints, footplants
+from ..tasks import Constraints
+from .constraints import footplants
 from .fitting import fit_motion
 from .mba import reach
 

@@ -25,53 +25,19 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
+from .._arrays import Array, runs
 from ..dofs import clamp_to_limits, limit_violation
 from ..kinematics import Pose
 from ..motion import Motion, ominus
 from ..skeleton import Skeleton
-from .constraints import Constraints
+from ..tasks import Constraints, IKSolver
 from .mba import fit_bspline, multilevel_fit
 
-__all__ = ["FitResult", "IKSolver", "LevelReport", "fit_motion", "root_guess"]
-
-Array = NDArray[np.float64]
-
-
-class IKSolver(Protocol):
-    """Poses meeting the constraints at some frames, minimally displaced from reference poses.
-
-    Returns ``(root_position (N, 3), rotations (N, J, 4), determined (N, J + 1))``:
-    ``determined[i, 0]`` says the root translation at frame i is the solver's
-    answer, ``determined[i, 1 + j]`` the same of joint j's rotation. A joint the
-    solver left alone because nothing constrains it there (a free leg) is not
-    determined: its displacement at that frame is missing data for the
-    B-spline, interpolated from the frames where it was solved, rather than
-    pinned to zero.
-    """
-
-    def __call__(
-        self,
-        skeleton: Skeleton,
-        root_position: Array,
-        rotations: Array,
-        frames: NDArray[np.intp],
-        constraints: Constraints,
-        *,
-        spacing: float | None = None,
-        translations: Array | None = None,
-    ) -> tuple[Array, Array, NDArray[np.bool_]]:
-        """Return root positions, rotations and the ``determined`` mask for the N ``frames``.
-
-        ``spacing`` is the knot spacing of the level asking (0 for the exact pass).
-        ``translations`` (N, J, 3): the frames' own joint offsets when the motion
-        has them (:attr:`retarget.motion.Motion.translations`), else None.
-        """
-        ...
+__all__ = ["FitResult", "LevelReport", "fit_motion", "root_guess"]
 
 
 @dataclass(frozen=True)
@@ -422,11 +388,11 @@ def root_guess(
     shifts = np.stack([constraints.positions[p] - pos[:, p] for p in points], axis=1)  # (F, K, 3)
     have = np.asarray(np.isfinite(shifts).all(axis=2))
     if shift == "geometry":
-        from ..contacts import UP, _runs
+        from ..contacts import UP
 
         vertical = np.zeros_like(shifts)
         for k in range(len(points)):
-            for start, stop in _runs(have[:, k]):
+            for start, stop in runs(have[:, k]):
                 vertical[start:stop, k, UP] = shifts[start:stop, k, UP].mean()
         shifts = np.where(have[..., None], vertical, np.nan)
     count = have.sum(axis=1)

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["BSpline", "bspline_weights", "fit_bspline", "multilevel_fit", "reach"]
+from .._arrays import Array
 
-Array = NDArray[np.float64]
+__all__ = ["BSpline", "bspline_weights", "fit_bspline", "multilevel_fit", "reach"]
 
 
 def bspline_weights(u: ArrayLike) -> Array:

@@ -57,7 +57,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import quat
-from ..contacts import Contacts, _runs, detect_contacts
+from .._arrays import Array, runs
+from ..contacts import Contacts, detect_contacts
 from ..errors import RetargetError
 from ..ik.hybrid import HybridSolver
 from ..kinematics import positions as motion_positions
@@ -66,12 +67,12 @@ from ..motion import Motion, concatenate
 from ..result import Result
 from ..roles import Roles, find_roles, height
 from ..skeleton import Skeleton
-from .constraints import Constraints, footplants
-from .fitting import IKSolver, fit_motion
+from ..tasks import Constraints, IKSolver
+from .constraints import footplants
+from .fitting import fit_motion
 
 __all__ = ["transition", "warp_path"]
 
-Array = NDArray[np.float64]
 
 _Y = np.array([0.0, 1.0, 0.0])
 # Plants enforced outside the window: stricter than the contacts of the measures, as in
@@ -371,7 +372,7 @@ def _close_gaps(mask: NDArray[np.bool_], window: slice, max_gap: int) -> NDArray
     """
     out = mask.copy()
     for k in range(out.shape[1]):
-        for start, stop in _runs(~out[:, k]):
+        for start, stop in runs(~out[:, k]):
             inner = 0 < start and stop < len(out)
             if inner and stop - start <= max_gap and start < window.stop and stop > window.start:
                 out[start:stop, k] = True
@@ -653,7 +654,7 @@ def transition(
         pad = int(2 * max(spacings)) if margin is None else int(margin)
         first, last = span.start, span.stop
         for side in ("left", "right"):  # footprints that reach into the window, whole
-            for run_start, run_stop in _runs(plants.foot(side)):
+            for run_start, run_stop in runs(plants.foot(side)):
                 if run_start < span.stop and run_stop > span.start:
                     first, last = min(first, run_start - ease), max(last, run_stop + ease)
         start, stop = int(max(0, first - pad)), int(min(out.num_frames, last + pad))

@@ -34,10 +34,13 @@ from .shapes import (
     Floor,
     Scene,
     Shape,
+    ShapeArrays,
     Slope,
     Sphere,
+    arrays_of,
     as_shape,
     ground_height,
+    shape_arrays,
 )
 
 __all__ = [
@@ -47,9 +50,12 @@ __all__ = [
     "HeightField",
     "Scene",
     "Shape",
+    "ShapeArrays",
     "Slope",
     "Sphere",
+    "arrays_of",
     "as_shape",
     "ground_height",
     "random_height_field",
+    "shape_arrays",
 ]

@@ -6,7 +6,7 @@ Written here rather than taken from a library: a compiled per-frame solver asks 
 distances point by point (3-tuples held in registers, no array allocated per call), and
 the shapes answer batches through the same code, so both round alike.
 
-Arrays of :func:`shape_arrays` (m shapes): ``kind`` (m,) one of :data:`FLOOR`,
+Arrays of :func:`retarget.environment.shape_arrays` (m shapes): ``kind`` (m,) one of :data:`FLOOR`,
 :data:`BOX`, :data:`SPHERE`; ``center`` (m, 3); ``half`` (m, 3) a box's half extents;
 ``frame`` (m, 3, 3) a box's world rotation matrix; ``size`` (m,) a floor's height or a
 sphere's radius. World frame Y up, lengths in the skeleton's unit.
@@ -15,73 +15,22 @@ sphere's radius. World frame Y up, lengths in the skeleton's unit.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numba
 import numpy as np
-from numpy.typing import NDArray
 
 from .._vec3 import add, norm, row, scale, sub
-from .shapes import Box, Floor, Shape, Sphere
+from ._kinds import BOX, FLOOR, SPHERE
 
 __all__ = [
     "BOX",
     "FLOOR",
     "SPHERE",
-    "ShapeArrays",
-    "arrays_of",
     "closest_rows",
     "distance_rows",
     "point_closest",
     "point_distance",
-    "shape_arrays",
 ]
-
-#: Shape kinds (``ShapeArrays.kind``): :class:`Floor`, :class:`Box`, :class:`Sphere`.
-FLOOR, BOX, SPHERE = 0, 1, 2
-
-
-class ShapeArrays(NamedTuple):
-    """Floors, boxes and spheres as arrays (module docstring)."""
-
-    kind: NDArray[np.intp]
-    center: NDArray[np.float64]
-    half: NDArray[np.float64]
-    frame: NDArray[np.float64]
-    size: NDArray[np.float64]
-
-
-def shape_arrays(objects: tuple[Shape, ...] | list[Shape]) -> ShapeArrays | None:
-    """The arrays of ``objects``; None when one is not exactly a :class:`Floor`,
-    :class:`Box` or :class:`Sphere` (a subclass may answer otherwise)."""
-    if any(type(shape) not in (Floor, Box, Sphere) for shape in objects):
-        return None
-    return _arrays(objects)
-
-
-def arrays_of(shape: Shape) -> ShapeArrays:
-    """The arrays of one floor, box or sphere (or an instance of a subclass)."""
-    if not isinstance(shape, (Floor, Box, Sphere)):
-        raise TypeError(f"Expected a Floor, Box or Sphere, got {type(shape).__name__}")
-    return _arrays((shape,))
-
-
-def _arrays(objects: tuple[Shape, ...] | list[Shape]) -> ShapeArrays:
-    m = len(objects)
-    kind = np.zeros(m, np.intp)
-    center = np.zeros((m, 3))
-    half = np.zeros((m, 3))
-    frame = np.broadcast_to(np.eye(3), (m, 3, 3)).copy()
-    size = np.zeros(m)
-    for j, shape in enumerate(objects):
-        if isinstance(shape, Floor):
-            kind[j], size[j] = FLOOR, shape.height
-        elif isinstance(shape, Box):
-            kind[j], center[j], half[j] = BOX, shape.center, shape.half_extents
-            frame[j] = shape.rotation_matrix
-        elif isinstance(shape, Sphere):
-            kind[j], center[j], size[j] = SPHERE, shape.center, shape.radius
-    return ShapeArrays(kind, center, half, frame, size)
 
 
 

@@ -20,13 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
-from .shapes import Closest, Shape, _as_points, _as_xz, _finite_float, _frozen
+from .._arrays import Array, frozen
+from .shapes import Closest, Shape, _as_points, _as_xz, _finite_float
 
 __all__ = ["HeightField", "random_height_field"]
-
-Array = NDArray[np.float64]
 
 
 # -- height field ------------------------------------------------------------------------
@@ -110,7 +109,8 @@ class HeightField(Shape):
     _cell_curv: Array = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "origin_xz", _frozen(self.origin_xz, (2,), "origin_xz"))
+        origin = frozen(self.origin_xz, (2,), "origin_xz", finite=True)
+        object.__setattr__(self, "origin_xz", origin)
         spacing = _as_spacing(self.spacing)
         object.__setattr__(self, "spacing", spacing)
         heights = np.array(self.heights, dtype=np.float64)

@@ -17,6 +17,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import quat
+from .._arrays import Array, frozen
+from ._kinds import BOX, FLOOR, SPHERE
 
 __all__ = [
     "Box",
@@ -24,13 +26,14 @@ __all__ = [
     "Floor",
     "Scene",
     "Shape",
+    "ShapeArrays",
     "Slope",
     "Sphere",
+    "arrays_of",
     "as_shape",
     "ground_height",
+    "shape_arrays",
 ]
-
-Array = NDArray[np.float64]
 
 _UP = np.array([0.0, 1.0, 0.0])
 _UP.setflags(write=False)
@@ -51,17 +54,6 @@ def _as_xz(xz: ArrayLike) -> Array:
     if a.shape[-1:] != (2,):
         raise ValueError(f"Expected `xz` to have shape (..., 2), got {a.shape}")
     return a
-
-
-def _frozen(a: ArrayLike, shape: tuple[int, ...], name: str) -> Array:
-    """A read-only float64 copy of ``a``, of ``shape``, all values finite."""
-    arr = np.array(a, dtype=np.float64)  # always a copy
-    if arr.shape != shape:
-        raise ValueError(f"Expected `{name}` to have shape {shape}, got {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"`{name}` contains NaN or infinite values")
-    arr.setflags(write=False)
-    return arr
 
 
 def _finite_float(value: Any, name: str, minimum: float | None = None) -> float:
@@ -174,7 +166,7 @@ def _compiled_rows(shape: Shape, points: ArrayLike) -> tuple[Array, Array, tuple
 def _compiled_closest(shape: Shape, points: ArrayLike) -> Closest:
     """``closest`` of a box or sphere by the compiled per-point kernel
     (:func:`retarget.environment.compiled.point_closest`); a point with a NaN gives NaN."""
-    from .compiled import arrays_of, closest_rows
+    from .compiled import closest_rows
 
     p, flat, lead = _compiled_rows(shape, points)
     n = flat.shape[0]
@@ -185,7 +177,7 @@ def _compiled_closest(shape: Shape, points: ArrayLike) -> Closest:
 
 def _compiled_distance(shape: Shape, points: ArrayLike) -> Array:
     """``distance`` of a box or sphere by the compiled per-point kernel."""
-    from .compiled import arrays_of, distance_rows
+    from .compiled import distance_rows
 
     _, flat, lead = _compiled_rows(shape, points)
     dist = np.empty(flat.shape[0])
@@ -239,7 +231,7 @@ class Slope(Shape):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "height", _finite_float(self.height, "height"))
-        object.__setattr__(self, "slope", _frozen(self.slope, (2,), "slope"))
+        object.__setattr__(self, "slope", frozen(self.slope, (2,), "slope", finite=True))
 
     @property
     def _unit_normal(self) -> Array:
@@ -277,7 +269,7 @@ class Sphere(Shape):
     radius: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "center", _frozen(self.center, (3,), "center"))
+        object.__setattr__(self, "center", frozen(self.center, (3,), "center", finite=True))
         object.__setattr__(self, "radius", _finite_float(self.radius, "radius", 0.0))
 
     def distance(self, points: ArrayLike) -> Array:
@@ -325,8 +317,8 @@ class Box(Shape):
     _R_world_box: Array = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "center", _frozen(self.center, (3,), "center"))
-        e = _frozen(self.half_extents, (3,), "half_extents")
+        object.__setattr__(self, "center", frozen(self.center, (3,), "center", finite=True))
+        e = frozen(self.half_extents, (3,), "half_extents", finite=True)
         if (e < 0.0).any():
             raise ValueError(f"Expected `half_extents` >= 0, got {e.tolist()}")
         object.__setattr__(self, "half_extents", e)
@@ -508,6 +500,51 @@ def ground_height(shape: Shape, xz: ArrayLike, *, below: ArrayLike | None = None
     return shape.ground_height(xz, below=below)
 
 
+
+
+# -- as arrays (the compiled kernels' form) ---------------------------------------------
+
+class ShapeArrays(NamedTuple):
+    """Floors, boxes and spheres as arrays (module docstring)."""
+
+    kind: NDArray[np.intp]
+    center: NDArray[np.float64]
+    half: NDArray[np.float64]
+    frame: NDArray[np.float64]
+    size: NDArray[np.float64]
+
+
+def shape_arrays(objects: tuple[Shape, ...] | list[Shape]) -> ShapeArrays | None:
+    """The arrays of ``objects``; None when one is not exactly a :class:`Floor`,
+    :class:`Box` or :class:`Sphere` (a subclass may answer otherwise)."""
+    if any(type(shape) not in (Floor, Box, Sphere) for shape in objects):
+        return None
+    return _arrays(objects)
+
+
+def arrays_of(shape: Shape) -> ShapeArrays:
+    """The arrays of one floor, box or sphere (or an instance of a subclass)."""
+    if not isinstance(shape, (Floor, Box, Sphere)):
+        raise TypeError(f"Expected a Floor, Box or Sphere, got {type(shape).__name__}")
+    return _arrays((shape,))
+
+
+def _arrays(objects: tuple[Shape, ...] | list[Shape]) -> ShapeArrays:
+    m = len(objects)
+    kind = np.zeros(m, np.intp)
+    center = np.zeros((m, 3))
+    half = np.zeros((m, 3))
+    frame = np.broadcast_to(np.eye(3), (m, 3, 3)).copy()
+    size = np.zeros(m)
+    for j, shape in enumerate(objects):
+        if isinstance(shape, Floor):
+            kind[j], size[j] = FLOOR, shape.height
+        elif isinstance(shape, Box):
+            kind[j], center[j], half[j] = BOX, shape.center, shape.half_extents
+            frame[j] = shape.rotation_matrix
+        elif isinstance(shape, Sphere):
+            kind[j], center[j], size[j] = SPHERE, shape.center, shape.radius
+    return ShapeArrays(kind, center, half, frame, size)
 
 
 def as_shape(ground: Shape | float | None, *, name: str = "ground") -> Shape:

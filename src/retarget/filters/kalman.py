@@ -53,9 +53,10 @@ from dataclasses import dataclass, field
 
 import numba
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from .. import quat
+from .._arrays import Array
 from ..quat import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 
 __all__ = [
@@ -68,7 +69,6 @@ __all__ = [
     "still_window",
 ]
 
-Array = NDArray[np.float64]
 
 _DEG = np.pi / 180.0
 

@@ -28,11 +28,11 @@ the caller (the physics filter), as the paper does.
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
+
+from .._arrays import Array
 
 __all__ = ["bspline_basis", "lsq_filter"]
-
-Array = NDArray[np.float64]
 
 
 def bspline_basis(num_frames: int, spacing: float, fps: float) -> tuple[Array, Array, Array]:

@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
+
+from .._arrays import Array
 
 __all__ = ["UnscentedResult", "sigma_points", "unscented_update"]
-
-Array = NDArray[np.float64]
 
 
 def sigma_points(mean: ArrayLike, covariance: ArrayLike, kappa: float | None = None):

@@ -4,7 +4,8 @@
 (swivel) angle, batched over frames.
 
 :mod:`retarget.ik.numeric`: penalties + batched nonlinear conjugate gradient
-(section 5.1), on the tasks of :mod:`retarget.tasks`.
+(section 5.1), on the tasks of :mod:`retarget.tasks`; the minimisers are
+:mod:`retarget.optimize`'s.
 
 :mod:`retarget.ik.hybrid`: reduced coordinates with analytic limbs (section 5.2).
 
@@ -16,7 +17,7 @@ Both :class:`NumericSolver` and :class:`HybridSolver` are the IK solvers of the
 hierarchical fitting (:func:`retarget.editing.fitting.fit_motion`).
 """
 
-from .hybrid import HybridSolver, levenberg_marquardt
+from .hybrid import HybridSolver
 from .limb import (
     LIMB_ROLES,
     Limb,
@@ -28,20 +29,11 @@ from .limb import (
     solve_limb,
     swivel_angle,
 )
-from .numeric import (
-    CGResult,
-    IKResult,
-    NumericSolver,
-    conjugate_gradient,
-    default_rigidity,
-    finite_difference_gradient,
-    solve_ik,
-)
+from .numeric import IKResult, NumericSolver, default_rigidity, solve_ik
 from .verbs import Verb, build_verb, error_map, refine, search_adverb
 
 __all__ = [
     "LIMB_ROLES",
-    "CGResult",
     "HybridSolver",
     "IKResult",
     "Limb",
@@ -49,13 +41,10 @@ __all__ = [
     "NumericSolver",
     "Verb",
     "build_verb",
-    "conjugate_gradient",
     "default_rigidity",
     "error_map",
     "estimate_hinge_axis",
-    "finite_difference_gradient",
     "hinge_angle",
-    "levenberg_marquardt",
     "limb_from_roles",
     "refine",
     "search_adverb",

@@ -16,13 +16,13 @@ root may move, a stretch term keeps each leg from extending beyond
 ``max(0.97, its reference extension)`` (see ``extension``). Every constrained
 frame is solved at once, by Levenberg–Marquardt on the residual form of ``g``
 (default) or by the paper's nonlinear conjugate gradient
-(:mod:`retarget.ik.numeric`) preconditioned by the Gauss–Newton Hessian; both
+(:func:`retarget.optimize.least_squares_cg`) preconditioned by the Gauss–Newton Hessian; both
 use forward-difference Jacobians, as the analytic limb solver has no
 closed-form derivative with respect to the swivel and root parameters that is
 cheaper than ``n + 1`` batched evaluations. LM is the default because it needs
 far fewer evaluations for the same minimum (``benchmarks/hierarchical.py``).
 
-Limb goals come from the frame's constraints (:mod:`retarget.editing.constraints`),
+Limb goals come from the frame's constraints (:mod:`retarget.tasks.constraints`),
 each point held firmly (a footplant), eased (a transition into or out of one),
 or free:
 
@@ -52,26 +52,22 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .. import dofs, quat
+from .._arrays import Array
 from ..contacts import UP
 from ..kinematics import Pose
+from ..motion import ominus_joints, oplus_joints
+from ..optimize import least_squares_cg, levenberg_marquardt
 from ..roles import Roles, height
 from ..skeleton import Skeleton
-from ..tasks import OrientationTask, PositionTask, Task
+from ..tasks import Constraints, OrientationTask, PositionTask, Task
 from .limb import Limb, limb_from_roles, limb_reach, soft_reach, solve_limb
-from .numeric import conjugate_gradient
-
-if TYPE_CHECKING:
-    from ..editing.constraints import Constraints
 
 __all__ = ["HybridSolver"]
-
-Array = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -491,7 +487,7 @@ class HybridSolver:
     ) -> tuple[Array, Array, NDArray[np.bool_]]:
         """Poses meeting the constraints at ``frames``, minimally displaced (eq. 4), and which
         joints were solved (``determined``: the joints of limbs without a goal at a frame
-        are not; see :class:`retarget.editing.fitting.IKSolver`).
+        are not; see :class:`retarget.tasks.solver.IKSolver`).
 
         ``spacing``: knot spacing of the fitting level calling (None: a lone solve);
         the root is a parameter only when it is None or at least ``root_spacing``.
@@ -544,13 +540,13 @@ class HybridSolver:
             blocks: list[Array] = []
             if root_free:
                 root += x[:, :3] * h
-                rot[:, 0] = quat.multiply(rot[:, 0], quat.exp(x[:, 3:6]))
+                rot = oplus_joints(rot, x[:, 3:6], 0)
                 blocks.append(np.sqrt(self.root_rigidity) * x[:, :3])
                 blocks.append(np.sqrt(self.root_turn_rigidity) * x[:, 3:6])
             col = n_root
             for j, axes, d in zip(torso, torso_axes, torso_dofs, strict=True):
                 v = np.einsum("bij,bj->bi", axes[index][:, :, :d], x[:, col : col + d])
-                rot[:, j] = quat.multiply(rot[:, j], quat.exp(v))
+                rot = oplus_joints(rot, v, j)
                 blocks.append(v)
                 col += d
             for lg in limb_goals:
@@ -582,7 +578,7 @@ class HybridSolver:
                 col += 1
             for lg in limb_goals:
                 joints = list(lg.limb.joints)
-                v = quat.log(quat.multiply(quat.conjugate(rot_ref[:, joints]), rot[:, joints]))
+                v = ominus_joints(rot, rot_ref, joints)
                 blocks.append(v.reshape(len(index), -1))
             return root, rot, blocks
 
@@ -610,7 +606,9 @@ class HybridSolver:
                 tolerance=self.tolerance,
             )
         else:
-            x = _preconditioned_cg(residuals, n, n_params, self.max_iterations)
+            x = least_squares_cg(
+                residuals, np.zeros((n, n_params)), max_iterations=self.max_iterations
+            )
         root, rot, _ = build(x, np.arange(n))
         out = full_rotations.copy()
         out[:, keep] = rot
@@ -669,103 +667,6 @@ def _remap_limb(limb: Limb, remap: dict[int, int]) -> Limb:
     return dataclasses.replace(
         limb, upper=remap[limb.upper], middle=remap[limb.middle], lower=remap[limb.lower]
     )
-
-
-def _fd_jacobian(residuals, x: Array, index: NDArray[np.intp], step: float) -> tuple[Array, Array]:
-    """Residuals (b, m) at x (b, n) and their forward-difference Jacobian (b, m, n): one call."""
-    b, n = x.shape
-    points = np.concatenate([x[:, None, :], x[:, None, :] + step * np.eye(n)[None]], axis=1)
-    res = residuals(points.reshape(-1, n), np.repeat(index, n + 1)).reshape(b, n + 1, -1)
-    r0 = res[:, 0]
-    return r0, np.swapaxes(res[:, 1:] - r0[:, None], 1, 2) / step
-
-
-def levenberg_marquardt(
-    residuals,
-    x0: Array,
-    *,
-    max_iterations: int = 30,
-    step: float = 1e-7,
-    tolerance: float = 1e-8,
-) -> Array:
-    """Minimise ``½|r(x)|²`` for a batch of problems by Levenberg–Marquardt.
-
-    ``residuals(x (b, n), index (b,)) -> (b, m)`` for the problems ``index``;
-    Jacobians by forward differences (``n + 1`` points in one call). Each
-    iteration solves ``(JᵀJ + μ diag(JᵀJ)) δ = −Jᵀr`` per problem, accepts the
-    step when it lowers the objective (then ``μ /= 3``), else ``μ *= 4``; a
-    problem stops when a step changes its objective by less than ``tolerance``
-    (relative) or moves no parameter by more than ``1e-9``.
-
-    Returns
-    -------
-    ndarray, shape (B, n)
-    """
-    x = np.array(x0, dtype=np.float64)
-    b, n = x.shape
-    mu = np.full(b, 1e-3)
-    live = np.arange(b)
-    r, jac = _fd_jacobian(residuals, x, live, step)
-    f = 0.5 * np.sum(r**2, axis=1)
-    for _ in range(max_iterations):
-        if live.size == 0:
-            break
-        jtj = np.einsum("bmi,bmj->bij", jac, jac)
-        g = np.einsum("bmi,bm->bi", jac, r)
-        diag = np.einsum("bii->bi", jtj)
-        a = jtj + (mu[live, None] * np.maximum(diag, 1e-12))[:, :, None] * np.eye(n)
-        delta = -np.linalg.solve(a, g[..., None])[..., 0]
-        trial = x[live] + delta
-        r_new = residuals(trial, live)
-        f_new = 0.5 * np.sum(r_new**2, axis=1)
-        better = f_new < f
-        small = (np.abs(f - f_new) <= tolerance * np.maximum(f, 1e-300)) | (
-            np.abs(delta).max(axis=1) < 1e-9
-        )
-        x[live[better]] = trial[better]
-        mu[live[better]] /= 3.0
-        mu[live[~better]] *= 4.0
-        keep = ~(small & better) & (mu[live] < 1e12)
-        f = np.where(better, f_new, f)[keep]
-        live = live[keep]
-        if live.size == 0:
-            break
-        # new Jacobians where the point moved; the old ones stay valid elsewhere
-        moved = better[keep]
-        r = np.where(better[:, None], r_new, r)[keep]
-        jac = jac[keep]
-        if moved.any():
-            r_m, jac_m = _fd_jacobian(residuals, x[live[moved]], live[moved], step)
-            r[moved], jac[moved] = r_m, jac_m
-    return x
-
-
-def _preconditioned_cg(residuals, n: int, n_params: int, max_iterations: int) -> Array:
-    """The paper's minimiser: nonlinear CG, preconditioned by the Gauss–Newton Hessian."""
-    cache: dict[str, Array] = {}
-
-    def value_and_gradient(x: Array, index: NDArray[np.intp]) -> tuple[Array, Array]:
-        r0, jac = _fd_jacobian(residuals, x, index, 1e-7)
-        if "jac" not in cache or cache["jac"].shape[1] != jac.shape[1]:
-            cache["jac"] = np.zeros((n, jac.shape[1], n_params))
-        cache["jac"][index] = jac
-        return 0.5 * np.sum(r0**2, axis=1), np.einsum("bmn,bm->bn", jac, r0)
-
-    def gauss_newton(g: Array, index: NDArray[np.intp]) -> Array:
-        jac = cache["jac"][index]
-        hess = np.einsum("bmi,bmj->bij", jac, jac)
-        damping = 1e-9 * np.trace(hess, axis1=1, axis2=2)[:, None, None] / n_params + 1e-12
-        return np.linalg.solve(hess + damping * np.eye(n_params), g[..., None])[..., 0]
-
-    result = conjugate_gradient(
-        value_and_gradient,
-        np.zeros((n, n_params)),
-        max_iterations=max_iterations,
-        tolerance=1e-12,
-        gradient_tolerance=1e-12,
-        preconditioner=gauss_newton,
-    )
-    return result.x
 
 
 def _toward(anchor: Array, goal: Array, length: Array, rows: NDArray[np.bool_]) -> Array:

@@ -144,6 +144,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import quat
+from .._arrays import Array, as_batch, frozen
 from ..dofs import clamp_to_limits
 from ..errors import RetargetError
 from ..kinematics import forward_kinematics
@@ -168,7 +169,6 @@ __all__ = [
     "swivel_angle",
 ]
 
-Array = NDArray[np.float64]
 
 #: Role names of the upper, middle and lower joint of each kind of limb (:mod:`retarget.roles`).
 LIMB_ROLES: Mapping[str, tuple[str, str, str]] = {
@@ -183,14 +183,6 @@ _TWO_PI = 2.0 * np.pi
 DEGENERATE = 1e-12
 #: Tolerance (radians) for "on the hinge-limit arc", against the rounding of ``arccos``.
 ARC_TOL = 1e-9
-
-
-def _readonly(a: ArrayLike, shape: tuple[int, ...], name: str) -> Array:
-    arr = np.array(a, dtype=np.float64)  # a copy
-    if arr.shape != shape:
-        raise ValueError(f"Expected `{name}` to have shape {shape}, got {arr.shape}")
-    arr.setflags(write=False)
-    return arr
 
 
 @dataclass(frozen=True, eq=False)
@@ -241,12 +233,12 @@ class Limb:
             raise ValueError(f"Expected a finite non-zero `hinge_axis`, got {axis.tolist()}")
         axis = axis / norm
         axis.setflags(write=False)
-        limits = _readonly(self.hinge_limits, (2,), "hinge_limits")
+        limits = frozen(self.hinge_limits, (2,), "hinge_limits")
         if np.isnan(limits).any() or limits[0] > limits[1]:
             raise ValueError(f"Expected hinge_limits (lower, upper), lower <= upper, got {limits}")
         ref = self.swivel_reference
         ref = quat.identity() if ref is None else quat.normalize(np.array(ref, dtype=np.float64))
-        ref = _readonly(ref, (4,), "swivel_reference")
+        ref = frozen(ref, (4,), "swivel_reference")
         object.__setattr__(self, "hinge_axis", axis)
         object.__setattr__(self, "hinge_limits", limits)
         object.__setattr__(self, "swivel_reference", ref)
@@ -355,14 +347,6 @@ def _check_limb(skeleton: Skeleton, limb: Limb) -> None:
             f"limb joints {got} are not a chain upper -> middle -> lower of joints of this "
             f"skeleton (each the parent of the next)"
         )
-
-
-def _as_batch(x: ArrayLike, tail: tuple[int, ...], name: str) -> Array:
-    arr = np.asarray(x, dtype=np.float64)
-    if arr.ndim < len(tail) or arr.shape[arr.ndim - len(tail) :] != tail:
-        want = ", ".join(str(t) for t in tail)
-        raise ValueError(f"Expected `{name}` to have shape (..., {want}), got {arr.shape}")
-    return arr
 
 
 @lru_cache(maxsize=64)
@@ -507,7 +491,7 @@ def hinge_angle(limb: Limb, rotations: ArrayLike) -> Array:
     -------
     ndarray, shape (...)
     """
-    rotations = _as_batch(rotations, (4,), "rotations")
+    rotations = as_batch(rotations, (4,), "rotations")
     if rotations.ndim < 2 or rotations.shape[-2] <= limb.middle:
         raise ValueError(
             f"Expected `rotations` of shape (..., J, 4) with J > {limb.middle}, "
@@ -570,7 +554,7 @@ def estimate_hinge_axis(
     if len(joints) != 3:
         raise ValueError(f"Expected three joints (upper, middle, lower), got {joints}")
     m = int(joints[1])
-    rotations = _as_batch(rotations, (skeleton.num_joints, 4), "rotations")
+    rotations = as_batch(rotations, (skeleton.num_joints, 4), "rotations")
     v = quat.log(rotations[..., m, :]).reshape(-1, 3)
     moment = v.T @ v
     if not np.isfinite(moment).all() or np.trace(moment) <= 1e-24 * max(len(v), 1):
@@ -874,18 +858,18 @@ def solve_limb(
         raise ValueError(f"Expected softness in [0, 1), got {softness}")
     _check_limb(skeleton, limb)
     n_joints = skeleton.num_joints
-    rotations = _as_batch(rotations, (n_joints, 4), "rotations")
-    root_position = _as_batch(root_position, (3,), "root_position")
-    goal = _as_batch(goal, (3,), "goal")
+    rotations = as_batch(rotations, (n_joints, 4), "rotations")
+    root_position = as_batch(root_position, (3,), "root_position")
+    goal = as_batch(goal, (3,), "goal")
     swivel = np.asarray(swivel, dtype=np.float64)
     if not np.isfinite(swivel).all():
         raise ValueError("`swivel` must be finite")
     shapes = [rotations.shape[:-2], root_position.shape[:-1], goal.shape[:-1], swivel.shape]
     if orientation is not None:
-        orientation = _as_batch(orientation, (4,), "orientation")
+        orientation = as_batch(orientation, (4,), "orientation")
         shapes.append(orientation.shape[:-1])
     if translations is not None:
-        translations = _as_batch(translations, (n_joints, 3), "translations")
+        translations = as_batch(translations, (n_joints, 3), "translations")
         shapes.append(translations.shape[:-2])
     try:
         batch = np.broadcast_shapes(*shapes)
@@ -1015,14 +999,14 @@ def limb_reach(
     -------
     ndarray, shape (...)
     """
-    rotations = _as_batch(rotations, (skeleton.num_joints, 4), "rotations")
-    root_position = _as_batch(root_position, (3,), "root_position")
+    rotations = as_batch(rotations, (skeleton.num_joints, 4), "rotations")
+    root_position = as_batch(root_position, (3,), "root_position")
     _, p_upper = _upper_frame(
         skeleton,
         root_position,
         rotations,
         limb.upper,
-        None if translations is None else _as_batch(translations, (skeleton.num_joints, 3), "t"),
+        None if translations is None else as_batch(translations, (skeleton.num_joints, 3), "t"),
     )
     far = p_upper + np.array([0.0, -1.0, 0.0]) * 1e3 * (1.0 + np.abs(p_upper).max(initial=0.0))
     sol = solve_limb(skeleton, limb, root_position, rotations, far, translations=translations)
@@ -1061,8 +1045,8 @@ def swivel_angle(
     ndarray, shape (...)
     """
     _check_limb(skeleton, limb)
-    rotations = _as_batch(rotations, (skeleton.num_joints, 4), "rotations")
-    root_position = _as_batch(root_position, (3,), "root_position")
+    rotations = as_batch(rotations, (skeleton.num_joints, 4), "rotations")
+    root_position = as_batch(root_position, (3,), "root_position")
     batch = np.broadcast_shapes(rotations.shape[:-2], root_position.shape[:-1])
     g = limb_geometry(skeleton, limb)
     q_up = rotations[..., limb.upper, :]

@@ -19,8 +19,10 @@ from the captured pose ``q_j = q_j^* ⊗ exp(v_j)``, ``p_0 = p_0^* + Δp``
 heights so that ``α``, ``β`` and ``γ`` do not depend on the unit. The
 gradient is exact (position Jacobian of :func:`retarget.kinematics.jacobian`
 times the right Jacobian of ``exp``); the minimiser is nonlinear conjugate
-gradient (Polak-Ribière, :func:`conjugate_gradient`), started from the captured posture as the
-paper does, and its iteration count is what Table I of the paper counts.
+gradient (Polak-Ribière with backtracking,
+:func:`retarget.optimize.backtracking_conjugate_gradient`), started from the
+captured posture as the paper does, and its iteration count is what Table I of
+the paper counts.
 """
 
 from __future__ import annotations
@@ -31,13 +33,14 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import _so3, quat
+from .. import _so3
+from .._arrays import Array
 from ..kinematics import Pose
+from ..motion import oplus_joints
+from ..optimize import backtracking_conjugate_gradient
 from ..skeleton import Skeleton
 
-__all__ = ["BodyPosture", "body_energy", "body_joints", "conjugate_gradient", "solve_body_posture"]
-
-Array = NDArray[np.float64]
+__all__ = ["BodyPosture", "body_energy", "body_joints", "solve_body_posture"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -134,55 +137,7 @@ def _pose_of(
     p_star: Array, q_star: Array, body: NDArray[np.intp], height: float, x: Array
 ) -> tuple[Array, Array]:
     """``(p_0^* + h Δp, q^* ⊗ exp(v))`` on the body joints."""
-    rot = q_star.copy()
-    rot[body] = quat.multiply(q_star[body], quat.exp(x[3:].reshape(len(body), 3)))
-    return p_star + height * x[:3], rot
-
-
-def conjugate_gradient(
-    fun: Callable[[Array], tuple[float, Array]],
-    x0: Array,
-    *,
-    tolerance: float = 1e-8,
-    max_iterations: int = 200,
-) -> tuple[Array, float, int]:
-    """Nonlinear conjugate gradient (Polak-Ribière+, restarted when not a descent
-    direction) with a backtracking Armijo line search.
-
-    Written here rather than taken from scipy: ``scipy.optimize.minimize(method="CG")``
-    gives up on its first strong-Wolfe line search on these objectives (squared
-    hinge terms, "precision loss") while plain backtracking makes steady progress.
-
-    Returns ``(x, E(x), iterations)``; stops when the largest gradient component
-    falls below ``tolerance`` or ``E`` stops decreasing.
-    """
-    x = np.array(x0, dtype=np.float64)
-    value, grad = fun(x)
-    direction = -grad
-    step = 1.0
-    iterations = 0
-    while iterations < max_iterations and np.abs(grad).max() > tolerance:
-        slope = float(grad @ direction)
-        t = step
-        for _ in range(60):
-            trial_value, trial_grad = fun(x + t * direction)
-            if trial_value <= value + 1e-4 * t * slope:
-                break
-            t *= 0.5
-        else:
-            break  # no decrease along a descent direction: at the precision limit
-        iterations += 1
-        x = x + t * direction
-        decrease = value - trial_value
-        beta = max(0.0, float(trial_grad @ (trial_grad - grad)) / float(grad @ grad))
-        value, grad = trial_value, trial_grad
-        direction = -grad + beta * direction
-        if grad @ direction >= 0.0:
-            direction = -grad
-        step = min(2.0 * t, 1.0)
-        if decrease <= 1e-15 * max(1.0, abs(value)):
-            break
-    return x, float(value), iterations
+    return p_star + height * x[:3], oplus_joints(q_star, x[3:].reshape(len(body), 3), body)
 
 
 def solve_body_posture(
@@ -241,7 +196,7 @@ def solve_body_posture(
         gamma=gamma,
     )
     body = body_joints(skeleton, uppers)
-    x, value, iterations = conjugate_gradient(
+    x, value, iterations = backtracking_conjugate_gradient(
         energy, np.zeros(3 + 3 * len(body)), tolerance=tolerance, max_iterations=max_iterations
     )
     p_star = np.asarray(root_position, dtype=np.float64)

@@ -48,9 +48,9 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["RateStep", "damped_pseudo_inverse", "dexterity", "rate_step"]
+from .._arrays import Array
 
-Array = NDArray[np.float64]
+__all__ = ["RateStep", "damped_pseudo_inverse", "dexterity", "rate_step"]
 
 
 def damped_pseudo_inverse(jac: ArrayLike, damping: float) -> Array:

@@ -37,11 +37,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
+
+from .._arrays import Array
 
 __all__ = ["CardinalBasis", "cardinal_basis", "insert_centre", "radial_bspline"]
-
-Array = NDArray[np.float64]
 
 
 def radial_bspline(t: ArrayLike) -> Array:

@@ -112,6 +112,7 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._arrays import Array, as_batch
 from .._vec3 import add as _add
 from .._vec3 import cross as _cross
 from .._vec3 import dot as _dot
@@ -128,7 +129,6 @@ __all__ = [
     "weighted_offset",
 ]
 
-Array = NDArray[np.float64]
 
 #: τ_i / (r_i + S): "inside a ball" tolerance (module docstring, "Tolerances")
 _INSIDE_RTOL = 1e-9
@@ -452,15 +452,6 @@ def _closest_kernel(p, c, r, w, position, kept, case, moved, inside):  # pragma:
 # -- public functions -----------------------------------------------------------------------
 
 
-def _as_batch(x: ArrayLike, tail: tuple[int, ...], name: str) -> Array:
-    """``x`` as a float64 array of shape ``(..., *tail)``."""
-    arr = np.asarray(x, dtype=np.float64)
-    if arr.ndim < len(tail) or arr.shape[arr.ndim - len(tail) :] != tail:
-        want = ", ".join(str(t) for t in tail)
-        raise ValueError(f"Expected `{name}` to have shape (..., {want}), got {arr.shape}")
-    return arr
-
-
 def _as_points(x: ArrayLike, name: str) -> tuple[Array, int]:
     """``x`` as a float64 array of shape ``(..., n, 3)``, and ``n``."""
     arr = np.asarray(x, dtype=np.float64)
@@ -568,8 +559,8 @@ def weighted_offset(effectors: ArrayLike, goals: ArrayLike, importance: ArrayLik
     array([1., 6., 0.])
     """
     e, n = _as_points(effectors, "effectors")
-    g = _as_batch(goals, (n, 3), "goals")
-    w = _as_batch(importance, (n,), "importance")
+    g = as_batch(goals, (n, 3), "goals")
+    w = as_batch(importance, (n,), "importance")
     _check_importance(w)
     return _offset(e, g, w)
 
@@ -616,9 +607,9 @@ def closest_in_balls(
     """
     c, n = _as_points(centers, "centers")
     _check_count(n)
-    p = _as_batch(point, (3,), "point")
-    r = _as_batch(radii, (n,), "radii")
-    w = _as_batch(importance, (n,), "importance")
+    p = as_batch(point, (3,), "point")
+    r = as_batch(radii, (n,), "radii")
+    w = as_batch(importance, (n,), "importance")
     return _closest(p, c, r, w)[0]
 
 
@@ -684,11 +675,11 @@ def estimate_root(
     """
     e, n = _as_points(effectors, "effectors")
     _check_count(n)
-    root_ = _as_batch(root, (3,), "root")
-    g = _as_batch(goals, (n, 3), "goals")
-    u = _as_batch(uppers, (n, 3), "uppers")
-    lengths_ = _as_batch(lengths, (n,), "lengths")
-    w = _as_batch(importance, (n,), "importance")
+    root_ = as_batch(root, (3,), "root")
+    g = as_batch(goals, (n, 3), "goals")
+    u = as_batch(uppers, (n, 3), "uppers")
+    lengths_ = as_batch(lengths, (n,), "lengths")
+    w = as_batch(importance, (n,), "importance")
     _check_importance(w)
     if not (np.isfinite(lengths_).all() and (lengths_ >= 0.0).all()):
         raise ValueError("Expected finite `lengths` >= 0")

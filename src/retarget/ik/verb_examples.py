@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import quat
+from .._arrays import Array
 from ..kinematics import forward_kinematics
 from ..motion import Motion
 from ..roles import find_roles
@@ -30,7 +31,6 @@ from .verbs import EndEffector, Verb, VerbExample, build_verb
 
 __all__ = ["ARM3_LINKS", "arm3_skeleton", "arm3_verb", "reach_verb"]
 
-Array = NDArray[np.float64]
 
 ARM3_LINKS = (1.0, 0.8, 0.6)
 

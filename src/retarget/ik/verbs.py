@@ -44,11 +44,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import quat
+from .._arrays import Array
 from ..dofs import clamp_to_limits
 from ..kinematics import forward_kinematics
-from ..motion import Motion
+from ..motion import Motion, oplus_joints
+from ..optimize import levenberg_marquardt
 from ..skeleton import Skeleton
-from .hybrid import levenberg_marquardt
 from .rbf import CardinalBasis, cardinal_basis, insert_centre
 
 __all__ = [
@@ -65,8 +66,6 @@ __all__ = [
     "verb_arrays",
     "verb_from_arrays",
 ]
-
-Array = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -274,9 +273,8 @@ def _posed(
     """``(root, rotations) ⊕ dofs`` on the ``joints`` (the tangent space's convention),
     clamped into the skeleton's limits where it has any."""
     x = np.asarray(dofs, dtype=np.float64)
-    rot = np.array(np.broadcast_to(rotations, (*x.shape[:-1], *rotations.shape)))
     turn = x[..., 3:].reshape(*x.shape[:-1], len(joints), 3)
-    rot[..., joints, :] = quat.multiply(rotations[joints], quat.exp(turn))
+    rot = oplus_joints(rotations, turn, joints)
     if limited:
         rot = clamp_to_limits(skeleton, rot)
     return root + x[..., :3], rot
@@ -617,9 +615,8 @@ def polish(
             col += 1
 
     def posed(theta: Array, index: NDArray[np.intp]) -> Array:
-        rot = np.array(rot0[index])
         turn = (theta @ free.T).reshape(len(theta), len(j), 3)
-        rot[:, j] = quat.multiply(rot[:, j], quat.exp(turn))
+        rot = oplus_joints(rot0[index], turn, j)
         return clamp_to_limits(sk, rot) if verb.limited else rot
 
     def residuals(theta: Array, index: NDArray[np.intp]) -> Array:

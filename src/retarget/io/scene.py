@@ -38,15 +38,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
+from .._arrays import Array
 from ..environment import Box, Floor, HeightField, Scene, Shape, Slope, Sphere
 from ..errors import FormatError, RetargetError
 from ._files import atomic_write
 
 __all__ = ["FORMAT", "VERSION", "read_environment", "shape_dicts", "write_environment"]
 
-Array = NDArray[np.float64]
 
 FORMAT = "retarget-environment"
 VERSION = 1

@@ -27,8 +27,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
+from .._arrays import Array
 from .._json import strict_json
 from ..errors import FormatError
 from ..skeleton import Skeleton
@@ -43,8 +43,6 @@ __all__ = [
     "skeleton_from_message",
     "skeleton_message",
 ]
-
-Array = NDArray[np.float64]
 
 
 def _rows(value: Any, count: int, width: int, what: str, where: tuple[str, int]) -> Array:

@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 
+from .._arrays import Array
 from ..contacts import UP, Contacts, detect_contacts
 from ..kinematics import positions
 from ..motion import Motion
@@ -30,8 +30,6 @@ from ..skeleton import Skeleton
 from ._base import check_same_hierarchy
 
 __all__ = ["Transfer", "copy_retarget", "foot_length", "leg_length", "scale_path", "transfer"]
-
-Array = NDArray[np.float64]
 
 
 def scale_path(path: Array, ratio: float | Array) -> Array:

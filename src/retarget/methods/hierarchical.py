@@ -24,8 +24,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from .._arrays import Array
 from ..contacts import Contacts, detect_contacts, estimate_ground
 from ..cuts import find_cuts
 from ..dofs import widen_limits
@@ -41,8 +42,6 @@ from ..skeleton import Skeleton
 from .copy import leg_length, transfer
 
 __all__ = ["hierarchical_retarget", "morph_translations"]
-
-Array = NDArray[np.float64]
 
 
 def morph_translations(start: Skeleton, end: Skeleton, num_frames: int) -> Array:

@@ -62,8 +62,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from .._arrays import Array
 from ..cuts import find_cuts
 from ..errors import RetargetError
 from ..kinematics import positions
@@ -87,7 +88,6 @@ __all__ = [
     "run_method",
 ]
 
-Array = NDArray[np.float64]
 
 
 def omr_retarget(

@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
+from .._arrays import Array
 from ..contacts import detect_contacts
 from ..cuts import find_cuts, segments
 from ..environment import Floor, Shape
@@ -54,8 +54,6 @@ from ..skeleton import Skeleton
 from ._base import check_same_hierarchy
 
 __all__ = ["puppetry_retarget", "run_puppeteer", "sensor_stream"]
-
-Array = NDArray[np.float64]
 
 
 def sensor_stream(

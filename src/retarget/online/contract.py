@@ -43,29 +43,15 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+
+from .._arrays import Array, frozen
 
 __all__ = ["GoalFrame", "OnlineMethod", "PoseFrame", "SensorFrame"]
-
-Array = NDArray[np.float64]
 
 InFrame = TypeVar("InFrame", contravariant=True)
 OutFrame = TypeVar("OutFrame", covariant=True)
 
 _set = object.__setattr__
-
-
-def _frozen(x: ArrayLike, shape: tuple[int | None, ...], name: str) -> Array:
-    """``x`` as a read-only float64 copy of ``shape`` (None: any length)."""
-    a = np.array(x, dtype=np.float64)
-    if a.ndim != len(shape) or any(
-        n is not None and n != m for n, m in zip(shape, a.shape, strict=True)
-    ):
-        want = ", ".join("n" if n is None else str(n) for n in shape)
-        comma = "," if len(shape) == 1 else ""
-        raise ValueError(f"Expected `{name}` of shape ({want}{comma}), got {a.shape}")
-    a.flags.writeable = False
-    return a
 
 
 @runtime_checkable
@@ -96,8 +82,8 @@ class PoseFrame:
     rotations: Array
 
     def __post_init__(self) -> None:
-        _set(self, "root_position", _frozen(self.root_position, (3,), "root_position"))
-        _set(self, "rotations", _frozen(self.rotations, (None, 4), "rotations"))
+        _set(self, "root_position", frozen(self.root_position, (3,), "root_position"))
+        _set(self, "rotations", frozen(self.rotations, (None, 4), "rotations"))
 
     def __iter__(self) -> Iterator[Array]:
         """``root_position, rotations = frame``: the pair the methods returned before
@@ -142,13 +128,13 @@ class GoalFrame:
     orientations: Array | None = None
 
     def __post_init__(self) -> None:
-        _set(self, "root_position", _frozen(self.root_position, (3,), "root_position"))
-        _set(self, "rotations", _frozen(self.rotations, (None, 4), "rotations"))
-        goals = _frozen(self.goals, (None, 3), "goals")
+        _set(self, "root_position", frozen(self.root_position, (3,), "root_position"))
+        _set(self, "rotations", frozen(self.rotations, (None, 4), "rotations"))
+        goals = frozen(self.goals, (None, 3), "goals")
         _set(self, "goals", goals)
         if self.orientations is not None:
             k = len(goals)
-            _set(self, "orientations", _frozen(self.orientations, (k, 4), "orientations"))
+            _set(self, "orientations", frozen(self.orientations, (k, 4), "orientations"))
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -170,12 +156,12 @@ class SensorFrame:
     orientations: Array
 
     def __post_init__(self) -> None:
-        positions = _frozen(self.positions, (None, 3), "positions")
+        positions = frozen(self.positions, (None, 3), "positions")
         _set(self, "positions", positions)
         _set(
             self,
             "orientations",
-            _frozen(self.orientations, (len(positions), 4), "orientations"),
+            frozen(self.orientations, (len(positions), 4), "orientations"),
         )
 
     @classmethod

@@ -83,6 +83,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._arrays import Array
 from ..dofs import channel_axes, project_to_dofs
 from ..kinematics import _fk_kernel
 from ..result import speed
@@ -92,7 +93,6 @@ from .contract import GoalFrame, PoseFrame
 
 __all__ = ["BaseSwitching", "Effector", "Foot", "OnlineRetargeter"]
 
-Array = NDArray[np.float64]
 
 #: Frames of each kind of event (gains lowered, input clamped, hold or release) the report
 #: lists; all are counted (``events``).

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._arrays import Array
 from ..contacts import UP
 from ..errors import RetargetError
 from ..kinematics import Pose, forward_kinematics
@@ -41,7 +42,6 @@ from .omr import BaseSwitching, Effector, Foot, OnlineRetargeter
 
 __all__ = ["GOALS", "SETUPS", "OMRPlan", "OMRRetargeter", "omr_plan"]
 
-Array = NDArray[np.float64]
 
 #: End-effector set-ups (:func:`omr_plan`).
 SETUPS = ("lower", "full")

@@ -174,9 +174,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import quat
+from .._arrays import Array
 from ..contacts import UP
-from ..environment import Floor, Shape
-from ..environment.compiled import shape_arrays
+from ..environment import Floor, Shape, shape_arrays
 from ..filters import KalmanParameters, SensorEstimate, SensorFilter
 from ..ik.limb import Limb, free_joint, hinge_angle, limb_from_roles, limb_geometry, solve_limb
 from ..ik.posture import solve_body_posture
@@ -209,7 +209,6 @@ __all__ = [
     "solve_frames",
 ]
 
-Array = NDArray[np.float64]
 
 #: The end-effectors, in the order of every per-end-effector array.
 EFFECTORS = ("left_foot", "right_foot", "left_hand", "right_hand")

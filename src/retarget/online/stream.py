@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-from numpy.typing import NDArray
 
+from .._arrays import Array
 from .._json import strict_json
 from ..errors import FormatError, RetargetError
 from ..io.sensors import frame_time, pose_frame, sensor_frame, skeleton_message
@@ -70,7 +70,6 @@ __all__ = [
     "pose_arrays",
 ]
 
-Array = NDArray[np.float64]
 
 #: Methods a live stream runs.
 METHODS = ("puppetry", "omr")

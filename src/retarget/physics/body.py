@@ -49,9 +49,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 
 from .. import quat
+from .._arrays import Array
 from ..errors import RetargetError
 from ..kinematics import forward_kinematics
 from ..roles import Roles, find_roles
@@ -60,7 +60,6 @@ from ..world import metres_per_unit
 
 __all__ = ["DE_LEVA_MALE", "Body", "body_model"]
 
-Array = NDArray[np.float64]
 
 #: de Leva (1996) Table 4, males: mass %, CM % of the length from the first
 #: endpoint, radii of gyration % (sagittal, transverse, longitudinal).

@@ -67,22 +67,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg as linalg
 from numpy.typing import NDArray
 
 from .. import quat
+from .._arrays import Array
 from ..filters.lsq import bspline_basis
 from ..ik.limb import Limb, solve_limb
 from ..kinematics import forward_kinematics
-from ..motion import Motion
+from ..motion import Motion, oplus_joints
+from ..optimize import banded_levenberg_marquardt
 from ..roles import height
 from .body import Body
-from .dynamics import body_motion, environment_wrench, inverse_dynamics, zmp_of
+from .dynamics import zmp_of
 from .support import Support
+from .tasks import DynamicState, MomentumTask, TorqueTask
 
 __all__ = ["CurveGoals", "curve_update"]
 
-Array = NDArray[np.float64]
 _Frame = tuple[Array, Array, Array]  # root (..., 3), rotations (..., J, 4), centres (..., J, 3)
 _GRAVITY = 9.81
 _SOFTNESS = 0.01  # legs eased over the last 1 % of their reach (soft_reach)
@@ -150,14 +151,9 @@ class _Problem:
         leg's ankle miss (3), then each leg's foot turn miss times its length (1)."""
         b = self.body
         root = self.prior.root_position[frames] + d[..., :3] / b.metres
-        rot = np.array(
-            np.broadcast_to(
-                self.prior.rotations[frames], (*d.shape[:-1], *self.prior.rotations.shape[1:])
-            )
-        )
         root = np.array(np.broadcast_to(root, (*d.shape[:-1], 3)))
         turn = d[..., 3:].reshape(*d.shape[:-1], len(self.moved), 3)
-        rot[..., self.moved, :] = quat.multiply(rot[..., self.moved, :], quat.exp(turn))
+        rot = oplus_joints(self.prior.rotations[frames], turn, self.moved)
         reach = []
         turns = []
         for limb, goal, orientation in self.goals.legs:
@@ -217,26 +213,12 @@ class _Problem:
             root = np.broadcast_to(mid[0], (*batch, 3))
             v, a = np.broadcast_to(v, (*batch, 3)), np.broadcast_to(a, (*batch, 3))
             w, wd = np.broadcast_to(w, (*batch, n_j, 3)), np.broadcast_to(wd, (*batch, n_j, 3))
+            shares = self.goals.support.shares(point, n_j, frames) if limits else None
+            state = DynamicState(b, root, rot, v, w, a, wd, shares=shares)
             if limits:
-                joints = list(limits)
-                flat = int(np.prod(batch))
-                own = self.goals.support.shares(point, n_j, frames)
-                shares = np.broadcast_to(own, (*batch, n_j))
-                _, _, tau = inverse_dynamics(
-                    b,
-                    root.reshape(flat, 3) * b.metres,
-                    rot.reshape(flat, n_j, 4),
-                    v.reshape(flat, 3),
-                    w.reshape(flat, n_j, 3),
-                    a.reshape(flat, 3),
-                    wd.reshape(flat, n_j, 3),
-                    shares=shares.reshape(flat, n_j),
-                )
-                norms = np.linalg.norm(tau[:, joints], axis=-1).reshape(*batch, len(joints))
-                parts.append(norms / np.array([limits[j] for j in joints]))
+                parts.append(TorqueTask(limits=limits).residual(state))
             if self.goals.momentum:
-                force, torque, _ = environment_wrench(b, body_motion(b, root, rot, v, w, a, wd))
-                parts += [force / weight, torque / (weight * self.height)]
+                parts.append(MomentumTask(scale=self.height).residual(state))
         shape = np.broadcast_shapes(*(x.shape[:-1] for x in parts))
         return np.concatenate([np.broadcast_to(x, (*shape, x.shape[-1])) for x in parts], -1)
 
@@ -499,31 +481,19 @@ def curve_update(
     """
     p = _problem(body, prior, goals, joints, spacing, reach_weight)
     m, n = p.basis.shape[1], p.n
-    c = np.zeros((m, n))
     step = 1e-6
-    ridge = 1e-4
-    now = p.evaluate(c)
-    start = now.merit
-    done = 0
-    for _ in range(iterations):
+
+    def linearise(c: Array, now: _Evaluation) -> tuple[Array, Array] | None:
         active = np.isfinite(now.goal)
         if not active.any():
-            break
+            return None
         jd = _jacobian(p, now, step) * now.scale[:, None, None]
-        normal, gradient = _normal(p, jd, now.residual, active)
-        done += 1
-        level = float(normal[0].mean()) or 1.0
-        for _ in range(12):
-            damped = normal.copy()
-            damped[0] += ridge * level
-            candidate = c + linalg.solveh_banded(damped, gradient, lower=True).reshape(m, n)
-            trial = p.evaluate(candidate)
-            if trial.merit < now.merit:
-                c, now = candidate, trial
-                ridge = max(ridge / 3.0, 1e-9)
-                break
-            ridge *= 10.0
-        else:
-            break
+        return _normal(p, jd, now.residual, active)
+
+    c = np.zeros((m, n))
+    start = p.evaluate(c)
+    _, now, done = banded_levenberg_marquardt(
+        p.evaluate, linearise, c, iterations=iterations, ridge=1e-4, trials=12, evaluation=start
+    )
     out = prior.replace(root_position=now.root, rotations=quat.normalize(now.rot))
-    return out, {"merit_before": start, "merit_after": now.merit, "iterations": done}
+    return out, {"merit_before": start.merit, "merit_after": now.merit, "iterations": done}

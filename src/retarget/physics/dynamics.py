@@ -28,9 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from .. import quat
+from .._arrays import Array
 from ..kinematics import forward_kinematics
 from ..motion import Motion
 from .body import Body
@@ -50,7 +51,6 @@ __all__ = [
     "zmp_of",
 ]
 
-Array = NDArray[np.float64]
 
 #: m/s², Y up.
 GRAVITY = np.array([0.0, -9.81, 0.0])

@@ -76,13 +76,14 @@ from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
 
 from .. import quat
+from .._arrays import Array, runs
 from ..contacts import Contacts
 from ..errors import RetargetError
 from ..filters.lsq import lsq_filter
 from ..filters.ukf import unscented_update
 from ..ik.limb import limb_from_roles
 from ..kinematics import Pose, forward_kinematics, positions
-from ..motion import Motion, oplus
+from ..motion import Motion, oplus, oplus_joints
 from ..result import Result
 from ..roles import Roles, find_roles, height
 from ..tasks import PositionTask
@@ -95,9 +96,9 @@ from .dynamics import (
     inverse_dynamics,
     motion_rates,
     zmp,
-    zmp_of,
 )
 from .support import Support, support_polygons
+from .tasks import DynamicState, DynamicTask, MomentumTask, TorqueTask, ZMPTask
 
 __all__ = [
     "FilterSettings",
@@ -110,7 +111,6 @@ __all__ = [
     "physics_measures",
 ]
 
-Array = NDArray[np.float64]
 
 _PASS = re.compile(r"^(\d*)([KD])$")
 
@@ -430,10 +430,15 @@ def _measurement(
         [np.arange(3), 3 + 3 * np.repeat(moved, 3) + np.tile(np.arange(3), len(moved))]
     )
     n = len(cols)
-    limited = list(s.goals.torque_limits)
-    limits = np.array([s.goals.torque_limits[j] for j in limited])
     h_m = s.height * metres
-    weight = s.body.total_mass * 9.81
+    # the dynamic tasks, in the order of the goals' columns (see _apply)
+    physical: list[DynamicTask] = []
+    if rows.balance is not None:
+        physical.append(ZMPTask(scale=h_m))
+    if rows.torque is not None:
+        physical.append(TorqueTask(limits=s.goals.torque_limits))
+    if rows.flight is not None:
+        physical.append(MomentumTask(scale=h_m))
     # a kinematic application reads the goals' points only: FK of their chains
     # (the state's joints are theirs, see _apply), not of the whole body
     points = [p for p, _ in rows.kinematic]
@@ -445,43 +450,26 @@ def _measurement(
     def measure(x: Array) -> Array:
         b, m = x.shape[:2]
         root = root0[:, None] + x[..., :3] / metres
-        rot = np.repeat(rest[:, None], m, axis=1)  # only the state's joints turn
-        rot[:, :, turned] = quat.multiply(
-            rot[:, :, turned], quat.exp(x[..., 3:n].reshape(b, m, len(moved), 3))
-        )
+        # only the state's joints turn
+        rot = oplus_joints(rest[:, None], x[..., 3:n].reshape(b, m, len(moved), 3), turned)
         pose = Pose.of(frame, root, rot)
         parts = [PositionTask(p, g).residual(pose) / s.height for p, g in tasks]
-        if dynamic and (
-            rows.balance is not None or rows.torque is not None or rows.flight is not None
-        ):
+        if dynamic and physical:
             qd = np.broadcast_to(qd0[:, None], (b, m, 3 + 3 * n_j)).copy()
             qdd = np.broadcast_to(qdd0[:, None], (b, m, 3 + 3 * n_j)).copy()
             qd[..., cols] += x[..., n : 2 * n]
             qdd[..., cols] += x[..., 2 * n :]
-            wv = qd[..., 3:].reshape(b, m, n_j, 3)
-            wa = qdd[..., 3:].reshape(b, m, n_j, 3)
-            if rows.balance is not None:
-                bm = body_motion(s.body, root, rot, qd[..., :3], wv, qdd[..., :3], wa)
-                parts.append(zmp_of(s.body.mass, bm.centres, bm.accelerations)[0] / h_m)
-            if rows.torque is not None:
-                flat = b * m
-                _, _, tau = inverse_dynamics(
-                    s.body,
-                    root.reshape(flat, 3) * metres,
-                    rot.reshape(flat, n_j, 4),
-                    qd[..., :3].reshape(flat, 3),
-                    wv.reshape(flat, n_j, 3),
-                    qdd[..., :3].reshape(flat, 3),
-                    wa.reshape(flat, n_j, 3),
-                    shares=np.repeat(rows.shares[fr], m, axis=0),
-                )
-                norms = np.linalg.norm(tau[:, limited], axis=-1).reshape(b, m, -1)
-                parts.append(norms / limits)
-            if rows.flight is not None:
-                if rows.balance is None:
-                    bm = body_motion(s.body, root, rot, qd[..., :3], wv, qdd[..., :3], wa)
-                force, moment, _ = environment_wrench(s.body, bm)
-                parts.append(np.concatenate([force / weight, moment / (weight * h_m)], axis=-1))
+            state = DynamicState(
+                s.body,
+                root,
+                rot,
+                qd[..., :3],
+                qd[..., 3:].reshape(b, m, n_j, 3),
+                qdd[..., :3],
+                qdd[..., 3:].reshape(b, m, n_j, 3),
+                shares=rows.shares[fr][:, None],
+            )
+            parts += [task.residual(state) for task in physical]
         return np.concatenate(parts, axis=-1)
 
     return measure
@@ -822,12 +810,12 @@ def footplant_goals(
             for k in cols:
                 p = int(contacts.points[k])
                 goal = np.full((n, 3), np.nan)
-                for a, b in _runs(contacts.mask[:, k]):
+                for a, b in runs(contacts.mask[:, k]):
                     goal[a:b] = pos[a:b, p].mean(axis=0) if footprints else pos[a:b, p]
                 goals[p] = goal
             continue
         sign = 1.0 if side == "left" else -1.0
-        stances = _runs(np.asarray(contacts.mask[:, cols].any(axis=1)))
+        stances = runs(np.asarray(contacts.mask[:, cols].any(axis=1)))
         keys: list[float] = []
         held: list[Array] = []
         for a, b in stances:  # the axis at mid-stance, held from its first frame to its last
@@ -843,8 +831,3 @@ def footplant_goals(
             p = int(contacts.points[k])
             goals[p] = pos[:, p] + shift
     return goals
-
-
-def _runs(mask: NDArray[np.bool_]) -> list[tuple[int, int]]:
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(int), [0]])))
-    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._arrays import Array
 from ..contacts import Contacts
 from ..roles import Roles
 from .dynamics import support_shares
 
 __all__ = ["Support", "convex_hulls", "project_to_support", "support_polygons"]
 
-Array = NDArray[np.float64]
 
 #: Sole geometry as shares of the body's height: half breadth, heel behind the
 #: ankle joint, forefoot past the toe joint.
