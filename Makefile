@@ -34,6 +34,7 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/mypy src/retarget
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -n 2 -q
 
 lint: $(VENV)/.installed-test

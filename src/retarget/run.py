@@ -167,7 +167,7 @@ def dumps_json(data: Any) -> str:
 
 def write_json(path: str, data: Any, inputs: Sequence[str]) -> None:
     """Write ``data`` as :func:`dumps_json` text, atomically, never over ``inputs``."""
-    from .io._files import atomic_write
+    from .io.files import atomic_write
 
     atomic_write(path, dumps_json(data), inputs=inputs)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import RetargetError
-from .io._files import atomic_write
+from .io.files import atomic_write
 
 __all__ = ["SAMPLES", "Sample", "cache_dir", "sample_path"]
 

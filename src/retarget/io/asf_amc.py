@@ -70,7 +70,7 @@ from ..dofs import channel_angles, project_to_dofs
 from ..errors import FormatError, RetargetError
 from ..motion import Motion
 from ..skeleton import Skeleton
-from ._files import atomic_write
+from .files import atomic_write
 from ._scan import euler_deg_to_quat, parse_floats
 
 __all__ = [

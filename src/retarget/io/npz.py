@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import FormatError
 from ..motion import Motion
 from ..skeleton import Skeleton
-from ._files import atomic_write
+from .files import atomic_write
 
 __all__ = ["read_npz", "read_npz_arrays", "write_npz"]
 

@@ -42,7 +42,7 @@ import numpy as np
 from .._arrays import Array
 from ..environment import Box, Floor, HeightField, Scene, Shape, Slope, Sphere
 from ..errors import FormatError, RetargetError
-from ._files import atomic_write
+from .files import atomic_write
 
 __all__ = ["FORMAT", "VERSION", "read_environment", "shape_dicts", "write_environment"]
 

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..contacts import UP, Contacts, detect_contacts
-from ..io._files import atomic_write
+from ..io.files import atomic_write
 from ..kinematics import positions
 from ..metrics import joint_angles
 from ..motion import Motion

@@ -25,7 +25,7 @@ from matplotlib.animation import FFMpegWriter, PillowWriter
 from matplotlib.collections import LineCollection
 
 from ..errors import RetargetError
-from ..io._files import check_not_input
+from ..io.files import check_not_input
 from ..kinematics import forward_kinematics
 from ..motion import Motion
 from ..quat import matrix_from_quat, quat_between

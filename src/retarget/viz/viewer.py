@@ -33,7 +33,7 @@ import numpy as np
 from .._json import strict_json
 from ..contacts import detect_contacts
 from ..errors import RetargetError
-from ..io._files import atomic_write
+from ..io.files import atomic_write
 from ..kinematics import forward_kinematics
 from ..motion import Motion
 from ..quat import matrix_from_quat, quat_between
