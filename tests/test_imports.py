@@ -62,7 +62,7 @@ def _copy_with(tmp_path: Path, module: str, line: str) -> Path:
         # against the layers: a solver importing the editing layer above it
         ("ik/numeric.py", "from ..editing import edit", "retarget.ik.numeric -> retarget.editing"),
         # a cycle inside a package
-        ("environment/_kinds.py", "from . import shapes", "No cycles are allowed in retarget.environment"),
+        ("environment/_kinds.py", "from . import shapes", "No cycles are allowed in retarget.env"),
     ],
 )
 def test_the_import_check_fails_on_a_bad_import(
