@@ -516,7 +516,7 @@ def test_online_methods_refuse_frames_of_another_skeleton(lafan):
     blubby = make_character(lafan.skeleton, preset="blubby")
     j = lafan.skeleton.num_joints
     wrong = PoseFrame(np.zeros(3), np.tile([1.0, 0.0, 0.0, 0.0], (j - 1, 1)))
-    with pytest.raises(ValueError, match=rf"Expected `rotations` to have shape \({j}, 4\)"):
+    with pytest.raises(ValueError, match=rf"Expected `rotations` of shape \({j}, 4\)"):
         OMRRetargeter(lafan.skeleton, blubby, fps=30.0).step(wrong)
     filt = OnlineRetargeter(blubby, [Effector(0, name="root")], height=1.0, fps=30.0)
     with pytest.raises(ValueError, match=r"Expected a root position \(3,\) and rotations"):

@@ -821,5 +821,5 @@ def test_sensor_frames_are_read_only_and_checked(lafan, characters):
     assert lost.positions.shape == (5, 3) and np.isnan(lost.orientations).all()
     pup = Puppeteer(lafan.skeleton, characters["blubby"], fps=30.0)
     n = lafan.skeleton.num_joints
-    with pytest.raises(ValueError, match=rf"Expected `positions` to have shape \({n}, 3\)"):
+    with pytest.raises(ValueError, match=rf"Expected `positions` of shape \({n}, 3\)"):
         pup.step(SensorFrame(np.zeros((n - 1, 3)), np.zeros((n - 1, 4))))
