@@ -25,7 +25,7 @@ from scipy.spatial.transform import Rotation
 
 from retarget import Motion, Skeleton, quat
 from retarget.errors import FormatError, RetargetError, RetargetWarning
-from retarget.io import _files, _scan
+from retarget.io import _scan, files
 from retarget.io.bvh import format_bvh, parse_bvh, read_bvh, write_bvh
 from retarget.kinematics import positions
 
@@ -1188,7 +1188,7 @@ def test_writer_is_atomic(tmp_path, monkeypatch):
     def fail(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(_files.os, "replace", fail)
+    monkeypatch.setattr(files.os, "replace", fail)
     with pytest.raises(OSError, match="disk full"):
         write_bvh(target, long)
     assert target.read_text() == format_bvh(short)  # untouched
