@@ -138,8 +138,9 @@ def plan_batch(
     options = {
         f.name: getattr(template, f.name)
         for f in dataclasses.fields(template)
-        if f.name not in ("source", "output", "report", *shared)
+        if f.name not in ("source", "output", "report", "method_options", *shared)
     }
+    options.update((k, v) for k, v in template.method_options.items() if k not in shared)
     from . import __version__
 
     tasks: list[ClipTask] = []

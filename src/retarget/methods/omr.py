@@ -71,7 +71,7 @@ from ..online.omr import BaseSwitching, Effector, Foot, OnlineRetargeter
 from ..result import Result
 from ..roles import find_roles, height
 from ..skeleton import Skeleton
-from ._base import check_same_hierarchy
+from ._base import Option, check_same_hierarchy
 from .copy import leg_length
 
 __all__ = ["OMRPlan", "enhance_motion", "omr_plan", "omr_retarget", "run_filter"]
@@ -575,3 +575,21 @@ def enhance_motion(
         "seconds": time.perf_counter() - t0,
     }
     return Result(out, report, {n: goals[:, k] for k, n in enumerate(names)})
+
+
+# -- options: what `retarget run --method omr` and RunJob.method_options offer ----------------
+
+OPTIONS = (
+    Option(
+        "setup",
+        "--setup",
+        "end-effectors toe tips + pelvis x,z (lower, the paper's walk) or + hands",
+        choices=("lower", "full"),
+    ),
+    Option(
+        "scaled",
+        "--scaled-goals",
+        "goals scaled to the target's height (default: strides its legs can take)",
+        const=True,
+    ),
+)

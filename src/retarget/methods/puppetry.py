@@ -31,7 +31,7 @@ from ..motion import Motion
 from ..online.puppetry import EFFECTORS, PuppetFrames, local_rotations, make_puppet, solve_frames
 from ..result import Result, speed
 from ..skeleton import Skeleton
-from ._base import check_same_hierarchy
+from ._base import Option, check_same_hierarchy, read_terrain
 
 __all__ = ["puppetry_retarget", "sensor_stream"]
 
@@ -301,3 +301,52 @@ def _report(frames: PuppetFrames, *, puppet_seconds: float, n: int) -> dict[str,
     dev = quat.angle(frames.rotations, frames.captured)  # (F, J)
     out["max_rotation_change_deg"] = float(np.degrees(dev.max(initial=0.0)))
     return out
+
+
+# -- options: what `retarget run --method puppetry` and RunJob.method_options offer -----------
+
+
+def _noise(spec: str) -> tuple[float, float]:
+    from ..run import parse_noise
+
+    return parse_noise(spec)
+
+
+OPTIONS = (
+    Option(
+        "terrain",
+        "--terrain",
+        "ground to walk on (.json scene or .npz height field)",
+        metavar="FILE",
+        convert=read_terrain,
+        file=True,
+    ),
+    Option(
+        "noise",
+        "--noise",
+        "white sensor noise, position std (file unit) and orientation std (deg)",
+        metavar="P,DEG",
+        convert=_noise,
+        given=bool,
+    ),
+    Option(
+        "sensor_fps",
+        "--sensor-fps",
+        "sensor rate (default: the clip's; paper 120)",
+        type=float,
+        given=bool,
+    ),
+    Option(
+        "root_estimation",
+        "--no-root-estimation",
+        "start the body from the captured root (Table I's 'without')",
+        const=False,
+    ),
+    Option(
+        "hold_feet",
+        "--no-foot-hold",
+        "goals are the performer's feet even where planted (the paper's)",
+        const=False,
+    ),
+    Option("seed", "--seed", "seed of the sensor noise", type=int),
+)

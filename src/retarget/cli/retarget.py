@@ -1,0 +1,390 @@
+"""Commands that retarget: ``run``, ``batch``, ``physics``, ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import RetargetError
+from ..run import (
+    frame_slice,
+    read_input,
+    require_humanoid,
+    target_skeleton,
+    write_json,
+)
+from ._common import (
+    _measure_table,
+    _write_result,
+    motion_options,
+    run_options,
+)
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["add_parsers"]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..run import RunJob, run_job
+
+    report = run_job(RunJob.from_args(args))
+    m = report.get("measures", {})
+    skate = f", skate {m['skate_result']:.3g} vs source {m['skate_source']:.3g} %H/s" if m else ""
+    fps = report.get("frames_per_second")
+    rate = f"{fps:.0f} frames/s" if fps is not None else "- frames/s (no time measured)"
+    print(f"{args.method}: {report['frames']} frames at {rate} -> {args.output}{skate}")
+    return 0
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    import glob
+
+    from ..batch import plan_batch, run_batch
+    from ..run import RunJob
+
+    if not (args.target or args.target_preset or args.target_from):
+        raise RetargetError("say which character: --target TARGET.bvh or --target-preset NAME")
+    matched = {p for pattern in args.sources for p in glob.glob(pattern, recursive=True)}
+    sources = sorted(p for p in matched if Path(p).suffix.lower() in (".bvh", ".amc", ".npz"))
+    if not sources:
+        raise RetargetError(f"no motion file (.bvh, .amc, .npz) matches {' '.join(args.sources)}")
+    template = RunJob.from_args(args, source="", output="", report=None)
+    tasks = plan_batch(sources, args.out, template, suffix=f".{args.format}")
+    manifest = Path(args.manifest or Path(args.out) / "manifest.jsonl")
+    summary = run_batch(
+        tasks,
+        manifest,
+        engine=args.engine,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        progress=False if args.no_progress else None,
+    )
+    print(
+        f"batch: {summary.done} done, {summary.skipped} unchanged, {summary.failed} failed "
+        f"in {summary.seconds:.1f} s ({summary.clips_per_minute:.1f} clips/min) -> {manifest}"
+    )
+    for _, message in summary.errors[:10]:
+        print(f"  failed: {message}", file=sys.stderr)
+    return 1 if summary.failed else 0
+
+
+def _parse_named(items: Sequence[str], option: str, unit: str) -> dict[str, float]:
+    """``JOINT=VALUE[unit]`` items (``RightHand=8kg``) → {joint: value}."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        try:
+            out[key.strip()] = float(value.strip().removesuffix(unit).strip())
+        except ValueError:
+            sep = ""
+        if not sep or not key.strip():
+            raise RetargetError(
+                f"{option} expects JOINT=VALUE (e.g. RightHand=8{unit}), got {item!r}"
+            )
+    return out
+
+
+def cmd_physics(args: argparse.Namespace) -> int:
+    from .. import quat, world
+    from ..contacts import detect_contacts
+    from ..editing.constraints import parse_constraints
+    from ..mapping import map_for_method
+    from ..physics import body_model
+    from ..physics.filter import (
+        FilterSettings,
+        PhysicsGoals,
+        footplant_goals,
+        parse_passes,
+        physics_filter,
+    )
+
+    source = read_input(args.source, args)
+    require_humanoid(args.source, source.skeleton)
+    source = source[frame_slice(args.frames, source.num_frames)]
+    passes = parse_passes(args.passes)
+    mapping = None
+    character = None
+    file_up = world.up_of(source)
+    frame = source  # the motion constraints and a hint refer to
+    turn = quat.identity()  # its axes -> Y up, where the filter works
+    if args.target or args.target_preset:  # onto another character first (Lee & Shin 1999)
+        from ..methods import get_method
+
+        target = target_skeleton(args, source)
+        character = args.target or f"preset:{args.target_preset}"
+        mapping = map_for_method(source, target, None)
+        source = get_method("hierarchical").run(mapping.motion, mapping.target).motion
+        frame = source
+    else:
+        turn = world.axes_between(file_up, "y")
+        source = world.upright(source)
+    sk = source.skeleton
+
+    def joint(name: str, option: str) -> int:
+        if name not in sk.names:
+            raise RetargetError(f"{option}: no joint named {name!r} in {character or args.source}")
+        return sk.index(name)
+
+    loads = _parse_named(args.load, "--load", "kg")
+    for name in loads:
+        joint(name, "--load")
+    limits = {
+        joint(k, "--torque-limit"): v
+        for k, v in _parse_named(args.torque_limit, "--torque-limit", "Nm").items()
+    }
+    if any(v <= 0 for v in limits.values()):
+        raise RetargetError("--torque-limit: limits must be positive (N m)")
+    body = body_model(sk, args.mass, loads=loads)
+    contacts = detect_contacts(source)
+    positions = (
+        footplant_goals(source, contacts, args.widen, footprints=args.footprints)
+        if not args.free_feet
+        else {}
+    )
+    inputs = [args.source, *([args.target] if args.target else [])]
+    if args.constraints:
+        try:
+            text = Path(args.constraints).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise RetargetError(
+                f"{args.constraints}: cannot read the file ({exc.strerror})"
+            ) from None
+        extra = parse_constraints(text, frame, name=args.constraints)
+        for p, goal in extra.positions.items():
+            goal = quat.rotate(turn, goal)
+            merged = positions.get(p, np.full((source.num_frames, 3), np.nan)).copy()
+            have = np.isfinite(goal).all(axis=1)
+            merged[have] = goal[have]
+            positions[p] = merged
+        inputs.append(args.constraints)
+    hint = None
+    if args.hint:
+        hint = read_input(args.hint, args)[frame_slice(args.frames, source.num_frames)]
+        hint = world.upright(hint) if mapping is None else hint
+        if hint.skeleton.names != sk.names or hint.num_frames != source.num_frames:
+            raise RetargetError(f"{args.hint}: a hint must have the source's joints and frames")
+        inputs.append(args.hint)
+    goals = PhysicsGoals(
+        contacts,
+        positions,
+        balance=not args.no_balance,
+        torque_limits=limits,
+        momentum=not args.no_momentum,
+    )
+    settings = FilterSettings(spacing=args.spacing, iterations=args.iterations)
+    result = physics_filter(source, body, goals, passes, settings, hint=hint)
+    report = {**result.report, "source": args.source, "output": args.output}
+    if character:
+        report["target"] = character
+    if mapping is None:  # back into the file's axes
+        motion = world.reorient(result.motion, file_up)
+    else:
+        motion = mapping.finish(result.motion)
+    _write_result(args, motion, report, inputs)
+    first, last = report["stages"][0], report["stages"][-1]
+    print(
+        f"physics: {source.num_frames} frames, {'+'.join(passes)} in {report['seconds']:.2f} s; "
+        f"ZMP outside the support on {100 * first['zmp_outside']:.1f} % -> "
+        f"{100 * last['zmp_outside']:.1f} % of support frames -> {args.output}"
+    )
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from ..characters import PRESETS, make_character
+    from ..contacts import detect_contacts
+    from ..io.bvh import read_bvh, write_bvh
+    from ..methods import METHODS
+    from ..metrics import evaluate
+    from ..motion import Motion
+    from ..samples import sample_path
+    from ..viz.plots import plot_feet
+    from ..viz.viewer import write_viewer
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    methods = [METHODS[name] for name in dict.fromkeys(args.method or ["copy", "hierarchical"])]
+    steps = tqdm(
+        total=3 + len(PRESETS) * (1 + 2 * len(methods)),
+        desc="demo",
+        unit="step",
+        file=sys.stderr,
+        disable=args.quiet,
+    )
+    steps.set_postfix_str("fetching the sample walk")
+    walk_path = sample_path("lafan_walk.bvh")
+    steps.update()
+    steps.set_postfix_str("reading")
+    source = read_bvh(walk_path)
+    if args.frames:
+        source = source[frame_slice(args.frames, source.num_frames)]
+    contacts = detect_contacts(source)
+    steps.update()
+    report: dict[str, Any] = {
+        "source": str(walk_path),
+        "frames": source.num_frames,
+        "methods": [m.name for m in methods],
+        "characters": {},
+    }
+    results = []
+    rows: dict[str, dict[str, Any]] = {}
+    for name in PRESETS:
+        target = make_character(source.skeleton, preset=name)
+        rest = Motion(
+            target,
+            target.offsets[:1],
+            np.tile([1.0, 0, 0, 0], (1, target.num_joints, 1)),
+            source.fps,
+        )
+        write_bvh(out / f"{name}.bvh", rest)
+        steps.update()
+        report["characters"][name] = {}
+        for method in methods:
+            steps.set_postfix_str(f"retargeting onto {name} ({method.name})")
+            result = method.run(source, target)
+            output = out / f"walk_{name}_{method.name}.bvh"
+            write_bvh(output, result.motion)
+            steps.update()
+            steps.set_postfix_str(f"measuring {name} ({method.name})")
+            measures = evaluate(
+                source, result.motion, contacts=contacts, goals=result.goals or None
+            )
+            report["characters"][name][method.name] = {
+                "report": dict(result.report),
+                "measures": measures,
+                "output": str(output),
+            }
+            rows[f"{name} {method.name}"] = measures
+            results.append((f"{name} ({method.name})", result.motion))
+            steps.update()
+    steps.set_postfix_str("plotting")
+    plot_feet(source, results, out / "feet.png", contacts=contacts)
+    write_json(str(out / "report.json"), report, inputs=[str(walk_path)])
+    steps.set_postfix_str("writing the viewer")
+    viewer = write_viewer(
+        out / "view.html", [(walk_path.name, source), *results], inputs=[str(walk_path)]
+    )
+    steps.update()
+    steps.close()
+    print(f"\n{source.num_frames} frames of {walk_path.name} retargeted:")
+    print(_measure_table(rows))
+    print(f"\nwrote {out}/: {', '.join(sorted(p.name for p in out.iterdir()))}")
+    print(f"open {viewer.resolve()} in a browser to watch them")
+    return 0
+
+
+def add_parsers(sub: Any) -> None:
+    """Add this group's commands to the sub-parsers ``sub`` of ``retarget``."""
+    from ..batch import ENGINES
+    from ..characters import PRESETS
+    from ..methods import METHODS
+    from ._common import method_options
+
+    methods = "\n".join(f"  {m.name:<14}{m.summary}" for m in METHODS.values())
+    p = sub.add_parser(
+        "run",
+        help="retarget a motion onto a character",
+        description=f"Retarget SRC onto a character.\n\nmethods:\n{methods}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        complete=method_options,
+    )
+    p.add_argument("source")
+    p.add_argument("-o", "--output", required=True, help=".bvh or .npz")
+    p.add_argument(
+        "--report", metavar="REPORT.json", help="write what the method did and the measures"
+    )
+    run_options(p)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "batch",
+        help="retarget every clip matching a glob, resumably, on a process pool, Dask or Ray",
+        description="Retarget SRC_GLOB's clips onto a character, one task per clip. A manifest "
+        "(JSON lines) records each clip's hashes, output, measures, time and error; a re-run "
+        "skips clips whose inputs and output are unchanged. Exit 1 when a clip failed.",
+        complete=method_options,
+    )
+    p.add_argument("sources", nargs="+", metavar="SRC_GLOB", help="clips (quote globs: '**/*.bvh')")
+    p.add_argument("--out", required=True, metavar="DIR", help="outputs, by their source paths")
+    p.add_argument("--format", choices=("bvh", "npz"), default="bvh", help="default: bvh")
+    p.add_argument(
+        "--engine", choices=ENGINES, default="local", help="local process pool (default), dask, ray"
+    )
+    p.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPUs)"
+    )
+    p.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler or Ray cluster")
+    p.add_argument("--manifest", metavar="FILE", help="default: DIR/manifest.jsonl")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run_options(p)
+    p.set_defaults(func=cmd_batch)
+
+    p = sub.add_parser(
+        "physics",
+        help="make a motion physically plausible (Tak & Ko 2005): balance, torque limits, momentum",
+        description="Kinematic (K) and dynamic (D) filter applications in sequence; the report "
+        "gives the ZMP, torque and momentum measures of the source and after each.",
+    )
+    p.add_argument("source")
+    p.add_argument(
+        "--target",
+        help="filter on this character instead: the source retargeted onto it first by the "
+        "hierarchical method (a motion file's skeleton or an .asf)",
+    )
+    p.add_argument("--target-preset", choices=sorted(PRESETS), help="the same, onto a preset")
+    p.set_defaults(target_from=None, target_to=None)
+    p.add_argument("--passes", default="2D+1K", help="e.g. 1K+3D+1K (default 2D+1K)")
+    p.add_argument("--mass", type=float, default=70.0, help="body mass in kg, loads excluded")
+    p.add_argument("--load", action="append", default=[], metavar="JOINT=KG")
+    p.add_argument("--torque-limit", action="append", default=[], metavar="JOINT=NM")
+    p.add_argument(
+        "--widen",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="move the feet outward by this share of height (wide steps)",
+    )
+    p.add_argument("--constraints", metavar="C.json", help="more position goals (as for edit)")
+    p.add_argument("--hint", metavar="HINT.bvh", help="a kinematic hint: the first prior")
+    p.add_argument("--free-feet", action="store_true", help="no footplant goals")
+    p.add_argument(
+        "--footprints",
+        action="store_true",
+        help="hold each footplant at its mean position (default: where the source has it)",
+    )
+    p.add_argument("--no-balance", action="store_true")
+    p.add_argument("--no-momentum", action="store_true")
+    p.add_argument(
+        "--spacing",
+        type=float,
+        default=4.0,
+        help="frames per knot of the B-spline (default 4; 2 for fast motion)",
+    )
+    p.add_argument("--iterations", type=int, default=3, help="Kalman updates per application")
+    p.add_argument("--frames", metavar="A:B", help="only these frames")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--report", metavar="REPORT.json")
+    motion_options(p)
+    p.set_defaults(func=cmd_physics)
+
+    p = sub.add_parser("demo", help="retarget the sample walk onto blubby and sally, measure, plot")
+    p.add_argument("--out", default="demo-output", help="output folder (default demo-output)")
+    p.add_argument(
+        "--method",
+        action="append",
+        choices=list(METHODS),
+        help="a method to run (repeatable; default: copy and hierarchical)",
+    )
+    p.add_argument("--frames", metavar="A:B", help="only these frames of the walk")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_demo)
