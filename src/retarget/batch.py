@@ -116,7 +116,8 @@ def plan_batch(
         Method, character and options shared by every clip (its ``source``
         and ``output`` are replaced).
     suffix : str
-        ``.bvh`` or ``.npz``.
+        ``.bvh`` or ``.npz``: a format whose files hold their skeleton
+        (:func:`retarget.io.formats.writable`).
 
     Raises
     ------
@@ -125,8 +126,11 @@ def plan_batch(
     """
     if not sources:
         raise RetargetError("no input clip matched")
-    if suffix not in (".bvh", ".npz"):
-        raise RetargetError(f"batch writes .bvh or .npz, not {suffix!r}")
+    from .io.formats import writable
+
+    if suffix not in writable(any_skeleton=True):
+        kinds = " or ".join(writable(any_skeleton=True))
+        raise RetargetError(f"batch writes {kinds}, not {suffix!r}")
     paths = [Path(s).absolute() for s in sources]
     root = Path(os.path.commonpath([p.parent for p in paths]))
     out = Path(out_dir).absolute()

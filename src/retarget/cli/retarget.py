@@ -48,14 +48,16 @@ def cmd_batch(args: argparse.Namespace) -> int:
     import glob
 
     from ..batch import plan_batch, run_batch
+    from ..io.formats import readable
     from ..run import RunJob
 
     if not (args.target or args.target_preset or args.target_from):
         raise RetargetError("say which character: --target TARGET.bvh or --target-preset NAME")
     matched = {p for pattern in args.sources for p in glob.glob(pattern, recursive=True)}
-    sources = sorted(p for p in matched if Path(p).suffix.lower() in (".bvh", ".amc", ".npz"))
+    sources = sorted(p for p in matched if Path(p).suffix.lower() in readable())
     if not sources:
-        raise RetargetError(f"no motion file (.bvh, .amc, .npz) matches {' '.join(args.sources)}")
+        kinds = ", ".join(readable())
+        raise RetargetError(f"no motion file ({kinds}) matches {' '.join(args.sources)}")
     template = RunJob.from_args(args, source="", output="", report=None)
     tasks = plan_batch(sources, args.out, template, suffix=f".{args.format}")
     manifest = Path(args.manifest or Path(args.out) / "manifest.jsonl")
@@ -287,6 +289,7 @@ def add_parsers(sub: Any) -> None:
     """Add this group's commands to the sub-parsers ``sub`` of ``retarget``."""
     from ..batch import ENGINES
     from ..characters import PRESETS
+    from ..io.formats import writable
     from ..methods import METHODS
     from ._common import method_options
 
@@ -316,7 +319,8 @@ def add_parsers(sub: Any) -> None:
     )
     p.add_argument("sources", nargs="+", metavar="SRC_GLOB", help="clips (quote globs: '**/*.bvh')")
     p.add_argument("--out", required=True, metavar="DIR", help="outputs, by their source paths")
-    p.add_argument("--format", choices=("bvh", "npz"), default="bvh", help="default: bvh")
+    kinds = [suffix[1:] for suffix in writable(any_skeleton=True)]
+    p.add_argument("--format", choices=kinds, default="bvh", help="default: bvh")
     p.add_argument(
         "--engine", choices=ENGINES, default="local", help="local process pool (default), dask, ray"
     )
