@@ -136,9 +136,10 @@ def plan_batch(
     out = Path(out_dir).absolute()
     shared = {
         name: file_hash(path)
-        for name in ("target", "target_from", "target_to", "skeleton", "map", "terrain")
+        for name in ("target", "target_from", "target_to", "skeleton", "map")
         if (path := getattr(template, name))
     }
+    shared.update((name, file_hash(path)) for name, path in template.option_files.items())
     options = {
         f.name: getattr(template, f.name)
         for f in dataclasses.fields(template)

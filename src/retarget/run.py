@@ -73,10 +73,23 @@ class RunJob:
         return self.method_options.get("terrain")
 
     @property
+    def option_files(self) -> dict[str, str]:
+        """The method options that name files (declared ``file=True``: ``terrain``, ...)."""
+        from .methods import method_options
+
+        declared = method_options()
+        return {
+            name: value
+            for name, value in self.method_options.items()
+            if value and name in declared and declared[name][0].file
+        }
+
+    @property
     def inputs(self) -> tuple[str, ...]:
-        """Every file the job reads: the source, characters, skeleton, map, terrain."""
+        """Every file the job reads: the source, characters, skeleton, map, and the
+        files of method options (terrain, ...)."""
         named = (self.target, self.target_from, self.target_to, self.skeleton, self.map)
-        return (self.source, *(p for p in (*named, self.terrain) if p))
+        return (self.source, *(p for p in named if p), *self.option_files.values())
 
 
 def frame_slice(spec: str | None, count: int) -> slice:

@@ -219,6 +219,8 @@ def method_options(p: argparse.ArgumentParser) -> None:
             kwargs.update(action="store_const", const=option.const, default=option.default)
         else:
             kwargs.update(default=option.default)
+            if option.many:
+                kwargs["action"] = "append"
             if option.type is not None:
                 kwargs["type"] = option.type
             if option.choices is not None:

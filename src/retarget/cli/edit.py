@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -20,9 +20,6 @@ from ._common import (
     _write_result,
     motion_options,
 )
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["add_parsers"]
 

@@ -7,7 +7,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -23,9 +23,6 @@ from ..run import (
 from ._common import (
     motion_options,
 )
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["add_parsers"]
 

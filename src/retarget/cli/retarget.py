@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,7 @@ from ._common import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from ..motion import Motion
 
 __all__ = ["add_parsers"]
 
@@ -78,35 +77,13 @@ def cmd_batch(args: argparse.Namespace) -> int:
     return 1 if summary.failed else 0
 
 
-def _parse_named(items: Sequence[str], option: str, unit: str) -> dict[str, float]:
-    """``JOINT=VALUE[unit]`` items (``RightHand=8kg``) → {joint: value}."""
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        try:
-            out[key.strip()] = float(value.strip().removesuffix(unit).strip())
-        except ValueError:
-            sep = ""
-        if not sep or not key.strip():
-            raise RetargetError(
-                f"{option} expects JOINT=VALUE (e.g. RightHand=8{unit}), got {item!r}"
-            )
-    return out
-
-
 def cmd_physics(args: argparse.Namespace) -> int:
+    """``retarget physics``: the filter of ``retarget run --method physics``
+    (:func:`retarget.methods.physics.filter_motion`), also on the source's own body."""
     from .. import quat, world
-    from ..contacts import detect_contacts
-    from ..editing.constraints import parse_constraints
     from ..mapping import map_for_method
-    from ..physics import body_model
-    from ..physics.filter import (
-        FilterSettings,
-        PhysicsGoals,
-        footplant_goals,
-        parse_passes,
-        physics_filter,
-    )
+    from ..methods.physics import filter_motion, parse_named
+    from ..physics.filter import parse_passes
 
     source = read_input(args.source, args)
     require_humanoid(args.source, source.skeleton)
@@ -130,59 +107,35 @@ def cmd_physics(args: argparse.Namespace) -> int:
         source = world.upright(source)
     sk = source.skeleton
 
-    def joint(name: str, option: str) -> int:
-        if name not in sk.names:
-            raise RetargetError(f"{option}: no joint named {name!r} in {character or args.source}")
-        return sk.index(name)
-
-    loads = _parse_named(args.load, "--load", "kg")
-    for name in loads:
-        joint(name, "--load")
-    limits = {
-        joint(k, "--torque-limit"): v
-        for k, v in _parse_named(args.torque_limit, "--torque-limit", "Nm").items()
-    }
-    if any(v <= 0 for v in limits.values()):
-        raise RetargetError("--torque-limit: limits must be positive (N m)")
-    body = body_model(sk, args.mass, loads=loads)
-    contacts = detect_contacts(source)
-    positions = (
-        footplant_goals(source, contacts, args.widen, footprints=args.footprints)
-        if not args.free_feet
-        else {}
-    )
-    inputs = [args.source, *([args.target] if args.target else [])]
-    if args.constraints:
-        try:
-            text = Path(args.constraints).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise RetargetError(
-                f"{args.constraints}: cannot read the file ({exc.strerror})"
-            ) from None
-        extra = parse_constraints(text, frame, name=args.constraints)
-        for p, goal in extra.positions.items():
-            goal = quat.rotate(turn, goal)
-            merged = positions.get(p, np.full((source.num_frames, 3), np.nan)).copy()
-            have = np.isfinite(goal).all(axis=1)
-            merged[have] = goal[have]
-            positions[p] = merged
-        inputs.append(args.constraints)
-    hint = None
-    if args.hint:
-        hint = read_input(args.hint, args)[frame_slice(args.frames, source.num_frames)]
-        hint = world.upright(hint) if mapping is None else hint
-        if hint.skeleton.names != sk.names or hint.num_frames != source.num_frames:
+    def hint() -> Motion:
+        motion = read_input(args.hint, args)[frame_slice(args.frames, source.num_frames)]
+        motion = world.upright(motion) if mapping is None else motion
+        if motion.skeleton.names != sk.names or motion.num_frames != source.num_frames:
             raise RetargetError(f"{args.hint}: a hint must have the source's joints and frames")
-        inputs.append(args.hint)
-    goals = PhysicsGoals(
-        contacts,
-        positions,
+        return motion
+
+    result, read = filter_motion(
+        source,
+        name=character or args.source,
+        passes=passes,
+        mass=args.mass,
+        loads=parse_named(args.load, "--load", "kg"),
+        torque_limits=parse_named(args.torque_limit, "--torque-limit", "Nm"),
+        widen=args.widen,
+        constraints=args.constraints,
+        frame=frame,
+        turn=turn,
+        hint=hint if args.hint else None,
+        free_feet=args.free_feet,
+        footprints=args.footprints,
         balance=not args.no_balance,
-        torque_limits=limits,
         momentum=not args.no_momentum,
+        spacing=args.spacing,
+        iterations=args.iterations,
     )
-    settings = FilterSettings(spacing=args.spacing, iterations=args.iterations)
-    result = physics_filter(source, body, goals, passes, settings, hint=hint)
+    inputs = [args.source, *([args.target] if args.target else []), *read]
+    if args.hint:
+        inputs.append(args.hint)
     report = {**result.report, "source": args.source, "output": args.output}
     if character:
         report["target"] = character
@@ -207,8 +160,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from ..contacts import detect_contacts
     from ..io.bvh import read_bvh, write_bvh
     from ..methods import METHODS
-    from ..metrics import evaluate
     from ..motion import Motion
+    from ..run import RunJob, retarget_clip
     from ..samples import sample_path
     from ..viz.plots import plot_feet
     from ..viz.viewer import write_viewer
@@ -253,14 +206,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
         report["characters"][name] = {}
         for method in methods:
             steps.set_postfix_str(f"retargeting onto {name} ({method.name})")
-            result = method.run(source, target)
             output = out / f"walk_{name}_{method.name}.bvh"
+            job = RunJob(str(walk_path), str(output), method.name, target_preset=name)
+            result, done = retarget_clip(job, source, target)  # (what run_job does)
             write_bvh(output, result.motion)
             steps.update()
             steps.set_postfix_str(f"measuring {name} ({method.name})")
-            measures = evaluate(
-                source, result.motion, contacts=contacts, goals=result.goals or None
-            )
+            if "measures" not in done:
+                raise RetargetError(f"demo: {done['measures_note']}")
+            measures = done["measures"]
             report["characters"][name][method.name] = {
                 "report": dict(result.report),
                 "measures": measures,

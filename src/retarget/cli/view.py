@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import RetargetError
 from ..run import (
@@ -17,9 +17,6 @@ from ._common import (
     named_motions,
     read_report,
 )
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["add_parsers"]
 

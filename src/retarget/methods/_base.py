@@ -43,6 +43,8 @@ class Option:
     const : object, optional
         For a flag without a value: the value it gives (``True`` for
         ``--scaled-goals``, ``False`` for ``--no-root-estimation``).
+    many : bool
+        The flag may be repeated; the value is the list of what it was given.
     convert : callable, optional
         From the given value to the method's argument (``--noise P,DEG`` to a pair, a
         ``--terrain`` file to a shape), applied when the job runs.
@@ -60,6 +62,7 @@ class Option:
     choices: tuple[str, ...] | None = None
     metavar: str | None = None
     const: Any = None
+    many: bool = False
     convert: Callable[[Any], Any] | None = None
     file: bool = False
     given: Callable[[Any], bool] = _given
