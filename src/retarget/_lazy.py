@@ -10,12 +10,14 @@ that :func:`loader` imports on the first call, and name them in their own module
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any, Protocol
 
-__all__ = ["Kernel", "loader"]
+__all__ = ["Kernel", "approximate", "loader", "numpy_twins"]
 
 
 class Kernel(Protocol):
@@ -36,3 +38,26 @@ def loader(name: str) -> Callable[[], ModuleType]:
 
     load.__doc__ = f":mod:`{name}`, imported on the first call."
     return load
+
+
+_APPROXIMATE = False
+
+
+@contextlib.contextmanager
+def approximate() -> Iterator[None]:
+    """Within: numpy may stand in for a kernel whose numbers it gives only to an ulp or
+    so (reading a BVH file's Euler angles), while numba is not loaded: for a command
+    that prints a summary (``retarget info``), never for one that writes motion."""
+    global _APPROXIMATE
+    before, _APPROXIMATE = _APPROXIMATE, True
+    try:
+        yield
+    finally:
+        _APPROXIMATE = before
+
+
+def numpy_twins(*, exact: bool = True) -> bool:
+    """Whether to compute with numpy instead of the kernels: numba is not loaded (its
+    import would cost more than the work) and, unless the twin is ``exact`` (the same
+    operations in the same order, so the same bits), within :func:`approximate`."""
+    return "numba" not in sys.modules and (exact or _APPROXIMATE)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._lazy import Kernel, loader
+from ._lazy import Kernel, loader, numpy_twins
 from .motion import Motion
 from .skeleton import Skeleton
 
@@ -42,6 +42,9 @@ __all__ = [
 Array = NDArray[np.float64]
 
 _KERNELS = ("_fk_kernel", "_jacobian_kernel")
+#: Most numbers in the positions of :func:`forward_kinematics` computed with numpy (the
+#: kernel's operations in its order: the same bits) while numba is not loaded.
+_NUMPY_POINTS = 1 << 18
 _kernels = loader("retarget._kinematics_kernels")
 
 
@@ -100,10 +103,45 @@ def forward_kinematics(
     n_points = skeleton.num_points
     pos = np.empty((n, n_points, 3))
     world = np.empty((n, n_points, 4))
-    _kernels()._fk_kernel(
-        root, rot, np.ascontiguousarray(skeleton.point_parents), offsets, n_joints, pos, world
-    )
+    parents = np.ascontiguousarray(skeleton.point_parents)
+    if numpy_twins() and n * n_points <= _NUMPY_POINTS:
+        _fk_numpy(root, rot, parents, offsets, n_joints, pos, world)
+    else:
+        _kernels()._fk_kernel(root, rot, parents, offsets, n_joints, pos, world)
     return pos.reshape(*batch, n_points, 3), world.reshape(*batch, n_points, 4)
+
+
+def _fk_numpy(
+    root: Array,
+    rot: Array,
+    parents: NDArray[np.intp],
+    offsets: Array,
+    num_joints: int,
+    pos: Array,
+    world: Array,
+) -> None:
+    """``_kinematics_kernels._fk_kernel`` in numpy, point by point over all frames at
+    once: its operations in its order, so the same bits (``tests/test_kinematics.py``)."""
+    pos[:, 0] = root
+    world[:, 0] = rot[:, 0]
+    for p in range(1, parents.shape[0]):
+        a = parents[p]
+        w, x, y, z = world[:, a, 0], world[:, a, 1], world[:, a, 2], world[:, a, 3]
+        vx, vy, vz = offsets[:, p, 0], offsets[:, p, 1], offsets[:, p, 2]
+        tx = 2.0 * (y * vz - z * vy)
+        ty = 2.0 * (z * vx - x * vz)
+        tz = 2.0 * (x * vy - y * vx)
+        pos[:, p, 0] = pos[:, a, 0] + vx + w * tx + (y * tz - z * ty)
+        pos[:, p, 1] = pos[:, a, 1] + vy + w * ty + (z * tx - x * tz)
+        pos[:, p, 2] = pos[:, a, 2] + vz + w * tz + (x * ty - y * tx)
+        if p < num_joints:
+            bw, bx, by, bz = rot[:, p, 0], rot[:, p, 1], rot[:, p, 2], rot[:, p, 3]
+            world[:, p, 0] = w * bw - x * bx - y * by - z * bz
+            world[:, p, 1] = w * bx + x * bw + y * bz - z * by
+            world[:, p, 2] = w * by - x * bz + y * bw + z * bx
+            world[:, p, 3] = w * bz + x * by - y * bx + z * bw
+        else:
+            world[:, p] = world[:, a]
 
 
 @dataclass(frozen=True, eq=False)

@@ -29,9 +29,15 @@ __all__ = ["add_parsers"]
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    from .._lazy import approximate
+
+    with approximate():  # (a summary: Euler angles by numpy, numba never loaded)
+        return _info(args, read_input(args.file, args))
+
+
+def _info(args: argparse.Namespace, motion: Motion) -> int:
     from ..roles import find_roles, height
 
-    motion = read_input(args.file, args)
     sk = motion.skeleton
     orders: dict[str, int] = {}
     for order in sk.euler_orders:

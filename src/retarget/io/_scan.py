@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from .._lazy import Kernel, loader
+from .._lazy import Kernel, loader, numpy_twins
 
 if TYPE_CHECKING:  # (loaded on first use: see __getattr__)
     from ._scan_kernels import _compose as _compose
@@ -289,6 +289,10 @@ def scan_channels(
     offset : int
         Byte offset in ``data`` of that token, or -1.
     """
+    if numpy_twins(exact=False):
+        quick = _scan_channels_numpy(data, start, num_frames, targets, columns, orders, root, trans)
+        if quick is not None:
+            return quick
     cols, axes, counts = _plan(columns, orders)
     rot = np.empty((num_frames, len(columns), 4))
     n_chan = len(targets)
@@ -314,3 +318,60 @@ def scan_channels(
 
     count, kind, off = _in_halves(memoryview(data).cast("B"), start, n_chan, scan)
     return rot, int(count), int(kind), int(off)
+
+
+def _scan_channels_numpy(
+    data: bytes | memoryview | mmap.mmap,
+    start: int,
+    num_frames: int,
+    targets: NDArray[np.intp],
+    columns: list[list[int]],
+    orders: list[str],
+    root: NDArray[np.float64],
+    trans: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], int, int, int] | None:
+    """:func:`scan_channels` in numpy, or None when the values are not exactly
+    ``num_frames`` frames of finite decimals (the kernels then say what is wrong).
+
+    The values are the same (numpy's parsing rounds correctly, as the scanner
+    does); the quaternions come from numpy's ``sin``/``cos``, within an ulp or so
+    of the kernel's (:func:`retarget._lazy.approximate`).
+    """
+    n_chan = len(targets)
+    text = memoryview(data).cast("B")[start:].tobytes()
+    tokens = text.split()
+    if len(tokens) != num_frames * n_chan:
+        return None
+    try:
+        values = np.array(tokens, dtype=np.float64).reshape(num_frames, n_chan)
+    except ValueError:
+        return None
+    if not np.isfinite(values).all():
+        return None
+    for column, t in enumerate(targets):
+        if t >= 3:
+            trans[:, (t - 3) // 3, (t - 3) % 3] = values[:, column]
+        elif t >= 0:
+            root[:, t] = values[:, column]
+    half = np.radians(values) * 0.5
+    sin_half, cos_half = np.sin(half), np.cos(half)
+    rot = np.zeros((num_frames, len(columns), 4))
+    rot[..., 0] = 1.0
+    for j, (cs, order) in enumerate(zip(columns, orders, strict=True)):
+        if not cs:
+            continue
+        a = "XYZ".index(order[0])
+        w = cos_half[:, cs[0]]
+        v = [np.zeros(num_frames) for _ in range(3)]
+        v[a] = sin_half[:, cs[0]]
+        x, y, z = v
+        for col, axis in zip(cs[1:], order[1:], strict=True):
+            s, c = sin_half[:, col], cos_half[:, col]
+            if axis == "X":
+                w, x, y, z = w * c - x * s, x * c + w * s, y * c + z * s, z * c - y * s
+            elif axis == "Y":
+                w, x, y, z = w * c - y * s, x * c - z * s, y * c + w * s, z * c + x * s
+            else:
+                w, x, y, z = w * c - z * s, x * c + y * s, y * c - x * s, z * c + w * s
+        rot[:, j] = np.stack([w, x, y, z], axis=-1)
+    return rot, num_frames * n_chan, TOKEN_END, -1
