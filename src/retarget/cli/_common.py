@@ -153,6 +153,25 @@ def warnings_on_stderr() -> Iterator[None]:
         yield
 
 
+class Presets:
+    """The names of the preset characters, as argparse ``choices``, loaded when a
+    command line is checked or shown (not when the parser is built)."""
+
+    def _names(self) -> list[str]:
+        from ..characters import PRESETS
+
+        return sorted(PRESETS)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
 def motion_options(p: argparse.ArgumentParser) -> None:
     """``--skeleton``, ``--fps``, ``--unit``, ``--up``: how motion files are read."""
     p.add_argument("--skeleton", help="the .asf of an .amc input (default: the .asf beside it)")
@@ -178,13 +197,12 @@ def motion_options(p: argparse.ArgumentParser) -> None:
 def run_options(p: argparse.ArgumentParser) -> None:
     """The character, method and run options shared by ``run`` and ``batch`` (the
     methods' own options come with :func:`method_options`)."""
-    from ..characters import PRESETS
     from ..methods import METHODS
 
     p.add_argument(
         "--target", help="the character: a motion file's skeleton (.bvh, .amc, .npz) or an .asf"
     )
-    p.add_argument("--target-preset", choices=sorted(PRESETS))
+    p.add_argument("--target-preset", choices=Presets())
     p.add_argument(
         "--target-from",
         metavar="A.bvh",

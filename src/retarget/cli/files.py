@@ -19,6 +19,7 @@ from ..run import (
     require_humanoid,
 )
 from ._common import (
+    Presets,
     motion_options,
 )
 
@@ -223,9 +224,17 @@ def cmd_samples(args: argparse.Namespace) -> int:
     return 0
 
 
+def _character_scale(p: argparse.ArgumentParser) -> None:
+    """``character --scale``, whose help lists the segments (when it is used)."""
+    from ..characters import SEGMENTS
+
+    p.add_argument(
+        "--scale", nargs="+", metavar="SEGMENT=F", help=f"segments: {', '.join(SEGMENTS)}"
+    )
+
+
 def add_parsers(sub: Any) -> None:
     """Add this group's commands to the sub-parsers ``sub`` of ``retarget``."""
-    from ..characters import PRESETS, SEGMENTS
 
     p = sub.add_parser(
         "info", help="joints, frames, fps, unit, height, channel orders of a motion file"
@@ -241,12 +250,13 @@ def add_parsers(sub: Any) -> None:
     motion_options(p)
     p.set_defaults(func=cmd_convert)
 
-    p = sub.add_parser("character", help="make a target character by scaling a skeleton's segments")
-    p.add_argument("source", help="motion file whose skeleton is the model")
-    p.add_argument("--preset", choices=sorted(PRESETS))
-    p.add_argument(
-        "--scale", nargs="+", metavar="SEGMENT=F", help=f"segments: {', '.join(SEGMENTS)}"
+    p = sub.add_parser(
+        "character",
+        help="make a target character by scaling a skeleton's segments",
+        complete=_character_scale,
     )
+    p.add_argument("source", help="motion file whose skeleton is the model")
+    p.add_argument("--preset", choices=Presets())
     p.add_argument("--uniform", type=float, default=1.0, help="factor on every bone")
     p.add_argument("-o", "--output", required=True, help="BVH with one rest frame")
     motion_options(p)

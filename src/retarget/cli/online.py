@@ -21,6 +21,7 @@ from ..run import (
     write_json,
 )
 from ._common import (
+    Presets,
     motion_options,
 )
 
@@ -191,7 +192,6 @@ def cmd_noise(args: argparse.Namespace) -> int:
 
 def add_parsers(sub: Any) -> None:
     """Add this group's commands to the sub-parsers ``sub`` of ``retarget``."""
-    from ..characters import PRESETS
 
     p = sub.add_parser(
         "puppet",
@@ -211,7 +211,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--target", help="the character: a motion file's skeleton (.bvh, .amc, .npz) or an .asf"
     )
-    p.add_argument("--target-preset", choices=sorted(PRESETS))
+    p.add_argument("--target-preset", choices=Presets())
     p.add_argument("--fps", type=float, default=120.0, help="sensor rate (default 120)")
     p.add_argument("--noise-model", metavar="R.json", help="filter noise from `retarget noise`")
     p.add_argument(
@@ -243,7 +243,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--target", help="the character: a motion file's skeleton (.bvh, .amc, .npz) or an .asf"
     )
-    p.add_argument("--target-preset", choices=sorted(PRESETS))
+    p.add_argument("--target-preset", choices=Presets())
     p.add_argument(
         "--in", dest="input", default="stdin", metavar="ADDRESS", help="udp://HOST:PORT or stdin"
     )

@@ -19,8 +19,10 @@ from ..run import (
     write_json,
 )
 from ._common import (
+    Presets,
     _measure_table,
     _write_result,
+    method_options,
     motion_options,
     run_options,
 )
@@ -239,13 +241,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _batch_options(p: argparse.ArgumentParser) -> None:
+    """``batch``'s formats and engines, and the methods' options: added when ``batch``
+    parses or shows its help (they import the batch machinery, the formats and the
+    methods)."""
+    from ..batch import ENGINES
+    from ..io.formats import writable
+
+    kinds = [suffix[1:] for suffix in writable(any_skeleton=True)]
+    p.add_argument("--format", choices=kinds, default="bvh", help="default: bvh")
+    p.add_argument(
+        "--engine", choices=ENGINES, default="local", help="local process pool (default), dask, ray"
+    )
+    method_options(p)
+
+
 def add_parsers(sub: Any) -> None:
     """Add this group's commands to the sub-parsers ``sub`` of ``retarget``."""
-    from ..batch import ENGINES
-    from ..characters import PRESETS
-    from ..io.formats import writable
     from ..methods import METHODS
-    from ._common import method_options
 
     methods = "\n".join(f"  {m.name:<14}{m.summary}" for m in METHODS.values())
     p = sub.add_parser(
@@ -269,15 +282,10 @@ def add_parsers(sub: Any) -> None:
         description="Retarget SRC_GLOB's clips onto a character, one task per clip. A manifest "
         "(JSON lines) records each clip's hashes, output, measures, time and error; a re-run "
         "skips clips whose inputs and output are unchanged. Exit 1 when a clip failed.",
-        complete=method_options,
+        complete=_batch_options,
     )
     p.add_argument("sources", nargs="+", metavar="SRC_GLOB", help="clips (quote globs: '**/*.bvh')")
     p.add_argument("--out", required=True, metavar="DIR", help="outputs, by their source paths")
-    kinds = [suffix[1:] for suffix in writable(any_skeleton=True)]
-    p.add_argument("--format", choices=kinds, default="bvh", help="default: bvh")
-    p.add_argument(
-        "--engine", choices=ENGINES, default="local", help="local process pool (default), dask, ray"
-    )
     p.add_argument(
         "--workers", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPUs)"
     )
@@ -299,7 +307,7 @@ def add_parsers(sub: Any) -> None:
         help="filter on this character instead: the source retargeted onto it first by the "
         "hierarchical method (a motion file's skeleton or an .asf)",
     )
-    p.add_argument("--target-preset", choices=sorted(PRESETS), help="the same, onto a preset")
+    p.add_argument("--target-preset", choices=Presets(), help="the same, onto a preset")
     p.set_defaults(target_from=None, target_to=None)
     p.add_argument("--passes", default="2D+1K", help="e.g. 1K+3D+1K (default 2D+1K)")
     p.add_argument("--mass", type=float, default=70.0, help="body mass in kg, loads excluded")

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import mmap
 import threading
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -334,20 +335,23 @@ def _scan_channels_numpy(
     ``num_frames`` frames of finite decimals (the kernels then say what is wrong).
 
     The values are the same (numpy's parsing rounds correctly, as the scanner
-    does); the quaternions come from numpy's ``sin``/``cos``, within an ulp or so
+    does; a text of anything but digits, signs, points, exponents and whitespace
+    is left to the kernels); the quaternions come from numpy's ``sin``/``cos``, within an ulp or so
     of the kernel's (:func:`retarget._lazy.approximate`).
     """
     n_chan = len(targets)
     text = memoryview(data).cast("B")[start:].tobytes()
-    tokens = text.split()
-    if len(tokens) != num_frames * n_chan:
+    if text.translate(None, b"0123456789eE+-. \t\r\n"):  # (not only decimals)
         return None
-    try:
-        values = np.array(tokens, dtype=np.float64).reshape(num_frames, n_chan)
-    except ValueError:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # (a token it cannot read)
+        try:
+            values = np.fromstring(text.decode("ascii"), sep=" ")
+        except (DeprecationWarning, ValueError):
+            return None
+    if values.size != num_frames * n_chan or not np.isfinite(values).all():
         return None
-    if not np.isfinite(values).all():
-        return None
+    values = values.reshape(num_frames, n_chan)
     for column, t in enumerate(targets):
         if t >= 3:
             trans[:, (t - 3) // 3, (t - 3) % 3] = values[:, column]

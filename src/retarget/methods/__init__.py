@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RetargetError
-from ..result import Result
 from ._base import Method, Option
+
+if TYPE_CHECKING:
+    from ..result import Result
 
 __all__ = ["METHODS", "Method", "Option", "Result", "get_method", "method_options"]
 
@@ -71,3 +74,12 @@ def method_options() -> dict[str, tuple[Option, tuple[str, ...]]]:
             first, names = found.get(option.name, (option, ()))
             found[option.name] = (first, (*names, method.name))
     return found
+
+
+def __getattr__(name: str) -> Any:
+    """``Result``, importable from here, loaded on first use (the registry stays light)."""
+    if name == "Result":
+        from ..result import Result
+
+        return Result
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

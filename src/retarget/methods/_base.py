@@ -5,11 +5,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RetargetError
-from ..result import Result
-from ..skeleton import Skeleton
+
+if TYPE_CHECKING:
+    from ..result import Result
+    from ..skeleton import Skeleton
 
 __all__ = ["Method", "Option", "check_same_hierarchy", "read_terrain"]
 
