@@ -242,17 +242,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _batch_options(p: argparse.ArgumentParser) -> None:
-    """``batch``'s formats and engines, and the methods' options: added when ``batch``
-    parses or shows its help (they import the batch machinery, the formats and the
-    methods)."""
+    """``batch``'s arguments, added when ``batch`` parses or shows its help (its formats
+    and engines import the batch machinery and the formats, its options the methods)."""
     from ..batch import ENGINES
     from ..io.formats import writable
 
+    p.add_argument("sources", nargs="+", metavar="SRC_GLOB", help="clips (quote globs: '**/*.bvh')")
+    p.add_argument("--out", required=True, metavar="DIR", help="outputs, by their source paths")
     kinds = [suffix[1:] for suffix in writable(any_skeleton=True)]
     p.add_argument("--format", choices=kinds, default="bvh", help="default: bvh")
     p.add_argument(
         "--engine", choices=ENGINES, default="local", help="local process pool (default), dask, ray"
     )
+    p.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPUs)"
+    )
+    p.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler or Ray cluster")
+    p.add_argument("--manifest", metavar="FILE", help="default: DIR/manifest.jsonl")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run_options(p)
     method_options(p)
 
 
@@ -284,15 +292,6 @@ def add_parsers(sub: Any) -> None:
         "skips clips whose inputs and output are unchanged. Exit 1 when a clip failed.",
         complete=_batch_options,
     )
-    p.add_argument("sources", nargs="+", metavar="SRC_GLOB", help="clips (quote globs: '**/*.bvh')")
-    p.add_argument("--out", required=True, metavar="DIR", help="outputs, by their source paths")
-    p.add_argument(
-        "--workers", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPUs)"
-    )
-    p.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler or Ray cluster")
-    p.add_argument("--manifest", metavar="FILE", help="default: DIR/manifest.jsonl")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run_options(p)
     p.set_defaults(func=cmd_batch)
 
     p = sub.add_parser(
