@@ -154,3 +154,26 @@ def test_restricted_skeleton_gives_the_same_points(lafan):
     for name in points:
         for a, b in zip(part, whole, strict=True):
             np.testing.assert_allclose(a[:, sub.index(name)], b[:, sk.index(name)], atol=1e-12)
+
+
+def test_numpy_forward_kinematics_gives_the_kernels_bits(lafan):
+    """Until numba is loaded, forward kinematics of up to 2^18 numbers runs in numpy
+    (a quick command never imports numba): the kernel's operations in its order, so
+    the same bits, with the skeleton's offsets and with per-frame ones."""
+    from retarget import kinematics
+
+    sk = lafan.skeleton
+    rot = np.ascontiguousarray(lafan.rotations[:300])
+    root = np.ascontiguousarray(lafan.root_position[:300])
+    parents = np.ascontiguousarray(sk.point_parents)
+    rng = np.random.default_rng(3)
+    for offsets in (
+        np.ascontiguousarray(sk.point_offsets[None]),
+        sk.point_offsets[None] * rng.uniform(0.5, 2.0, size=(300, sk.num_points, 1)),
+    ):
+        want = np.empty((300, sk.num_points, 3)), np.empty((300, sk.num_points, 4))
+        got = np.empty_like(want[0]), np.empty_like(want[1])
+        kinematics._kernels()._fk_kernel(root, rot, parents, offsets, sk.num_joints, *want)
+        kinematics._fk_numpy(root, rot, parents, offsets, sk.num_joints, *got)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])

@@ -225,3 +225,30 @@ def test_quat_between_near_opposite_keeps_the_tilt():
     v = np.array([1e-8, 0.0, -1.0])
     q = quat.quat_between([0.0, 0.0, 1.0], v)
     np.testing.assert_allclose(quat.rotate(q, [0.0, 0.0, 1.0]), v / np.linalg.norm(v), atol=1e-15)
+
+
+# -- numpy before numba: the same bits ---------------------------------------------------------
+
+
+def test_numpy_products_give_the_kernels_bits():
+    """Until numba is loaded, multiply and rotate run in numpy (a quick command never
+    imports numba): operation for operation the kernels' formulas, so the same bits,
+    over broadcasting, signed zeros, huge, tiny and non-finite values (a NaN's sign
+    bit aside: which operand's NaN goes through is the CPU's choice)."""
+    rng = np.random.default_rng(7)
+    a = rng.normal(size=(50_000, 4)) * 10.0 ** rng.integers(-200, 200, size=(50_000, 1))
+    b = rng.normal(size=(50_000, 4))
+    special = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 5e-324, 1e308])
+    a[:729] = np.stack(np.meshgrid(special, special, special, [0.5]), -1).reshape(-1, 4)
+    b[:729] = a[:729][::-1]
+    kernels = quat._kernels()
+
+    def same_bits(got, want):
+        np.testing.assert_array_equal(got, want)
+        number = ~np.isnan(want)
+        assert np.array_equal(np.signbit(got)[number], np.signbit(want)[number])  # ±0
+
+    for x, y in ((a, b), (a[:7, None], b[None, :5]), (a[3], b)):
+        same_bits(quat._multiply_numpy(x, y), np.asarray(kernels._multiply(x, y)))
+        v = y[..., 1:]
+        same_bits(quat._rotate_numpy(x, v), np.asarray(kernels._rotate(x, v)))

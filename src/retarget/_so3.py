@@ -24,16 +24,25 @@ Each function comes as a matrix (``..., 3, 3``) and as a product with vectors
 below ``θ = 1e-4`` rad, where they are exact to float64. The coefficients and
 the matrices are compiled scalar functions (``_coefficients_of``,
 ``_matrix_entries``) so that numba kernels (:mod:`retarget.online._kernel`)
-call the same formulas as the batched functions here.
+call the same formulas as the batched functions here (they live in
+:mod:`retarget._so3_kernels`, loaded on first use, and are importable from here by name).
 """
 
 from __future__ import annotations
 
-import numba
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ._arrays import Array
+from ._lazy import Kernel, loader
+
+if TYPE_CHECKING:  # (loaded on first use: see __getattr__)
+    from ._so3_kernels import _coefficient_rows as _coefficient_rows
+    from ._so3_kernels import _coefficients_of as _coefficients_of
+    from ._so3_kernels import _matrix_entries as _matrix_entries
+    from ._so3_kernels import _matrix_rows as _matrix_rows
 
 __all__ = [
     "apply_right_jacobian",
@@ -43,7 +52,15 @@ __all__ = [
     "right_jacobian_inverse",
 ]
 
-_SMALL = 1e-4
+_KERNELS = ("_coefficients_of", "_matrix_entries", "_coefficient_rows", "_matrix_rows")
+_kernels = loader("retarget._so3_kernels")
+
+
+def __getattr__(name: str) -> Kernel:
+    """The compiled kernels by their names (``from retarget._so3 import _matrix_entries``)."""
+    if name in _KERNELS:
+        return getattr(_kernels(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def cross(a: Array, b: Array) -> Array:
@@ -53,75 +70,18 @@ def cross(a: Array, b: Array) -> Array:
     return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
 
 
-@numba.njit(cache=True, nogil=True)
-def _coefficients_of(theta):  # pragma: no cover - jitted
-    """``a = (1 − cos θ)/θ²``, ``b = (θ − sin θ)/θ³``, ``c = 1/θ² − cot(θ/2)/(2θ)`` at one angle."""
-    t2 = theta * theta
-    if theta < _SMALL:
-        return (
-            0.5 - t2 / 24.0 + t2 * t2 / 720.0,
-            1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0,
-            1.0 / 12.0 + t2 / 720.0 + t2 * t2 / 30240.0,
-        )
-    # cot(θ/2) = sin θ / (1 − cos θ): finite at θ = π, singular only at θ = 2π
-    half = 0.5 * theta
-    return (
-        (1.0 - np.cos(theta)) / t2,
-        (theta - np.sin(theta)) / (t2 * theta),
-        1.0 / t2 - np.cos(half) / (2.0 * theta * np.sin(half)),
-    )
-
-
-@numba.njit(cache=True, nogil=True)
-def _matrix_entries(x, y, z, a, b):  # pragma: no cover - jitted
-    """``I + a [v]_× + b [v]_×²`` with ``[v]_×² = v vᵀ − |v|² I``, row by row (9 values)."""
-    xx, yy, zz, xy, xz, yz = x * x, y * y, z * z, x * y, x * z, y * z
-    return (
-        1.0 - b * (yy + zz),
-        -a * z + b * xy,
-        a * y + b * xz,
-        a * z + b * xy,
-        1.0 - b * (xx + zz),
-        -a * x + b * yz,
-        -a * y + b * xz,
-        a * x + b * yz,
-        1.0 - b * (xx + yy),
-    )
-
-
-@numba.njit(cache=True, nogil=True)
-def _coefficient_rows(v, out):  # pragma: no cover - jitted
-    for i in range(v.shape[0]):
-        theta = np.sqrt(v[i, 0] * v[i, 0] + v[i, 1] * v[i, 1] + v[i, 2] * v[i, 2])
-        out[i, 0], out[i, 1], out[i, 2] = _coefficients_of(theta)
-
-
-@numba.njit(cache=True, nogil=True)
-def _matrix_rows(v, inverse, out):  # pragma: no cover - jitted
-    """``J_r(v)`` (or ``J_r(v)⁻¹``) of each row of ``v`` (N, 3) into ``out`` (N, 9)."""
-    for i in range(v.shape[0]):
-        x, y, z = v[i, 0], v[i, 1], v[i, 2]
-        a, b, c = _coefficients_of(np.sqrt(x * x + y * y + z * z))
-        if inverse:
-            a, b = 0.5, c
-        else:
-            a = -a
-        entries = _matrix_entries(x, y, z, a, b)
-        for k in range(9):
-            out[i, k] = entries[k]
-
-
 def _coefficients(v: Array) -> tuple[Array, Array, Array]:
     """``a``, ``b``, ``c`` (:func:`_coefficients_of`) of rotation vectors ``v``, each (..., 1)."""
     out = np.empty((*v.shape[:-1], 3))
-    _coefficient_rows(np.ascontiguousarray(v, dtype=np.float64).reshape(-1, 3), out.reshape(-1, 3))
+    rows = np.ascontiguousarray(v, dtype=np.float64).reshape(-1, 3)
+    _kernels()._coefficient_rows(rows, out.reshape(-1, 3))
     return out[..., 0:1], out[..., 1:2], out[..., 2:3]
 
 
 def _matrices(v: ArrayLike, inverse: bool) -> Array:
     v = np.asarray(v, dtype=np.float64)
     out = np.empty((*v.shape[:-1], 3, 3))
-    _matrix_rows(np.ascontiguousarray(v).reshape(-1, 3), inverse, out.reshape(-1, 9))
+    _kernels()._matrix_rows(np.ascontiguousarray(v).reshape(-1, 3), inverse, out.reshape(-1, 9))
     return out
 
 

@@ -116,7 +116,8 @@ def plan_batch(
         Method, character and options shared by every clip (its ``source``
         and ``output`` are replaced).
     suffix : str
-        ``.bvh`` or ``.npz``.
+        ``.bvh`` or ``.npz``: a format whose files hold their skeleton
+        (:func:`retarget.io.formats.writable`).
 
     Raises
     ------
@@ -125,21 +126,26 @@ def plan_batch(
     """
     if not sources:
         raise RetargetError("no input clip matched")
-    if suffix not in (".bvh", ".npz"):
-        raise RetargetError(f"batch writes .bvh or .npz, not {suffix!r}")
+    from .io.formats import writable
+
+    if suffix not in writable(any_skeleton=True):
+        kinds = " or ".join(writable(any_skeleton=True))
+        raise RetargetError(f"batch writes {kinds}, not {suffix!r}")
     paths = [Path(s).absolute() for s in sources]
     root = Path(os.path.commonpath([p.parent for p in paths]))
     out = Path(out_dir).absolute()
     shared = {
         name: file_hash(path)
-        for name in ("target", "target_from", "target_to", "skeleton", "map", "terrain")
+        for name in ("target", "target_from", "target_to", "skeleton", "map")
         if (path := getattr(template, name))
     }
+    shared.update((name, file_hash(path)) for name, path in template.option_files.items())
     options = {
         f.name: getattr(template, f.name)
         for f in dataclasses.fields(template)
-        if f.name not in ("source", "output", "report", *shared)
+        if f.name not in ("source", "output", "report", "method_options", *shared)
     }
+    options.update((k, v) for k, v in template.method_options.items() if k not in shared)
     from . import __version__
 
     tasks: list[ClipTask] = []

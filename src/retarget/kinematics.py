@@ -6,7 +6,8 @@ numba kernel: one pass over frames and points that keeps each frame's chain in
 registers. Done array-at-a-time in numpy (one tree level per step over all
 frames, one temporary per arithmetic operation), the same work is ~12x slower
 on lafan_walk.bvh: 19.5 ms against 1.6 ms (``benchmarks/io_kinematics.py``,
-row "numpy (same algorithm)").
+row "numpy (same algorithm)"). The kernels live in
+:mod:`retarget._kinematics_kernels`, loaded on first use.
 
 Jacobians follow DESIGN.md's single convention: columns are the entries of the
 tangent vector ``x = (v_root, v_0, …, v_{J-1})`` of :mod:`retarget.motion`
@@ -17,14 +18,19 @@ right, ``q_j ⊗ exp(v_j)``); rows are world-frame quantities.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numba
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from ._arrays import Array
+from ._lazy import Kernel, loader, numpy_twins
 from .motion import Motion
 from .skeleton import Skeleton
+
+if TYPE_CHECKING:  # (loaded on first use: see __getattr__)
+    from ._kinematics_kernels import _fk_kernel as _fk_kernel
+    from ._kinematics_kernels import _jacobian_kernel as _jacobian_kernel
 
 __all__ = [
     "Pose",
@@ -34,52 +40,18 @@ __all__ = [
     "positions",
 ]
 
+_KERNELS = ("_fk_kernel", "_jacobian_kernel")
+#: Most numbers in the positions of :func:`forward_kinematics` computed with numpy (the
+#: kernel's operations in its order: the same bits) while numba is not loaded.
+_NUMPY_POINTS = 1 << 18
+_kernels = loader("retarget._kinematics_kernels")
 
-@numba.njit(cache=True, nogil=True)
-def _fk_kernel(root, rot, parents, offsets, num_joints, pos, world):  # pragma: no cover - jitted
-    """pos[f, p] and world[f, p] for every frame f and point p (joints, then sites).
 
-    ``offsets`` has shape (1, P, 3) (the skeleton's) or (F, P, 3) (per frame).
-    """
-    n_frames = rot.shape[0]
-    n_points = parents.shape[0]
-    per_frame = offsets.shape[0] > 1
-    for f in range(n_frames):
-        fo = f if per_frame else 0
-        for c in range(3):
-            pos[f, 0, c] = root[f, c]
-        for c in range(4):
-            world[f, 0, c] = rot[f, 0, c]
-        for p in range(1, n_points):
-            a = parents[p]
-            w = world[f, a, 0]
-            x = world[f, a, 1]
-            y = world[f, a, 2]
-            z = world[f, a, 3]
-            vx = offsets[fo, p, 0]
-            vy = offsets[fo, p, 1]
-            vz = offsets[fo, p, 2]
-            # R(q) v = v + w t + u × t with t = 2 u × v
-            tx = 2.0 * (y * vz - z * vy)
-            ty = 2.0 * (z * vx - x * vz)
-            tz = 2.0 * (x * vy - y * vx)
-            pos[f, p, 0] = pos[f, a, 0] + vx + w * tx + (y * tz - z * ty)
-            pos[f, p, 1] = pos[f, a, 1] + vy + w * ty + (z * tx - x * tz)
-            pos[f, p, 2] = pos[f, a, 2] + vz + w * tz + (x * ty - y * tx)
-            if p < num_joints:
-                bw = rot[f, p, 0]
-                bx = rot[f, p, 1]
-                by = rot[f, p, 2]
-                bz = rot[f, p, 3]
-                world[f, p, 0] = w * bw - x * bx - y * by - z * bz
-                world[f, p, 1] = w * bx + x * bw + y * bz - z * by
-                world[f, p, 2] = w * by - x * bz + y * bw + z * bx
-                world[f, p, 3] = w * bz + x * by - y * bx + z * bw
-            else:
-                world[f, p, 0] = w
-                world[f, p, 1] = x
-                world[f, p, 2] = y
-                world[f, p, 3] = z
+def __getattr__(name: str) -> Kernel:
+    """The compiled kernels by their names (``from retarget.kinematics import _fk_kernel``)."""
+    if name in _KERNELS:
+        return getattr(_kernels(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def forward_kinematics(
@@ -130,10 +102,45 @@ def forward_kinematics(
     n_points = skeleton.num_points
     pos = np.empty((n, n_points, 3))
     world = np.empty((n, n_points, 4))
-    _fk_kernel(
-        root, rot, np.ascontiguousarray(skeleton.point_parents), offsets, n_joints, pos, world
-    )
+    parents = np.ascontiguousarray(skeleton.point_parents)
+    if numpy_twins() and n * n_points <= _NUMPY_POINTS:
+        _fk_numpy(root, rot, parents, offsets, n_joints, pos, world)
+    else:
+        _kernels()._fk_kernel(root, rot, parents, offsets, n_joints, pos, world)
     return pos.reshape(*batch, n_points, 3), world.reshape(*batch, n_points, 4)
+
+
+def _fk_numpy(
+    root: Array,
+    rot: Array,
+    parents: NDArray[np.intp],
+    offsets: Array,
+    num_joints: int,
+    pos: Array,
+    world: Array,
+) -> None:
+    """``_kinematics_kernels._fk_kernel`` in numpy, point by point over all frames at
+    once: its operations in its order, so the same bits (``tests/test_kinematics.py``)."""
+    pos[:, 0] = root
+    world[:, 0] = rot[:, 0]
+    for p in range(1, parents.shape[0]):
+        a = parents[p]
+        w, x, y, z = world[:, a, 0], world[:, a, 1], world[:, a, 2], world[:, a, 3]
+        vx, vy, vz = offsets[:, p, 0], offsets[:, p, 1], offsets[:, p, 2]
+        tx = 2.0 * (y * vz - z * vy)
+        ty = 2.0 * (z * vx - x * vz)
+        tz = 2.0 * (x * vy - y * vx)
+        pos[:, p, 0] = pos[:, a, 0] + vx + w * tx + (y * tz - z * ty)
+        pos[:, p, 1] = pos[:, a, 1] + vy + w * ty + (z * tx - x * tz)
+        pos[:, p, 2] = pos[:, a, 2] + vz + w * tz + (x * ty - y * tx)
+        if p < num_joints:
+            bw, bx, by, bz = rot[:, p, 0], rot[:, p, 1], rot[:, p, 2], rot[:, p, 3]
+            world[:, p, 0] = w * bw - x * bx - y * by - z * bz
+            world[:, p, 1] = w * bx + x * bw + y * bz - z * by
+            world[:, p, 2] = w * by - x * bz + y * bw + z * bx
+            world[:, p, 3] = w * bz + x * by - y * bx + z * bw
+        else:
+            world[:, p] = world[:, a]
 
 
 @dataclass(frozen=True, eq=False)
@@ -243,69 +250,6 @@ def jacobian(
     return _jacobian_from_fk(skeleton, pos, world, effectors, orientation)
 
 
-@numba.njit(cache=True, nogil=True)
-def _jacobian_kernel(
-    pos, world, parents, effectors, num_joints, orientation, jac
-):  # pragma: no cover - jitted
-    """Fill ``jac`` (B, 3K or 6K, 3 + 3J), zero on entry: for each effector ``e`` and
-    each joint ``j`` on its path to the root, ``[p_j − p_e]× R_j`` (positions) and
-    ``R_j`` (orientations, rows 3K on), and ``I`` for the root translation."""
-    n_batch = pos.shape[0]
-    k_total = effectors.shape[0]
-    for b in range(n_batch):
-        for k in range(k_total):
-            e = effectors[k]
-            row = 3 * k
-            for c in range(3):
-                jac[b, row + c, c] = 1.0
-            ex = pos[b, e, 0]
-            ey = pos[b, e, 1]
-            ez = pos[b, e, 2]
-            j = e
-            while j >= 0:
-                if j < num_joints:
-                    w = world[b, j, 0]
-                    x = world[b, j, 1]
-                    y = world[b, j, 2]
-                    z = world[b, j, 3]
-                    # rotation matrix columns of the unit quaternion (w, x, y, z)
-                    r00 = 1.0 - 2.0 * (y * y + z * z)
-                    r10 = 2.0 * (x * y + w * z)
-                    r20 = 2.0 * (x * z - w * y)
-                    r01 = 2.0 * (x * y - w * z)
-                    r11 = 1.0 - 2.0 * (x * x + z * z)
-                    r21 = 2.0 * (y * z + w * x)
-                    r02 = 2.0 * (x * z + w * y)
-                    r12 = 2.0 * (y * z - w * x)
-                    r22 = 1.0 - 2.0 * (x * x + y * y)
-                    dx = pos[b, j, 0] - ex
-                    dy = pos[b, j, 1] - ey
-                    dz = pos[b, j, 2] - ez
-                    col = 3 + 3 * j
-                    # column c of [d]× R is d × (column c of R)
-                    jac[b, row, col] = dy * r20 - dz * r10
-                    jac[b, row + 1, col] = dz * r00 - dx * r20
-                    jac[b, row + 2, col] = dx * r10 - dy * r00
-                    jac[b, row, col + 1] = dy * r21 - dz * r11
-                    jac[b, row + 1, col + 1] = dz * r01 - dx * r21
-                    jac[b, row + 2, col + 1] = dx * r11 - dy * r01
-                    jac[b, row, col + 2] = dy * r22 - dz * r12
-                    jac[b, row + 1, col + 2] = dz * r02 - dx * r22
-                    jac[b, row + 2, col + 2] = dx * r12 - dy * r02
-                    if orientation:
-                        o = 3 * k_total + row
-                        jac[b, o, col] = r00
-                        jac[b, o + 1, col] = r10
-                        jac[b, o + 2, col] = r20
-                        jac[b, o, col + 1] = r01
-                        jac[b, o + 1, col + 1] = r11
-                        jac[b, o + 2, col + 1] = r21
-                        jac[b, o, col + 2] = r02
-                        jac[b, o + 1, col + 2] = r12
-                        jac[b, o + 2, col + 2] = r22
-                j = parents[j]
-
-
 def _jacobian_from_fk(
     skeleton: Skeleton, pos: Array, world: Array, effectors: ArrayLike, orientation: bool
 ) -> Array:
@@ -316,7 +260,9 @@ def _jacobian_from_fk(
     p = np.ascontiguousarray(pos, dtype=np.float64).reshape(-1, *pos.shape[-2:])
     w = np.ascontiguousarray(world, dtype=np.float64).reshape(-1, *world.shape[-2:])
     jac = np.zeros((p.shape[0], rows, n))
-    _jacobian_kernel(p, w, skeleton.point_parents, eff, skeleton.num_joints, bool(orientation), jac)
+    _kernels()._jacobian_kernel(
+        p, w, skeleton.point_parents, eff, skeleton.num_joints, bool(orientation), jac
+    )
     return jac.reshape(*batch, rows, n)
 
 

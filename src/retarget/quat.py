@@ -19,6 +19,15 @@ that the public batched functions loop over and that compiled kernels
 (:mod:`retarget.online._kernel`) call directly, so the formula exists once.
 Everything else is plain numpy.
 
+The kernels live in :mod:`retarget._quat_kernels`, loaded on first use:
+importing numba costs a fresh process some 0.3 s, more than a command such as
+``retarget info`` takes in all. Until numba is loaded, :func:`multiply` and
+:func:`rotate` on batches of up to :data:`_NUMPY_BATCH` numbers compute the
+same formulas with numpy, operation for operation, so the two give the same
+bits (no fused multiply-add: numba compiles without fastmath;
+``tests/test_quat.py`` checks it). ``quat._product`` and the other scalar
+kernels stay importable by name (the module's ``__getattr__`` loads them).
+
 ``exp`` and ``log`` map rotation vectors to quaternions and back. Shin et al.
 2001 write ``q = e^{θn/2}`` with the half angle inside the quaternion
 exponential; here ``exp(v)`` takes the *full* angle ``|v|`` and puts the half
@@ -27,11 +36,23 @@ angle into the quaternion itself, so ``exp(θ n) = (cos θ/2, n sin θ/2)``.
 
 from __future__ import annotations
 
-import numba
+import sys
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ._arrays import Array
+from ._lazy import Kernel, loader
+
+if TYPE_CHECKING:  # (loaded on first use: see __getattr__)
+    from ._quat_kernels import _exp_rows as _exp_rows
+    from ._quat_kernels import _log_rows as _log_rows
+    from ._quat_kernels import _multiply as _multiply
+    from ._quat_kernels import _product as _product
+    from ._quat_kernels import _rotate as _rotate
+    from ._quat_kernels import _rotvec_from_wxyz as _rotvec_from_wxyz
+    from ._quat_kernels import _wxyz_from_rotvec as _wxyz_from_rotvec
 
 __all__ = [
     "angle",
@@ -57,7 +78,32 @@ __all__ = [
 
 
 _AXES = {"X": 0, "Y": 1, "Z": 2}
-_SMALL_ANGLE = 1e-4  # below this |v| (rad), series expansions are exact to float64
+#: Most numbers in an operand of :func:`multiply` or :func:`rotate` computed with numpy
+#: while numba is not loaded; a larger batch loads the kernels (used from then on).
+_NUMPY_BATCH = 1 << 18
+#: The scalar and batched kernels of :mod:`retarget._quat_kernels`, as attributes here.
+_KERNELS = (
+    "_product",
+    "_multiply",
+    "_wxyz_from_rotvec",
+    "_rotvec_from_wxyz",
+    "_exp_rows",
+    "_log_rows",
+    "_rotate",
+)
+_kernels = loader("retarget._quat_kernels")
+
+
+def __getattr__(name: str) -> Kernel:
+    """The compiled kernels by their names (``from retarget.quat import _product``)."""
+    if name in _KERNELS:
+        return getattr(_kernels(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _compiled(*arrays: Array) -> bool:
+    """Whether to call the kernels: numba is loaded anyway, or the batch is large."""
+    return "numba" in sys.modules or max(a.size for a in arrays) > _NUMPY_BATCH
 
 
 def _as_quat(q: ArrayLike, name: str = "q") -> Array:
@@ -86,22 +132,6 @@ def identity(shape: tuple[int, ...] | int = ()) -> Array:
     return q
 
 
-@numba.njit(cache=True, nogil=True)
-def _product(aw, ax, ay, az, bw, bx, by, bz):  # pragma: no cover - jitted
-    """``a ⊗ b`` of two quaternions given by their components, as ``(w, x, y, z)``."""
-    return (
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    )
-
-
-@numba.guvectorize(["void(float64[:], float64[:], float64[:])"], "(n),(n)->(n)", cache=True)
-def _multiply(a, b, out):  # pragma: no cover - jitted
-    out[0], out[1], out[2], out[3] = _product(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3])
-
-
 def multiply(a: ArrayLike, b: ArrayLike) -> Array:
     """Hamilton product ``a ⊗ b`` (rotate by ``b``, then by ``a``).
 
@@ -114,7 +144,26 @@ def multiply(a: ArrayLike, b: ArrayLike) -> Array:
     -------
     ndarray, shape (..., 4)
     """
-    return np.asarray(_multiply(_as_quat(a, "a"), _as_quat(b, "b")))
+    a, b = _as_quat(a, "a"), _as_quat(b, "b")
+    if _compiled(a, b):
+        return np.asarray(_kernels()._multiply(a, b))
+    return _multiply_numpy(a, b)
+
+
+def _multiply_numpy(a: Array, b: Array) -> Array:
+    """:func:`multiply` in numpy: the operations of ``_quat_kernels._product``, in its
+    order, so the same bits."""
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    return np.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        axis=-1,
+    )
 
 
 def conjugate(q: ArrayLike) -> Array:
@@ -172,50 +221,6 @@ def unroll(q: ArrayLike, axis: int = 0) -> Array:
     return np.moveaxis(q * sign, 0, axis)
 
 
-@numba.njit(cache=True, nogil=True)
-def _wxyz_from_rotvec(x, y, z):  # pragma: no cover - jitted
-    """``exp`` of one rotation vector: ``(cos(θ/2), sin(θ/2) v/θ)`` with ``θ = |v|``."""
-    theta = np.sqrt(x * x + y * y + z * z)
-    half = 0.5 * theta
-    if theta < _SMALL_ANGLE:  # sin(θ/2)/θ by its Taylor series near 0
-        t2 = theta * theta
-        scale = 0.5 - t2 / 48.0 + t2 * t2 / 3840.0
-    else:
-        scale = np.sin(half) / theta
-    return np.cos(half), scale * x, scale * y, scale * z
-
-
-@numba.njit(cache=True, nogil=True)
-def _rotvec_from_wxyz(w, x, y, z):  # pragma: no cover - jitted
-    """``log`` of one unit quaternion, on the shortest arc: ``θ n`` with ``θ`` in [0, π]."""
-    key = w  # the sign of :func:`canonical`: the first non-zero component
-    if key == 0.0:
-        key = x
-        if key == 0.0:
-            key = y
-            if key == 0.0:
-                key = z
-    if key < 0.0:
-        w, x, y, z = -w, -x, -y, -z
-    s = np.sqrt(x * x + y * y + z * z)
-    # atan2 is relatively accurate for tiny s, so θ/s is too; only s = 0 needs care
-    # (then w = 1 for a unit quaternion and the limit of θ/s is 2)
-    scale = 2.0 if s == 0.0 else 2.0 * np.arctan2(s, w) / s
-    return scale * x, scale * y, scale * z
-
-
-@numba.njit(cache=True, nogil=True)
-def _exp_rows(v, out):  # pragma: no cover - jitted
-    for i in range(v.shape[0]):
-        out[i, 0], out[i, 1], out[i, 2], out[i, 3] = _wxyz_from_rotvec(v[i, 0], v[i, 1], v[i, 2])
-
-
-@numba.njit(cache=True, nogil=True)
-def _log_rows(q, out):  # pragma: no cover - jitted
-    for i in range(q.shape[0]):
-        out[i, 0], out[i, 1], out[i, 2] = _rotvec_from_wxyz(q[i, 0], q[i, 1], q[i, 2], q[i, 3])
-
-
 def quat_from_rotvec(v: ArrayLike) -> Array:
     """``exp``: the unit quaternion of rotation vector ``v``.
 
@@ -235,7 +240,7 @@ def quat_from_rotvec(v: ArrayLike) -> Array:
     """
     v = _as_vec3(v, "v")
     out = np.empty((*v.shape[:-1], 4))
-    _exp_rows(np.ascontiguousarray(v).reshape(-1, 3), out.reshape(-1, 4))
+    _kernels()._exp_rows(np.ascontiguousarray(v).reshape(-1, 3), out.reshape(-1, 4))
     return out
 
 
@@ -255,25 +260,12 @@ def rotvec_from_quat(q: ArrayLike) -> Array:
     """
     q = _as_quat(q)
     out = np.empty((*q.shape[:-1], 3))
-    _log_rows(np.ascontiguousarray(q).reshape(-1, 4), out.reshape(-1, 3))
+    _kernels()._log_rows(np.ascontiguousarray(q).reshape(-1, 4), out.reshape(-1, 3))
     return out
 
 
 exp = quat_from_rotvec
 log = rotvec_from_quat
-
-
-@numba.guvectorize(["void(float64[:], float64[:], float64[:])"], "(n),(m)->(m)", cache=True)
-def _rotate(q, v, out):  # pragma: no cover - jitted
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    vx, vy, vz = v[0], v[1], v[2]
-    # t = 2 u × v;  R v = v + w t + u × t
-    tx = 2.0 * (y * vz - z * vy)
-    ty = 2.0 * (z * vx - x * vz)
-    tz = 2.0 * (x * vy - y * vx)
-    out[0] = vx + w * tx + (y * tz - z * ty)
-    out[1] = vy + w * ty + (z * tx - x * tz)
-    out[2] = vz + w * tz + (x * ty - y * tx)
 
 
 def rotate(q: ArrayLike, v: ArrayLike) -> Array:
@@ -289,7 +281,28 @@ def rotate(q: ArrayLike, v: ArrayLike) -> Array:
     ndarray, shape (..., 3)
         ``R(q) @ v``, broadcast over leading axes.
     """
-    return np.asarray(_rotate(_as_quat(q), _as_vec3(v, "v")))
+    q, v = _as_quat(q), _as_vec3(v, "v")
+    if _compiled(q, v):
+        return np.asarray(_kernels()._rotate(q, v))
+    return _rotate_numpy(q, v)
+
+
+def _rotate_numpy(q: Array, v: Array) -> Array:
+    """:func:`rotate` in numpy: the operations of ``_quat_kernels._rotate``, in its order
+    (``t = 2 u × v``, ``R v = v + w t + u × t``), so the same bits."""
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    vx, vy, vz = v[..., 0], v[..., 1], v[..., 2]
+    tx = 2.0 * (y * vz - z * vy)
+    ty = 2.0 * (z * vx - x * vz)
+    tz = 2.0 * (x * vy - y * vx)
+    return np.stack(
+        [
+            vx + w * tx + (y * tz - z * ty),
+            vy + w * ty + (z * tx - x * tz),
+            vz + w * tz + (x * ty - y * tx),
+        ],
+        axis=-1,
+    )
 
 
 def angle(a: ArrayLike, b: ArrayLike | None = None) -> Array:

@@ -13,7 +13,7 @@ import dataclasses
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,6 @@ import numpy as np
 
 from ._json import strict_json
 from .errors import RetargetError
-from .mapping import MappingError, bone_direction_error, map_for_method, read_overrides
 from .result import speed
 
 __all__ = ["RunJob", "retarget_clip", "run_job"]
@@ -33,8 +32,9 @@ class RunJob:
 
     ``source`` and ``output`` are paths; a character is ``target`` (a file),
     ``target_preset`` (a name) or ``target_from`` with ``target_to`` (a morph).
-    The method's options are refused by :func:`method_options` when the
-    method has no such parameter.
+    ``method_options`` holds the method's options by name (the ``OPTIONS`` its
+    module declares, :class:`retarget.methods.Option`), as the command line gives
+    them; :func:`method_options` refuses one the method does not declare.
     """
 
     source: str
@@ -46,32 +46,50 @@ class RunJob:
     target_to: str | None = None
     frames: str | None = None
     report: str | None = None
-    terrain: str | None = None
-    setup: str | None = None
-    scaled_goals: bool = False
-    limits: str | None = None
-    noise: str | None = None
-    sensor_fps: float | None = None
-    no_root_estimation: bool = False
-    no_foot_hold: bool = False
-    seed: int | None = None
     map: str | None = None
     skeleton: str | None = None
     fps: float | None = None
     unit: str | None = None
     up: str | None = None
+    method_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.method_options, Mapping):
+            raise TypeError("RunJob.method_options: a mapping of option name to value")
+        object.__setattr__(self, "method_options", dict(self.method_options))
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, **changes: Any) -> RunJob:
-        """The job of parsed ``run`` (or ``batch``) arguments, with ``changes``."""
-        given = {f.name: getattr(args, f.name, f.default) for f in dataclasses.fields(cls)}
-        return cls(**{**given, **changes})
+        """The job of parsed ``run`` (or ``batch``) arguments, with ``changes``: the
+        methods' options (:func:`retarget.methods.method_options`) that were given
+        go into ``method_options``."""
+        fields = [f for f in dataclasses.fields(cls) if f.name != "method_options"]
+        given = {f.name: getattr(args, f.name, f.default) for f in fields}
+        return cls(**{**given, "method_options": _given_options(args), **changes})
+
+    @property
+    def terrain(self) -> str | None:
+        """The ``--terrain`` file (``method_options["terrain"]``), if any."""
+        return self.method_options.get("terrain")
+
+    @property
+    def option_files(self) -> dict[str, str]:
+        """The method options that name files (declared ``file=True``: ``terrain``, ...)."""
+        from .methods import method_options
+
+        declared = method_options()
+        return {
+            name: value
+            for name, value in self.method_options.items()
+            if value and name in declared and declared[name][0].file
+        }
 
     @property
     def inputs(self) -> tuple[str, ...]:
-        """Every file the job reads: the source, characters, skeleton, map, terrain."""
+        """Every file the job reads: the source, characters, skeleton, map, and the
+        files of method options (terrain, ...)."""
         named = (self.target, self.target_from, self.target_to, self.skeleton, self.map)
-        return (self.source, *(p for p in (*named, self.terrain) if p))
+        return (self.source, *(p for p in named if p), *self.option_files.values())
 
 
 def frame_slice(spec: str | None, count: int) -> slice:
@@ -189,6 +207,8 @@ def target_skeleton(args: RunJob | argparse.Namespace, source) -> Any:
     if path:
         target = read_character(path)
         if isinstance(args, RunJob):  # (`run` and `batch`: a --map file may name roles)
+            from .mapping import read_overrides
+
             named = read_overrides(args.map).get("target") if args.map else None
             require_humanoid(path, target, named, side="target")
         else:
@@ -202,7 +222,8 @@ def target_skeleton(args: RunJob | argparse.Namespace, source) -> Any:
 def method_options(
     method, args: RunJob | argparse.Namespace, source, target, *, mapped: bool = False
 ) -> dict[str, Any]:
-    """Options of ``run`` passed to the method, refused when it has no such parameter.
+    """The job's method options as the method's keyword arguments, refused when the
+    method does not declare them (:attr:`retarget.methods.Method.options`).
 
     A source ``mapped`` from another hierarchy keeps to the target's joint limits
     only where it already does (``limits="source"``) unless ``--limits`` says.
@@ -212,74 +233,43 @@ def method_options(
     """
     import inspect
 
-    from .io.scene import read_environment
+    from .methods import method_options as declared
     from .methods.hierarchical import morph_translations
 
-    flags = {
-        "terrain": args.terrain,
-        "translations": args.target_to,
-        "setup": args.setup,
-        "scaled": args.scaled_goals,
-        "noise": args.noise,
-        "sensor_fps": args.sensor_fps,
-        "root_estimation": args.no_root_estimation,
-        "hold_feet": args.no_foot_hold,
-        "seed": args.seed is not None,
-        "limits": args.limits is not None,
-    }
-    names = {
-        "noise": "--noise",
-        "sensor_fps": "--sensor-fps",
-        "root_estimation": "--no-root-estimation",
-        "hold_feet": "--no-foot-hold",
-        "seed": "--seed",
-        "terrain": "--terrain",
-        "translations": "--target-from/--target-to",
-        "setup": "--setup",
-        "scaled": "--scaled-goals",
-        "limits": "--limits",
-    }
-    accepted = inspect.signature(method.run).parameters
-    for key, given in flags.items():
-        if given and key not in accepted:
-            raise RetargetError(f"method {method.name!r} does not take {names[key]}")
+    given = _given_options(args)
+    declaration = {option.name: option for option in method.options}
+    every = declared()
+    for name in given:
+        if name not in declaration:
+            flag = every[name][0].flag if name in every else name
+            raise RetargetError(f"method {method.name!r} does not take {flag}")
+    if args.target_to and "translations" not in inspect.signature(method.run).parameters:
+        raise RetargetError(f"method {method.name!r} does not take --target-from/--target-to")
     options: dict[str, Any] = {}
-    if args.terrain:
-        options["terrain"] = read_environment(args.terrain)
+    for name, option in declaration.items():
+        if name in given:
+            options[name] = option.value(given[name])
     if args.target_to:
         end = read_character(args.target_to)
         require_humanoid(args.target_to, end)
         options["translations"] = morph_translations(target, end, source.num_frames)
-    if args.setup:
-        options["setup"] = args.setup
-    if args.scaled_goals:
-        options["scaled"] = True
-    if args.noise:
-        options["noise"] = parse_noise(args.noise)
-    if args.sensor_fps:
-        options["sensor_fps"] = args.sensor_fps
-    if args.no_root_estimation:
-        options["root_estimation"] = False
-    if args.no_foot_hold:
-        options["hold_feet"] = False
-    if args.seed is not None:
-        options["seed"] = args.seed
-    if args.limits is not None:
-        options["limits"] = args.limits
-    elif mapped and "limits" in accepted:
+    if "limits" not in given and mapped and "limits" in declaration:
         options["limits"] = "source"
     return options
 
 
-def parse_noise(spec: str) -> tuple[float, float]:
-    """``P,DEG`` → (position std in the file's unit, orientation std in degrees)."""
-    try:
-        p, d = (float(v) for v in spec.split(","))
-    except ValueError:
-        raise RetargetError(f"--noise expects P,DEG (e.g. 0.5,1), got {spec!r}") from None
-    if not (np.isfinite(p) and np.isfinite(d) and p >= 0 and d >= 0):
-        raise RetargetError(f"--noise expects two finite numbers >= 0, got {spec!r}")
-    return p, d
+def _given_options(args: RunJob | argparse.Namespace) -> dict[str, Any]:
+    """The method options given: a job's ``method_options``, or parsed arguments'."""
+    if isinstance(args, RunJob):
+        return dict(args.method_options)
+    from .methods import method_options
+
+    found = {}
+    for name, (option, _) in method_options().items():
+        value = getattr(args, option.dest, None)
+        if option.given(value):
+            found[name] = value
+    return found
 
 
 def run_job(job: RunJob) -> dict[str, Any]:
@@ -306,6 +296,8 @@ def run_job(job: RunJob) -> dict[str, Any]:
     if job.target_preset:  # (a preset is made from the roles found: a map cannot name them)
         require_humanoid(job.source, source.skeleton)
     else:
+        from .mapping import read_overrides
+
         named = read_overrides(job.map).get("source") if job.map else None
         require_humanoid(job.source, source.skeleton, named, side="source")
     source = source[frame_slice(job.frames, source.num_frames)]
@@ -340,6 +332,7 @@ def retarget_clip(job: RunJob, source: Any, target: Any) -> tuple[Any, dict[str,
         ``mapping``.
     """
     from . import quat
+    from .mapping import MappingError, bone_direction_error, map_for_method, read_overrides
     from .methods import get_method
     from .metrics import evaluate
 

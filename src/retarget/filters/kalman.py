@@ -57,7 +57,7 @@ from numpy.typing import ArrayLike
 
 from .. import quat
 from .._arrays import Array
-from ..quat import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
+from .._quat_kernels import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 
 __all__ = [
     "KalmanParameters",

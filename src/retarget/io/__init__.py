@@ -1,18 +1,28 @@
-"""Reading and writing motion files: BVH, ASF/AMC and the library's own npz."""
+"""Reading and writing motion files: BVH, ASF/AMC and the library's own npz.
 
-from .asf_amc import (
-    AsfSkeleton,
-    format_amc,
-    parse_amc,
-    parse_asf,
-    read_amc,
-    read_asf,
-    read_asf_amc,
-    write_amc,
-)
-from .bvh import format_bvh, parse_bvh, read_bvh, write_bvh
-from .formats import READABLE, WRITABLE, read_motion, write_motion
-from .npz import read_npz, write_npz
+The names below load on first use (PEP 562), so reading a BVH file imports
+neither the ASF/AMC reader nor ``zipfile``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .asf_amc import (
+        AsfSkeleton,
+        format_amc,
+        parse_amc,
+        parse_asf,
+        read_amc,
+        read_asf,
+        read_asf_amc,
+        write_amc,
+    )
+    from .bvh import format_bvh, parse_bvh, read_bvh, write_bvh
+    from .formats import READABLE, WRITABLE, read_motion, write_motion
+    from .npz import read_npz, write_npz
 
 __all__ = [
     "READABLE",
@@ -34,3 +44,40 @@ __all__ = [
     "write_motion",
     "write_npz",
 ]
+
+_SUBMODULES = ("asf_amc", "bvh", "formats", "npz", "sensors")
+#: The module of each exported name.
+_HOME = {
+    **dict.fromkeys(
+        (
+            "AsfSkeleton",
+            "format_amc",
+            "parse_amc",
+            "parse_asf",
+            "read_amc",
+            "read_asf",
+            "read_asf_amc",
+            "write_amc",
+        ),
+        "asf_amc",
+    ),
+    **dict.fromkeys(("format_bvh", "parse_bvh", "read_bvh", "write_bvh"), "bvh"),
+    **dict.fromkeys(("READABLE", "WRITABLE", "read_motion", "write_motion"), "formats"),
+    **dict.fromkeys(("read_npz", "write_npz"), "npz"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """An exported name, imported from its module on first use (then kept here)."""
+    if name in _SUBMODULES:  # (``retarget.io.bvh`` after ``import retarget.io``)
+        return importlib.import_module(f"{__name__}.{name}")
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -31,13 +31,23 @@ release the GIL).
 
 from __future__ import annotations
 
-import math
 import mmap
 import threading
+import warnings
+from typing import TYPE_CHECKING
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
+
+from .._lazy import Kernel, loader, numpy_twins
+
+if TYPE_CHECKING:  # (loaded on first use: see __getattr__)
+    from ._scan_kernels import _compose as _compose
+    from ._scan_kernels import _frame_quats as _frame_quats
+    from ._scan_kernels import _scan_amc_lines as _scan_amc_lines
+    from ._scan_kernels import _scan_kernel as _scan_kernel
+    from ._scan_kernels import _sincos_half as _sincos_half
+    from ._scan_kernels import count_lines as count_lines
 
 __all__ = [
     "TOKEN_BAD",
@@ -49,49 +59,30 @@ __all__ = [
     "sincos_half_deg",
 ]
 
+from ._scan_codes import TOKEN_BAD, TOKEN_END, TOKEN_SLOW
+
 POW10 = np.array([10.0**k for k in range(23)])
-TOKEN_END, TOKEN_SLOW, TOKEN_BAD = 0, 2, 3  # how a scan stopped
 SPLIT_BYTES = 1 << 20  # inputs larger than this are scanned in two threads
 
-_DEG = math.pi / 180.0
-# Taylor coefficients of sin (x^1 .. x^17) and cos (x^0 .. x^16).
-_S0, _S1, _S2, _S3, _S4, _S5, _S6, _S7, _S8 = (
-    (-1) ** k / math.factorial(2 * k + 1) for k in range(9)
+_KERNELS = (
+    "_sincos_half",
+    "_frame_quats",
+    "_compose",
+    "_scan_kernel",
+    "count_lines",
+    "_scan_amc_lines",
 )
-_C0, _C1, _C2, _C3, _C4, _C5, _C6, _C7, _C8 = ((-1) ** k / math.factorial(2 * k) for k in range(9))
+_kernels = loader("retarget.io._scan_kernels")
+
+
+def __getattr__(name: str) -> Kernel:
+    """The compiled kernels by their names (``_scan._scan_kernel``), loaded on first use."""
+    if name in _KERNELS:
+        return getattr(_kernels(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # -- half-angle sincos and Euler composition ------------------------------------------------
-
-
-# fastmath lets LLVM vectorise the loop; callers pass finite values only (the
-# scanner rejects NaN and inf), which is all it assumes.
-@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
-def _sincos_half(theta, s_out, c_out):  # pragma: no cover - jitted
-    for i in range(theta.shape[0]):
-        phi = 0.5 * theta[i]
-        k = math.floor(phi * (1.0 / 90.0) + 0.5)  # nearest quarter turn
-        x = (phi - 90.0 * k) * _DEG  # exact reduction in degrees, |x| <= π/4
-        x2 = x * x
-        s = x * (
-            _S0
-            + x2
-            * (
-                _S1
-                + x2
-                * (_S2 + x2 * (_S3 + x2 * (_S4 + x2 * (_S5 + x2 * (_S6 + x2 * (_S7 + x2 * _S8))))))
-            )
-        )
-        c = _C0 + x2 * (
-            _C1
-            + x2 * (_C2 + x2 * (_C3 + x2 * (_C4 + x2 * (_C5 + x2 * (_C6 + x2 * (_C7 + x2 * _C8))))))
-        )
-        m = k - 4.0 * math.floor(k * 0.25)  # quadrant 0..3
-        swap = (m == 1.0) | (m == 3.0)
-        ss = c if swap else s
-        cc = s if swap else c
-        s_out[i] = -ss if m >= 2.0 else ss
-        c_out[i] = -cc if (m == 1.0) | (m == 2.0) else cc
 
 
 def sincos_half_deg(
@@ -101,50 +92,8 @@ def sincos_half_deg(
     theta = np.ascontiguousarray(theta_deg, dtype=np.float64)
     s = np.empty_like(theta)
     c = np.empty_like(theta)
-    _sincos_half(theta.reshape(-1), s.reshape(-1), c.reshape(-1))
+    _kernels()._sincos_half(theta.reshape(-1), s.reshape(-1), c.reshape(-1))
     return s, c
-
-
-@numba.njit(cache=True, nogil=True)
-def _frame_quats(vals, sin_half, cos_half, cols, axes, counts, out):  # pragma: no cover
-    """One frame: out[j] = product of the axis quaternions of joint j's channels."""
-    _sincos_half(vals, sin_half, cos_half)
-    for j in range(cols.shape[0]):
-        w = 1.0
-        x = 0.0
-        y = 0.0
-        z = 0.0
-        if counts[j] > 0:  # start from the first axis quaternion
-            a = axes[j, 0]
-            w = cos_half[cols[j, 0]]
-            s = sin_half[cols[j, 0]]
-            x = s if a == 0 else 0.0
-            y = s if a == 1 else 0.0
-            z = s if a == 2 else 0.0
-        for k in range(1, counts[j]):
-            s = sin_half[cols[j, k]]
-            c = cos_half[cols[j, k]]
-            a = axes[j, k]
-            # (w, v) ⊗ (c, s e_a)
-            if a == 0:
-                w, x, y, z = w * c - x * s, x * c + w * s, y * c + z * s, z * c - y * s
-            elif a == 1:
-                w, x, y, z = w * c - y * s, x * c - z * s, y * c + w * s, z * c + x * s
-            else:
-                w, x, y, z = w * c - z * s, x * c + y * s, y * c - x * s, z * c + w * s
-        out[j, 0] = w
-        out[j, 1] = x
-        out[j, 2] = y
-        out[j, 3] = z
-
-
-@numba.njit(cache=True, nogil=True)
-def _compose(values, cols, axes, counts, out):  # pragma: no cover - jitted
-    n_chan = values.shape[1]
-    sin_half = np.empty(n_chan)  # one frame's worth, reused: stays in cache
-    cos_half = np.empty(n_chan)
-    for f in range(values.shape[0]):
-        _frame_quats(values[f], sin_half, cos_half, cols, axes, counts, out[f])
 
 
 def _plan(columns: list[list[int]], orders: list[str]) -> tuple[NDArray[np.intp], ...]:
@@ -181,141 +130,12 @@ def euler_deg_to_quat(
     """
     cols, axes, counts = _plan(columns, orders)
     out = np.empty((values.shape[0], len(columns), 4))
-    _compose(np.ascontiguousarray(values, dtype=np.float64), cols, axes, counts, out)
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    _kernels()._compose(values, cols, axes, counts, out)
     return out
 
 
 # -- the scanner ------------------------------------------------------------------------------
-
-
-@numba.njit(cache=True, nogil=True)
-def _scan_kernel(  # pragma: no cover - jitted
-    buf, out, slow, frame0, targets, cols, axes, counts, root, trans, rot, pow10
-):
-    """Parse the decimals of ``buf``.
-
-    Generic mode (``targets`` empty): value k goes to ``out[k]`` while room
-    lasts; tokens for Python's float are recorded in ``slow`` as
-    ``(byte offset, index)``.
-
-    Fused mode: the values form frames of ``len(targets)`` channels, numbered
-    from ``frame0``; ``targets[c]`` is -1 for a rotation channel, 0-2 for a
-    root position axis, ``3 + 3j + axis`` for joint j's translation. Each
-    completed frame f < len(rot) fills ``root[f]``, ``trans[f]`` and ``rot[f]``;
-    the scan stops at the first token the fast path cannot take.
-
-    Returns ``(count, kind, offset, n_slow)``: tokens read, how the scan
-    stopped (TOKEN_END, TOKEN_SLOW in fused mode, TOKEN_BAD) and the byte
-    offset of the token that stopped it (-1 at the end).
-    """
-    n = buf.shape[0]
-    cap = out.shape[0]
-    n_chan = targets.shape[0]
-    fused = n_chan > 0
-    vals = np.empty(max(n_chan, 1))
-    sin_half = np.empty(max(n_chan, 1))
-    cos_half = np.empty(max(n_chan, 1))
-    n_frames = rot.shape[0]
-    ch = 0
-    f = frame0
-    i = 0
-    count = 0
-    n_slow = 0
-    while i < n:
-        c = buf[i]
-        if c == 32 or (9 <= c <= 13):
-            i += 1
-            continue
-        start = i
-        neg = c == 45
-        neg_or_plus = 1 if (c == 45 or c == 43) else 0  # '-' '+'
-        i += neg_or_plus
-        mant = 0  # exact up to 18 digits; longer tokens are slow ones
-        exp10 = 0
-        while i < n:
-            d = np.uint8(buf[i] - np.uint8(48))  # wraps below '0': one comparison
-            if d > 9:
-                break
-            mant = mant * 10 + d
-            i += 1
-        digits = i - start - neg_or_plus
-        if i < n and buf[i] == 46:  # '.'
-            i += 1
-            frac_start = i
-            while i < n:
-                d = np.uint8(buf[i] - np.uint8(48))
-                if d > 9:
-                    break
-                mant = mant * 10 + d
-                i += 1
-            digits += i - frac_start
-            exp10 -= i - frac_start
-        if digits == 0:
-            return count, TOKEN_BAD, start, n_slow
-        if i < n and (buf[i] == 101 or buf[i] == 69):  # 'e' 'E'
-            i += 1
-            eneg = False
-            if i < n and (buf[i] == 45 or buf[i] == 43):
-                eneg = buf[i] == 45
-                i += 1
-            edigits = 0
-            e = 0
-            while i < n and 48 <= buf[i] <= 57:
-                if e < 100000:
-                    e = e * 10 + (np.int64(buf[i]) - 48)
-                edigits += 1
-                i += 1
-            if edigits == 0:
-                return count, TOKEN_BAD, start, n_slow
-            exp10 += -e if eneg else e
-        if i < n and not (buf[i] == 32 or (9 <= buf[i] <= 13)):
-            return count, TOKEN_BAD, start, n_slow
-        if mant == 0:
-            v = 0.0
-        elif digits <= 18 and mant <= 9007199254740992 and -22 <= exp10 <= 22:  # m <= 2^53
-            v = float(mant)
-            if exp10 >= 0:
-                v = v * pow10[exp10]
-            else:
-                v = v / pow10[-exp10]
-        else:
-            if fused:
-                return count, TOKEN_SLOW, start, n_slow
-            if n_slow < slow.shape[0]:
-                slow[n_slow, 0] = start
-                slow[n_slow, 1] = count
-            n_slow += 1
-            v = 0.0
-        if neg:
-            v = -v
-        if not fused:
-            if count < cap:
-                out[count] = v
-        else:
-            vals[ch] = v
-            ch += 1
-            if ch == n_chan:
-                if f < n_frames:
-                    for k in range(n_chan):
-                        t = targets[k]
-                        if t >= 3:
-                            trans[f, (t - 3) // 3, (t - 3) % 3] = vals[k]
-                        elif t >= 0:
-                            root[f, t] = vals[k]
-                    _frame_quats(vals, sin_half, cos_half, cols, axes, counts, rot[f])
-                ch = 0
-                f += 1
-        count += 1
-    return count, TOKEN_END, -1, n_slow
-
-
-@numba.njit(cache=True, nogil=True)
-def count_lines(buf):  # pragma: no cover - jitted
-    """Number of newline bytes in ``buf`` (vectorised)."""
-    count = 0
-    for i in range(buf.shape[0]):
-        count += buf[i] == 10
-    return count
 
 
 def _split_point(view: memoryview, start: int) -> int:
@@ -342,7 +162,8 @@ def _in_halves(view: memoryview, start: int, frame_size: int, scan):
     cut = _split_point(view, start)
     if cut >= 0:
         # lines ending at or before the newline at `cut`
-        first_token = count_lines(np.frombuffer(view[start : cut + 1], dtype=np.uint8)) * frame_size
+        head = np.frombuffer(view[start : cut + 1], dtype=np.uint8)
+        first_token = _kernels().count_lines(head) * frame_size
         result: list = []
         second = np.frombuffer(view[cut:], dtype=np.uint8)
         worker = threading.Thread(target=lambda: result.append(scan(second, first_token)))
@@ -400,10 +221,10 @@ def parse_floats(
         dest = out[min(first, capacity) :]
         generic = (_NO_TARGETS, _NO_PLAN, _NO_PLAN, _NO_TARGETS, *_NO_POSES, POW10)
         slow = np.empty((1024, 2), dtype=np.int64)
-        res = _scan_kernel(buf, dest, slow, 0, *generic)
+        res = _kernels()._scan_kernel(buf, dest, slow, 0, *generic)
         if res[3] > len(slow):  # more slow tokens than recorded: again with room for all
             slow = np.empty((res[3], 2), dtype=np.int64)
-            res = _scan_kernel(buf, dest, slow, 0, *generic)
+            res = _kernels()._scan_kernel(buf, dest, slow, 0, *generic)
         count, kind, off, n_slow = res
         for offset, index in slow[:n_slow]:
             if index >= len(dest):
@@ -462,6 +283,10 @@ def scan_channels(
     offset : int
         Byte offset in ``data`` of that token, or -1.
     """
+    if numpy_twins(exact=False):
+        quick = _scan_channels_numpy(data, start, num_frames, targets, columns, orders, root, trans)
+        if quick is not None:
+            return quick
     cols, axes, counts = _plan(columns, orders)
     rot = np.empty((num_frames, len(columns), 4))
     n_chan = len(targets)
@@ -469,7 +294,7 @@ def scan_channels(
     dummy_slow = np.empty((0, 2), dtype=np.int64)
 
     def scan(buf: NDArray[np.uint8], first: int):
-        count, kind, off, _ = _scan_kernel(
+        count, kind, off, _ = _kernels()._scan_kernel(
             buf,
             dummy,
             dummy_slow,
@@ -487,3 +312,63 @@ def scan_channels(
 
     count, kind, off = _in_halves(memoryview(data).cast("B"), start, n_chan, scan)
     return rot, int(count), int(kind), int(off)
+
+
+def _scan_channels_numpy(
+    data: bytes | memoryview | mmap.mmap,
+    start: int,
+    num_frames: int,
+    targets: NDArray[np.intp],
+    columns: list[list[int]],
+    orders: list[str],
+    root: NDArray[np.float64],
+    trans: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], int, int, int] | None:
+    """:func:`scan_channels` in numpy, or None when the values are not exactly
+    ``num_frames`` frames of finite decimals (the kernels then say what is wrong).
+
+    The values are the same (numpy's parsing rounds correctly, as the scanner
+    does; a text of anything but digits, signs, points, exponents and whitespace
+    is left to the kernels); the quaternions come from numpy's ``sin``/``cos``, within an ulp or so
+    of the kernel's (:func:`retarget._lazy.approximate`).
+    """
+    n_chan = len(targets)
+    text = memoryview(data).cast("B")[start:].tobytes()
+    if text.translate(None, b"0123456789eE+-. \t\r\n"):  # (not only decimals)
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # (a token it cannot read)
+        try:
+            values = np.fromstring(text.decode("ascii"), sep=" ")
+        except (DeprecationWarning, ValueError):
+            return None
+    if values.size != num_frames * n_chan or not np.isfinite(values).all():
+        return None
+    values = values.reshape(num_frames, n_chan)
+    for column, t in enumerate(targets):
+        if t >= 3:
+            trans[:, (t - 3) // 3, (t - 3) % 3] = values[:, column]
+        elif t >= 0:
+            root[:, t] = values[:, column]
+    half = np.radians(values) * 0.5
+    sin_half, cos_half = np.sin(half), np.cos(half)
+    rot = np.zeros((num_frames, len(columns), 4))
+    rot[..., 0] = 1.0
+    for j, (cs, order) in enumerate(zip(columns, orders, strict=True)):
+        if not cs:
+            continue
+        a = "XYZ".index(order[0])
+        w = cos_half[:, cs[0]]
+        v = [np.zeros(num_frames) for _ in range(3)]
+        v[a] = sin_half[:, cs[0]]
+        x, y, z = v
+        for col, axis in zip(cs[1:], order[1:], strict=True):
+            s, c = sin_half[:, col], cos_half[:, col]
+            if axis == "X":
+                w, x, y, z = w * c - x * s, x * c + w * s, y * c + z * s, z * c - y * s
+            elif axis == "Y":
+                w, x, y, z = w * c - y * s, x * c - z * s, y * c + w * s, z * c + x * s
+            else:
+                w, x, y, z = w * c - z * s, x * c + y * s, y * c - x * s, z * c + w * s
+        rot[:, j] = np.stack([w, x, y, z], axis=-1)
+    return rot, num_frames * n_chan, TOKEN_END, -1

@@ -61,7 +61,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -70,7 +69,7 @@ from ..dofs import channel_angles, project_to_dofs
 from ..errors import FormatError, RetargetError
 from ..motion import Motion
 from ..skeleton import Skeleton
-from ._scan import euler_deg_to_quat, parse_floats
+from ._scan import _kernels, euler_deg_to_quat, parse_floats
 from .files import atomic_write
 
 __all__ = [
@@ -667,80 +666,6 @@ _LINE_BLANK, _LINE_FRAME, _LINE_BONE, _LINE_UNKNOWN = 0, 1, 2, 3
 _BOM = b"\xef\xbb\xbf"
 
 
-@numba.njit(cache=True, nogil=True)
-def _scan_amc_lines(
-    buf, clean, names, name_len, kind, code, ntok, first_start, first_end
-):  # pragma: no cover - jitted
-    """One pass over AMC body bytes: per line, the kind of its first token
-    (blank / frame number / bone / unknown), ``code`` (frame number or bone
-    index), the token count and the first token's byte range. In ``clean`` (a
-    copy of ``buf``) first tokens and ``#`` comments are blanked, leaving only
-    the numbers of bone lines for :func:`parse_floats`."""
-    n = buf.shape[0]
-    n_names = names.shape[0]
-    line = 0
-    count = 0
-    guess = 0
-    i = 0
-    while i < n:
-        c = buf[i]
-        if c == 10:
-            ntok[line] = count
-            line += 1
-            count = 0
-            i += 1
-            continue
-        if c == 32 or (9 <= c <= 13):
-            i += 1
-            continue
-        if c == 35:  # '#': a comment to the end of the line
-            while i < n and buf[i] != 10:
-                clean[i] = 32
-                i += 1
-            continue
-        start = i
-        while i < n:
-            c = buf[i]
-            if c == 32 or (9 <= c <= 13) or c == 35:
-                break
-            i += 1
-        if count == 0:
-            first_start[line] = start
-            first_end[line] = i
-            length = i - start
-            digits = length <= 18
-            value = 0
-            for k in range(start, i):
-                d = np.int64(buf[k]) - 48
-                if d < 0 or d > 9:
-                    digits = False
-                    break
-                value = value * 10 + d
-            if digits:
-                kind[line] = 1
-                code[line] = value
-            else:
-                kind[line] = 3
-                code[line] = -1
-                for t in range(n_names):
-                    b = (guess + t) % n_names  # bones usually come in the same order every frame
-                    if name_len[b] == length:
-                        same = True
-                        for k in range(length):
-                            if names[b, k] != buf[start + k]:
-                                same = False
-                                break
-                        if same:
-                            kind[line] = 2
-                            code[line] = b
-                            guess = b + 1
-                            break
-            for k in range(start, i):
-                clean[k] = 32
-        count += 1
-    ntok[line] = count
-
-
 class _AmcLayout:
     """What each joint's AMC line holds: value tokens (``"TX"``, ``"RZ"`` …) in file order."""
 
@@ -841,7 +766,8 @@ def parse_amc(
     ntok = np.zeros(n_lines, dtype=np.intp)
     fstart = np.zeros(n_lines, dtype=np.intp)
     fend = np.zeros(n_lines, dtype=np.intp)
-    _scan_amc_lines(buf, clean, layout.name_table, layout.name_len, kind, code, ntok, fstart, fend)
+    names, lengths = layout.name_table, layout.name_len
+    _kernels()._scan_amc_lines(buf, clean, names, lengths, kind, code, ntok, fstart, fend)
     return _AmcBody(
         name, skeleton, layout, buf, clean, first_line, kind, code, ntok, fstart, fend
     ).motion(fps, angle_unit)

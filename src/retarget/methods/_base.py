@@ -1,24 +1,112 @@
-"""A named retargeting method, and checks methods share."""
+"""A named retargeting method, the options it declares, and checks methods share."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RetargetError
-from ..result import Result
-from ..skeleton import Skeleton
 
-__all__ = ["Method", "check_same_hierarchy"]
+if TYPE_CHECKING:
+    from ..result import Result
+    from ..skeleton import Skeleton
+
+__all__ = ["Method", "Option", "check_same_hierarchy", "read_terrain"]
+
+
+def _given(value: Any) -> bool:
+    return value is not None
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a method, declared once (``OPTIONS`` at the end of its module).
+
+    ``retarget run`` and ``retarget batch`` show it as ``flag``; a
+    :class:`~retarget.run.RunJob` carries it in ``method_options[name]``; the method
+    receives it as its keyword argument ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The method's keyword argument (``RunJob.method_options`` key).
+    flag : str
+        The command line's option string (``--scaled-goals``).
+    help : str
+        One line for ``--help`` (the command line prefixes the methods that take it).
+    type : callable, optional
+        Parses the command line's text (``int``, ``float``); default: the text.
+    default : object, optional
+        The value when the flag is not given: ``None``, the method's own default.
+    choices : tuple of str, optional
+    metavar : str, optional
+    const : object, optional
+        For a flag without a value: the value it gives (``True`` for
+        ``--scaled-goals``, ``False`` for ``--no-root-estimation``).
+    many : bool
+        The flag may be repeated; the value is the list of what it was given.
+    convert : callable, optional
+        From the given value to the method's argument (``--noise P,DEG`` to a pair, a
+        ``--terrain`` file to a shape), applied when the job runs.
+    file : bool
+        The value is a path the job reads (listed in ``RunJob.inputs``).
+    given : callable
+        Whether a value counts as given (default: not ``None``).
+    """
+
+    name: str
+    flag: str
+    help: str
+    type: Callable[[str], Any] | None = None
+    default: Any = None
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    const: Any = None
+    many: bool = False
+    convert: Callable[[Any], Any] | None = None
+    file: bool = False
+    given: Callable[[Any], bool] = _given
+
+    @property
+    def dest(self) -> str:
+        """The attribute of parsed command-line arguments (argparse's from ``flag``)."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def value(self, given: Any) -> Any:
+        """The method's argument for the ``given`` value."""
+        return given if self.convert is None else self.convert(given)
 
 
 @dataclass(frozen=True)
 class Method:
-    """A named retargeting method."""
+    """A named retargeting method: its function and options live in ``module``
+    (``"package.module:function"``), imported on first use."""
 
     name: str
     summary: str
-    run: Callable[..., Result]
+    target: str
+
+    def _module(self) -> Any:
+        return importlib.import_module(self.target.partition(":")[0])
+
+    @property
+    def run(self) -> Callable[..., Result]:
+        """The method: ``(source, target, **options) -> Result``."""
+        return getattr(self._module(), self.target.partition(":")[2])  # type: ignore[no-any-return]
+
+    @property
+    def options(self) -> tuple[Option, ...]:
+        """The options it declares (its module's ``OPTIONS``)."""
+        return tuple(getattr(self._module(), "OPTIONS", ()))
+
+
+def read_terrain(path: str) -> Any:
+    """The shape of a ``--terrain`` file (:func:`retarget.io.scene.read_environment`)."""
+    from ..io.scene import read_environment
+
+    return read_environment(path)
 
 
 def check_same_hierarchy(source: Skeleton, target: Skeleton) -> None:

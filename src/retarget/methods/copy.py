@@ -27,7 +27,7 @@ from ..motion import Motion
 from ..result import Result, speed
 from ..roles import Roles, find_roles, foot_length, height, leg_length
 from ..skeleton import Skeleton
-from ._base import check_same_hierarchy
+from ._base import Option, check_same_hierarchy
 
 __all__ = ["Transfer", "copy_retarget", "foot_length", "leg_length", "scale_path", "transfer"]
 
@@ -167,3 +167,8 @@ def copy_retarget(source: Motion, target: Skeleton) -> Result:
         **speed(source.num_frames, seconds),
     }
     return Result(moved.motion, report)
+
+
+# -- options (none: the baseline has no knobs) -----------------------------------------------
+
+OPTIONS: tuple[Option, ...] = ()

@@ -39,6 +39,7 @@ from ..motion import Motion
 from ..result import Result, speed
 from ..roles import find_roles, height
 from ..skeleton import Skeleton
+from ._base import Option, read_terrain
 from .copy import leg_length, transfer
 
 __all__ = ["hierarchical_retarget", "morph_translations"]
@@ -306,3 +307,25 @@ def hierarchical_retarget(
         **speed(source.num_frames, seconds),
     }
     return Result(fitted.motion.replace(skeleton=target), report, goals)
+
+
+# -- options: what `retarget run --method hierarchical` and RunJob.method_options offer -------
+
+OPTIONS = (
+    Option(
+        "terrain",
+        "--terrain",
+        "ground to walk on (.json scene or .npz height field)",
+        metavar="FILE",
+        convert=read_terrain,
+        file=True,
+    ),
+    Option(
+        "limits",
+        "--limits",
+        "a target with joint limits: they hold on every frame (strict, the default) or are "
+        "widened to the source's own range (source, the default for a target of another "
+        "hierarchy)",
+        choices=("strict", "source"),
+    ),
+)

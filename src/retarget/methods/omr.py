@@ -75,7 +75,7 @@ from ..online.omr_plan import GOALS, SETUPS, OMRPlan, OMRRetargeter, omr_plan
 from ..result import Result
 from ..roles import height
 from ..skeleton import Skeleton
-from ._base import check_same_hierarchy
+from ._base import Option, check_same_hierarchy
 
 __all__ = [
     "GOALS",
@@ -354,3 +354,21 @@ def enhance_motion(
         "seconds": time.perf_counter() - t0,
     }
     return Result(out, report, {n: goals[:, k] for k, n in enumerate(names)})
+
+
+# -- options: what `retarget run --method omr` and RunJob.method_options offer ----------------
+
+OPTIONS = (
+    Option(
+        "setup",
+        "--setup",
+        "end-effectors toe tips + pelvis x,z (lower, the paper's walk) or + hands",
+        choices=("lower", "full"),
+    ),
+    Option(
+        "scaled",
+        "--scaled-goals",
+        "goals scaled to the target's height (default: strides its legs can take)",
+        const=True,
+    ),
+)

@@ -36,6 +36,7 @@ from .._arrays import Array
 from ..contacts import detect_contacts
 from ..cuts import find_cuts, segments
 from ..environment import Floor, Shape
+from ..errors import RetargetError
 from ..filters import KalmanParameters, SensorEstimate, filter_stream
 from ..kinematics import forward_kinematics
 from ..motion import Motion
@@ -51,9 +52,9 @@ from ..online.puppetry import (
 )
 from ..result import Result, speed
 from ..skeleton import Skeleton
-from ._base import check_same_hierarchy
+from ._base import Option, check_same_hierarchy, read_terrain
 
-__all__ = ["puppetry_retarget", "run_puppeteer", "sensor_stream"]
+__all__ = ["parse_noise", "puppetry_retarget", "run_puppeteer", "sensor_stream"]
 
 
 def sensor_stream(
@@ -362,3 +363,57 @@ def _report(frames: PuppetFrames, *, puppet_seconds: float, n: int) -> dict[str,
     dev = quat.angle(frames.rotations, frames.captured)  # (F, J)
     out["max_rotation_change_deg"] = float(np.degrees(dev.max(initial=0.0)))
     return out
+
+
+# -- options: what `retarget run --method puppetry` and RunJob.method_options offer -----------
+
+
+def parse_noise(spec: str) -> tuple[float, float]:
+    """``P,DEG`` → (position std in the file's unit, orientation std in degrees)."""
+    try:
+        p, d = (float(v) for v in spec.split(","))
+    except ValueError:
+        raise RetargetError(f"--noise expects P,DEG (e.g. 0.5,1), got {spec!r}") from None
+    if not (np.isfinite(p) and np.isfinite(d) and p >= 0 and d >= 0):
+        raise RetargetError(f"--noise expects two finite numbers >= 0, got {spec!r}")
+    return p, d
+
+
+OPTIONS = (
+    Option(
+        "terrain",
+        "--terrain",
+        "ground to walk on (.json scene or .npz height field)",
+        metavar="FILE",
+        convert=read_terrain,
+        file=True,
+    ),
+    Option(
+        "noise",
+        "--noise",
+        "white sensor noise, position std (file unit) and orientation std (deg)",
+        metavar="P,DEG",
+        convert=parse_noise,
+        given=bool,
+    ),
+    Option(
+        "sensor_fps",
+        "--sensor-fps",
+        "sensor rate (default: the clip's; paper 120)",
+        type=float,
+        given=bool,
+    ),
+    Option(
+        "root_estimation",
+        "--no-root-estimation",
+        "start the body from the captured root (Table I's 'without')",
+        const=False,
+    ),
+    Option(
+        "hold_feet",
+        "--no-foot-hold",
+        "goals are the performer's feet even where planted (the paper's)",
+        const=False,
+    ),
+    Option("seed", "--seed", "seed of the sensor noise", type=int),
+)

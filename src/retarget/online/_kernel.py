@@ -38,10 +38,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._kinematics_kernels import _fk_kernel, _jacobian_kernel
+from .._quat_kernels import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 from .._so3 import _coefficients_of, _matrix_entries
 from ..ik.rate import _rate_step_core
-from ..kinematics import _fk_kernel, _jacobian_kernel
-from ..quat import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 
 
 @numba.njit(cache=True, nogil=True)

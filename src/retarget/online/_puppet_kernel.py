@@ -65,6 +65,8 @@ import math
 import numba
 import numpy as np
 
+from .._kinematics_kernels import _fk_kernel
+from .._quat_kernels import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 from .._vec3 import add as _add
 from .._vec3 import cross as _cross
 from .._vec3 import dot as _dot
@@ -75,8 +77,6 @@ from .._vec3 import sub as _sub
 from ..environment.compiled import point_closest, point_distance
 from ..ik.limb import ARC_TOL, DEGENERATE
 from ..ik.root import closest_in_balls_frame
-from ..kinematics import _fk_kernel
-from ..quat import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 
 __all__ = [
     "HOLD_COLUMNS",

@@ -38,7 +38,6 @@ root).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
@@ -84,11 +83,6 @@ class PoseFrame:
     def __post_init__(self) -> None:
         _set(self, "root_position", frozen(self.root_position, (3,), "root_position"))
         _set(self, "rotations", frozen(self.rotations, (None, 4), "rotations"))
-
-    def __iter__(self) -> Iterator[Array]:
-        """``root_position, rotations = frame``: the pair the methods returned before
-        the contract (callers that unpack it)."""
-        return iter((self.root_position, self.rotations))
 
     @classmethod
     def _owned(cls, root_position: Array, rotations: Array) -> PoseFrame:

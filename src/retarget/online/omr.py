@@ -84,8 +84,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._arrays import Array
+from .._kinematics_kernels import _fk_kernel
 from ..dofs import channel_axes, project_to_dofs
-from ..kinematics import _fk_kernel
 from ..result import speed
 from ..skeleton import Skeleton
 from ._kernel import _hold_weights, _shape_goals, _update

@@ -1173,20 +1173,14 @@ class Puppeteer:
         self.last = None
         self.frames = 0
 
-    def step(
-        self, frame: SensorFrame | ArrayLike, orientations: ArrayLike | None = None
-    ) -> PoseFrame:
+    def step(self, frame: SensorFrame) -> PoseFrame:
         """Filter one sensor frame and pose the character.
 
         Parameters
         ----------
         frame : SensorFrame
             World sensor positions (S, 3) and orientations (S, 4), one per performer
-            joint (NaN rows: sensor lost). The two arrays themselves, ``step(positions,
-            orientations)``, are taken as ``SensorFrame(positions, orientations)`` (the
-            form ``retarget puppet`` still uses).
-        orientations : array_like, shape (S, 4), optional
-            Only with ``frame`` the positions (the two-array form).
+            joint (NaN rows: sensor lost).
 
         Returns
         -------
@@ -1197,11 +1191,7 @@ class Puppeteer:
             ``"captured"``: :class:`PuppetFrames`).
         """
         if not isinstance(frame, SensorFrame):
-            frame = SensorFrame(
-                np.asarray(frame, dtype=np.float64), np.asarray(orientations, dtype=np.float64)
-            )
-        elif orientations is not None:
-            raise TypeError("step(frame) takes a SensorFrame alone")
+            raise TypeError(f"Expected a SensorFrame, got {type(frame).__name__}")
         positions, orientations = frame.positions, frame.orientations  # rows checked there
         t0 = time.perf_counter()
         sensors = self._filter.update_packed(positions, orientations)

@@ -1,0 +1,270 @@
+"""What the command groups share: the parser class, common options, result writing."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import RetargetError, RetargetWarning
+from ..run import frame_slice, read_input, write_json
+
+if TYPE_CHECKING:
+    from ..motion import Motion
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and exit code 2, like the rest of the CLI.
+
+    ``complete``, when given, adds the rest of the parser's arguments the first time it
+    parses or prints help: ``run`` and ``batch`` add the methods' options then, so that
+    ``retarget --help`` and the other commands never import the methods.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        complete: Callable[[argparse.ArgumentParser], None] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._complete = complete
+
+    def _completed(self) -> None:
+        if self._complete is not None:
+            complete, self._complete = self._complete, None
+            complete(self)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._completed()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._completed()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self._completed()
+        return super().format_usage()
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _write_result(
+    args: argparse.Namespace, motion: Motion, report: dict[str, Any], inputs: Sequence[str]
+) -> None:
+    """Write ``motion`` to ``--output`` and, with ``--report``, ``report`` as JSON.
+
+    Both files name ``inputs`` (the paths read) and the ``--skeleton`` file as their
+    sources, the report also the output motion.
+    """
+    from ..io.formats import write_motion
+
+    sources = [*inputs, *([args.skeleton] if args.skeleton else [])]
+    write_motion(args.output, motion, inputs=tuple(sources))
+    if args.report:
+        write_json(args.report, report, inputs=[*sources, args.output])
+
+
+def _cell(value: float | None, width: int, digits: int) -> str:
+    """A table cell: the number, or '-' where a measure has none (None, with a note)."""
+    return f"{'-':>{width}}" if value is None else f"{value:>{width}.{digits}f}"
+
+
+def _measure_table(rows: dict[str, dict[str, Any]]) -> str:
+    keys = ["skate", "sliding_ratio", "penetration", "float"]
+    titles = [
+        ("skate %H/s", 12),
+        ("sliding", 10),
+        ("penetr. %H", 12),
+        ("float %H", 10),
+        ("pose dev°", 11),
+        ("jerk ratio", 12),
+    ]
+    width = max(10, *(len(name) + 2 for name in rows))
+    head = f"{'':<{width}}" + "".join(f"{t:>{w}}" for t, w in titles)
+    lines = [head]
+    first = next(iter(rows.values()))
+    lines.append(
+        f"{'source':<{width}}"
+        + "".join(
+            f"{first[k + '_source']:>{w}.3f}" for k, w in zip(keys, (12, 10, 12, 10), strict=True)
+        )
+        + f"{0.0:>11.2f}{1.0:>12.3f}"
+    )
+    for name, m in rows.items():
+        lines.append(
+            f"{name:<{width}}"
+            + "".join(
+                f"{m[k + '_result']:>{w}.3f}" for k, w in zip(keys, (12, 10, 12, 10), strict=True)
+            )
+            + _cell(m["pose_deviation_deg"], 11, 2)
+            + _cell(m["smoothness"], 12, 3)
+        )
+    return "\n".join(lines)
+
+
+def _unit_option(text: str) -> str:
+    from ..world import parse_unit
+
+    try:
+        return parse_unit(text)
+    except RetargetError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _up_option(text: str) -> str:
+    from ..world import parse_up
+
+    try:
+        return parse_up(text)
+    except RetargetError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+@contextlib.contextmanager
+def warnings_on_stderr() -> Iterator[None]:
+    """Each distinct :class:`RetargetWarning` of the command printed once, as one line
+    ``retarget: warning: <file>:<line>: <message>`` (no source line); other warnings
+    as Python shows them."""
+    shown: set[str] = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", RetargetWarning)
+        python_show = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None) -> None:
+            if not issubclass(category, RetargetWarning):
+                python_show(message, category, filename, lineno, file, line)
+                return
+            text = " ".join(str(message).splitlines())
+            if text not in shown:
+                shown.add(text)
+                print(f"retarget: warning: {text}", file=sys.stderr)
+
+        warnings.showwarning = show
+        yield
+
+
+class Presets:
+    """The names of the preset characters, as argparse ``choices``, loaded when a
+    command line is checked or shown (not when the parser is built)."""
+
+    def _names(self) -> list[str]:
+        from ..characters import PRESETS
+
+        return sorted(PRESETS)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
+def motion_options(p: argparse.ArgumentParser) -> None:
+    """``--skeleton``, ``--fps``, ``--unit``, ``--up``: how motion files are read."""
+    p.add_argument("--skeleton", help="the .asf of an .amc input (default: the .asf beside it)")
+    p.add_argument("--fps", type=float, help="frame rate of an .amc input (default 120)")
+    p.add_argument(
+        "--unit",
+        type=_unit_option,
+        metavar="UNIT",
+        help="length unit of the motion file(s) read (not of a --target character): "
+        "mm, cm, dm, m, in, ft, in/0.45 (CMU's ASF unit); default: declared by the "
+        "file, or for BVH found from the body's size (`retarget info` says why)",
+    )
+    p.add_argument(
+        "--up",
+        type=_up_option,
+        metavar="AXIS",
+        help="world up axis of the motion file(s) read (not of a --target character): "
+        "x, y, z, -x, -y, -z; default: found from the body (head above hips over the "
+        "frames)",
+    )
+
+
+def run_options(p: argparse.ArgumentParser) -> None:
+    """The character, method and run options shared by ``run`` and ``batch`` (the
+    methods' own options come with :func:`method_options`)."""
+    from ..methods import METHODS
+
+    p.add_argument(
+        "--target", help="the character: a motion file's skeleton (.bvh, .amc, .npz) or an .asf"
+    )
+    p.add_argument("--target-preset", choices=Presets())
+    p.add_argument(
+        "--target-from",
+        metavar="A.bvh",
+        help="a character morphing over the clip: its first frame's (with --target-to)",
+    )
+    p.add_argument(
+        "--target-to",
+        metavar="B.bvh",
+        help="the morph's last frame's character (same joints as A; offsets linear in time)",
+    )
+    p.add_argument(
+        "--method", default="hierarchical", choices=list(METHODS), help="default: hierarchical"
+    )
+    p.add_argument("--frames", metavar="A:B", help="only these source frames")
+    p.add_argument(
+        "--map",
+        metavar="MAP.json",
+        help='roles completing the joint mapping: {"source": {role: joint}, "target": {...}}',
+    )
+    motion_options(p)
+
+
+def method_options(p: argparse.ArgumentParser) -> None:
+    """Every method's declared options (:class:`retarget.methods.Option`), as one group;
+    each says which methods take it."""
+    from ..methods import method_options as declared
+
+    group = p.add_argument_group("method options (refused by a method that does not take them)")
+    for option, methods in declared().values():
+        kwargs: dict[str, Any] = {"help": f"{', '.join(methods)}: {option.help}"}
+        if option.const is not None:
+            kwargs.update(action="store_const", const=option.const, default=option.default)
+        else:
+            kwargs.update(default=option.default)
+            if option.many:
+                kwargs["action"] = "append"
+            if option.type is not None:
+                kwargs["type"] = option.type
+            if option.choices is not None:
+                kwargs["choices"] = option.choices
+            if option.metavar is not None:
+                kwargs["metavar"] = option.metavar
+        group.add_argument(option.flag, **kwargs)
+
+
+def read_report(path: str) -> dict[str, Any]:
+    """A run's ``--report`` JSON object."""
+    try:
+        report = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RetargetError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(report, dict):
+        raise RetargetError(f"{path}: expected a JSON object (a run's --report)")
+    return report
+
+
+def named_motions(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """``args.files`` read, each as (file name, motion), cut to ``--frames``."""
+    motions = []
+    for path in args.files:
+        motion = read_input(path, args)
+        if args.frames:
+            motion = motion[frame_slice(args.frames, motion.num_frames)]
+        motions.append((Path(path).name, motion))
+    return motions

@@ -1,0 +1,355 @@
+"""Commands that retarget: ``run``, ``batch``, ``physics``, ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import RetargetError
+from ..run import (
+    frame_slice,
+    read_input,
+    require_humanoid,
+    target_skeleton,
+    write_json,
+)
+from ._common import (
+    Presets,
+    _measure_table,
+    _write_result,
+    method_options,
+    motion_options,
+    run_options,
+)
+
+if TYPE_CHECKING:
+    from ..motion import Motion
+
+__all__ = ["add_parsers"]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..run import RunJob, run_job
+
+    report = run_job(RunJob.from_args(args))
+    m = report.get("measures", {})
+    skate = f", skate {m['skate_result']:.3g} vs source {m['skate_source']:.3g} %H/s" if m else ""
+    fps = report.get("frames_per_second")
+    rate = f"{fps:.0f} frames/s" if fps is not None else "- frames/s (no time measured)"
+    print(f"{args.method}: {report['frames']} frames at {rate} -> {args.output}{skate}")
+    return 0
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    import glob
+
+    from ..batch import plan_batch, run_batch
+    from ..io.formats import readable
+    from ..run import RunJob
+
+    if not (args.target or args.target_preset or args.target_from):
+        raise RetargetError("say which character: --target TARGET.bvh or --target-preset NAME")
+    matched = {p for pattern in args.sources for p in glob.glob(pattern, recursive=True)}
+    sources = sorted(p for p in matched if Path(p).suffix.lower() in readable())
+    if not sources:
+        kinds = ", ".join(readable())
+        raise RetargetError(f"no motion file ({kinds}) matches {' '.join(args.sources)}")
+    template = RunJob.from_args(args, source="", output="", report=None)
+    tasks = plan_batch(sources, args.out, template, suffix=f".{args.format}")
+    manifest = Path(args.manifest or Path(args.out) / "manifest.jsonl")
+    summary = run_batch(
+        tasks,
+        manifest,
+        engine=args.engine,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        progress=False if args.no_progress else None,
+    )
+    print(
+        f"batch: {summary.done} done, {summary.skipped} unchanged, {summary.failed} failed "
+        f"in {summary.seconds:.1f} s ({summary.clips_per_minute:.1f} clips/min) -> {manifest}"
+    )
+    for _, message in summary.errors[:10]:
+        print(f"  failed: {message}", file=sys.stderr)
+    return 1 if summary.failed else 0
+
+
+def cmd_physics(args: argparse.Namespace) -> int:
+    """``retarget physics``: the filter of ``retarget run --method physics``
+    (:func:`retarget.methods.physics.filter_motion`), also on the source's own body."""
+    from .. import quat, world
+    from ..mapping import map_for_method
+    from ..methods.physics import filter_motion, parse_named
+    from ..physics.filter import parse_passes
+
+    source = read_input(args.source, args)
+    require_humanoid(args.source, source.skeleton)
+    source = source[frame_slice(args.frames, source.num_frames)]
+    passes = parse_passes(args.passes)
+    mapping = None
+    character = None
+    file_up = world.up_of(source)
+    frame = source  # the motion constraints and a hint refer to
+    turn = quat.identity()  # its axes -> Y up, where the filter works
+    if args.target or args.target_preset:  # onto another character first (Lee & Shin 1999)
+        from ..methods import get_method
+
+        target = target_skeleton(args, source)
+        character = args.target or f"preset:{args.target_preset}"
+        mapping = map_for_method(source, target, None)
+        source = get_method("hierarchical").run(mapping.motion, mapping.target).motion
+        frame = source
+    else:
+        turn = world.axes_between(file_up, "y")
+        source = world.upright(source)
+    sk = source.skeleton
+
+    def hint() -> Motion:
+        motion = read_input(args.hint, args)[frame_slice(args.frames, source.num_frames)]
+        motion = world.upright(motion) if mapping is None else motion
+        if motion.skeleton.names != sk.names or motion.num_frames != source.num_frames:
+            raise RetargetError(f"{args.hint}: a hint must have the source's joints and frames")
+        return motion
+
+    result, read = filter_motion(
+        source,
+        name=character or args.source,
+        passes=passes,
+        mass=args.mass,
+        loads=parse_named(args.load, "--load", "kg"),
+        torque_limits=parse_named(args.torque_limit, "--torque-limit", "Nm"),
+        widen=args.widen,
+        constraints=args.constraints,
+        frame=frame,
+        turn=turn,
+        hint=hint if args.hint else None,
+        free_feet=args.free_feet,
+        footprints=args.footprints,
+        balance=not args.no_balance,
+        momentum=not args.no_momentum,
+        spacing=args.spacing,
+        iterations=args.iterations,
+    )
+    inputs = [args.source, *([args.target] if args.target else []), *read]
+    if args.hint:
+        inputs.append(args.hint)
+    report = {**result.report, "source": args.source, "output": args.output}
+    if character:
+        report["target"] = character
+    if mapping is None:  # back into the file's axes
+        motion = world.reorient(result.motion, file_up)
+    else:
+        motion = mapping.finish(result.motion)
+    _write_result(args, motion, report, inputs)
+    first, last = report["stages"][0], report["stages"][-1]
+    print(
+        f"physics: {source.num_frames} frames, {'+'.join(passes)} in {report['seconds']:.2f} s; "
+        f"ZMP outside the support on {100 * first['zmp_outside']:.1f} % -> "
+        f"{100 * last['zmp_outside']:.1f} % of support frames -> {args.output}"
+    )
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from ..characters import PRESETS, make_character
+    from ..contacts import detect_contacts
+    from ..io.bvh import read_bvh, write_bvh
+    from ..methods import METHODS
+    from ..motion import Motion
+    from ..run import RunJob, retarget_clip
+    from ..samples import sample_path
+    from ..viz.plots import plot_feet
+    from ..viz.viewer import write_viewer
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    methods = [METHODS[name] for name in dict.fromkeys(args.method or ["copy", "hierarchical"])]
+    steps = tqdm(
+        total=3 + len(PRESETS) * (1 + 2 * len(methods)),
+        desc="demo",
+        unit="step",
+        file=sys.stderr,
+        disable=args.quiet,
+    )
+    steps.set_postfix_str("fetching the sample walk")
+    walk_path = sample_path("lafan_walk.bvh")
+    steps.update()
+    steps.set_postfix_str("reading")
+    source = read_bvh(walk_path)
+    if args.frames:
+        source = source[frame_slice(args.frames, source.num_frames)]
+    contacts = detect_contacts(source)
+    steps.update()
+    report: dict[str, Any] = {
+        "source": str(walk_path),
+        "frames": source.num_frames,
+        "methods": [m.name for m in methods],
+        "characters": {},
+    }
+    results = []
+    rows: dict[str, dict[str, Any]] = {}
+    for name in PRESETS:
+        target = make_character(source.skeleton, preset=name)
+        rest = Motion(
+            target,
+            target.offsets[:1],
+            np.tile([1.0, 0, 0, 0], (1, target.num_joints, 1)),
+            source.fps,
+        )
+        write_bvh(out / f"{name}.bvh", rest)
+        steps.update()
+        report["characters"][name] = {}
+        for method in methods:
+            steps.set_postfix_str(f"retargeting onto {name} ({method.name})")
+            output = out / f"walk_{name}_{method.name}.bvh"
+            job = RunJob(str(walk_path), str(output), method.name, target_preset=name)
+            result, done = retarget_clip(job, source, target)  # (what run_job does)
+            write_bvh(output, result.motion)
+            steps.update()
+            steps.set_postfix_str(f"measuring {name} ({method.name})")
+            if "measures" not in done:
+                raise RetargetError(f"demo: {done['measures_note']}")
+            measures = done["measures"]
+            report["characters"][name][method.name] = {
+                "report": dict(result.report),
+                "measures": measures,
+                "output": str(output),
+            }
+            rows[f"{name} {method.name}"] = measures
+            results.append((f"{name} ({method.name})", result.motion))
+            steps.update()
+    steps.set_postfix_str("plotting")
+    plot_feet(source, results, out / "feet.png", contacts=contacts)
+    write_json(str(out / "report.json"), report, inputs=[str(walk_path)])
+    steps.set_postfix_str("writing the viewer")
+    viewer = write_viewer(
+        out / "view.html", [(walk_path.name, source), *results], inputs=[str(walk_path)]
+    )
+    steps.update()
+    steps.close()
+    print(f"\n{source.num_frames} frames of {walk_path.name} retargeted:")
+    print(_measure_table(rows))
+    print(f"\nwrote {out}/: {', '.join(sorted(p.name for p in out.iterdir()))}")
+    print(f"open {viewer.resolve()} in a browser to watch them")
+    return 0
+
+
+def _batch_options(p: argparse.ArgumentParser) -> None:
+    """``batch``'s arguments, added when ``batch`` parses or shows its help (its formats
+    and engines import the batch machinery and the formats, its options the methods)."""
+    from ..batch import ENGINES
+    from ..io.formats import writable
+
+    p.add_argument("sources", nargs="+", metavar="SRC_GLOB", help="clips (quote globs: '**/*.bvh')")
+    p.add_argument("--out", required=True, metavar="DIR", help="outputs, by their source paths")
+    kinds = [suffix[1:] for suffix in writable(any_skeleton=True)]
+    p.add_argument("--format", choices=kinds, default="bvh", help="default: bvh")
+    p.add_argument(
+        "--engine", choices=ENGINES, default="local", help="local process pool (default), dask, ray"
+    )
+    p.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPUs)"
+    )
+    p.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler or Ray cluster")
+    p.add_argument("--manifest", metavar="FILE", help="default: DIR/manifest.jsonl")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run_options(p)
+    method_options(p)
+
+
+def add_parsers(sub: Any) -> None:
+    """Add this group's commands to the sub-parsers ``sub`` of ``retarget``."""
+    from ..methods import METHODS
+
+    methods = "\n".join(f"  {m.name:<14}{m.summary}" for m in METHODS.values())
+    p = sub.add_parser(
+        "run",
+        help="retarget a motion onto a character",
+        description=f"Retarget SRC onto a character.\n\nmethods:\n{methods}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        complete=method_options,
+    )
+    p.add_argument("source")
+    p.add_argument("-o", "--output", required=True, help=".bvh or .npz")
+    p.add_argument(
+        "--report", metavar="REPORT.json", help="write what the method did and the measures"
+    )
+    run_options(p)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "batch",
+        help="retarget every clip matching a glob, resumably, on a process pool, Dask or Ray",
+        description="Retarget SRC_GLOB's clips onto a character, one task per clip. A manifest "
+        "(JSON lines) records each clip's hashes, output, measures, time and error; a re-run "
+        "skips clips whose inputs and output are unchanged. Exit 1 when a clip failed.",
+        complete=_batch_options,
+    )
+    p.set_defaults(func=cmd_batch)
+
+    p = sub.add_parser(
+        "physics",
+        help="make a motion physically plausible (Tak & Ko 2005): balance, torque limits, momentum",
+        description="Kinematic (K) and dynamic (D) filter applications in sequence; the report "
+        "gives the ZMP, torque and momentum measures of the source and after each.",
+    )
+    p.add_argument("source")
+    p.add_argument(
+        "--target",
+        help="filter on this character instead: the source retargeted onto it first by the "
+        "hierarchical method (a motion file's skeleton or an .asf)",
+    )
+    p.add_argument("--target-preset", choices=Presets(), help="the same, onto a preset")
+    p.set_defaults(target_from=None, target_to=None)
+    p.add_argument("--passes", default="2D+1K", help="e.g. 1K+3D+1K (default 2D+1K)")
+    p.add_argument("--mass", type=float, default=70.0, help="body mass in kg, loads excluded")
+    p.add_argument("--load", action="append", default=[], metavar="JOINT=KG")
+    p.add_argument("--torque-limit", action="append", default=[], metavar="JOINT=NM")
+    p.add_argument(
+        "--widen",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="move the feet outward by this share of height (wide steps)",
+    )
+    p.add_argument("--constraints", metavar="C.json", help="more position goals (as for edit)")
+    p.add_argument("--hint", metavar="HINT.bvh", help="a kinematic hint: the first prior")
+    p.add_argument("--free-feet", action="store_true", help="no footplant goals")
+    p.add_argument(
+        "--footprints",
+        action="store_true",
+        help="hold each footplant at its mean position (default: where the source has it)",
+    )
+    p.add_argument("--no-balance", action="store_true")
+    p.add_argument("--no-momentum", action="store_true")
+    p.add_argument(
+        "--spacing",
+        type=float,
+        default=4.0,
+        help="frames per knot of the B-spline (default 4; 2 for fast motion)",
+    )
+    p.add_argument("--iterations", type=int, default=3, help="Kalman updates per application")
+    p.add_argument("--frames", metavar="A:B", help="only these frames")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--report", metavar="REPORT.json")
+    motion_options(p)
+    p.set_defaults(func=cmd_physics)
+
+    p = sub.add_parser("demo", help="retarget the sample walk onto blubby and sally, measure, plot")
+    p.add_argument("--out", default="demo-output", help="output folder (default demo-output)")
+    p.add_argument(
+        "--method",
+        action="append",
+        choices=list(METHODS),
+        help="a method to run (repeatable; default: copy and hierarchical)",
+    )
+    p.add_argument("--frames", metavar="A:B", help="only these frames of the walk")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_demo)
