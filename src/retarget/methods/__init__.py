@@ -50,6 +50,13 @@ _METHODS = (
         "weighted by importance near objects, root by ball intersection, analytic limbs",
         "retarget.methods.puppetry:puppetry_retarget",
     ),
+    Method(
+        "physics",
+        "Tak & Ko 2005: the hierarchical result made physically plausible: balance (ZMP "
+        "in the support), torque limits and momentum by a Kalman filter per frame and "
+        "a B-spline displacement (the same as `retarget physics`)",
+        "retarget.methods.physics:physics_retarget",
+    ),
 )
 
 #: Every method by name (its module is imported when its ``run`` or ``options`` is used).

@@ -1,10 +1,9 @@
-"""Physics as a method (Tak & Ko 2005): ``retarget physics``'s filter, and as a method.
+"""Physics as a method (Tak & Ko 2005): ``retarget run --method physics``, and the
+filter of ``retarget physics`` (the same, with that command's options).
 
-Not yet a line of :data:`retarget.methods.METHODS` (so not ``retarget run --method
-physics``): ``tests/test_one_frame.py`` asks every registered method to keep a still
-clip still, which the dynamic filter does not (bvhio_example.bvh: 0.33 rad). With
-that settled, registering :func:`physics_retarget` is the one line it takes; its
-``OPTIONS`` are ready.
+A still clip need not stay still here: a pose that is not statically balanced (its
+ZMP outside the support) is moved toward balance over the frames, as the filter is
+meant to (``tests/test_one_frame.py`` asks stillness of the kinematic methods only).
 
 The source is first retargeted onto the target by the hierarchical method (Lee &
 Shin 1999), then made physically plausible by the filter of
