@@ -28,21 +28,11 @@ __all__ = ["IKFrames", "IKSolver"]
 class IKFrames:
     """What a solver is asked: N frames' reference poses and the constraints on them.
 
-    Attributes
-    ----------
-    skeleton : Skeleton
-    root_position : ndarray, shape (N, 3)
-    rotations : ndarray, shape (N, J, 4)
-        The reference poses (local rotations), from which the answer is minimally displaced.
-    frames : ndarray of int, shape (N,)
-        The frames' indices in the clip (what ``constraints`` is indexed by).
-    constraints : Constraints
-    spacing : float or None
-        The knot spacing of the fitting level asking (0 for the exact pass, None
-        for a lone solve).
-    translations : ndarray, shape (N, J, 3), or None
-        The frames' own joint offsets when the motion has them
-        (:attr:`retarget.motion.Motion.translations`).
+    ``skeleton``, ``root_position`` (N, 3), ``rotations`` (N, J, 4) and ``translations``
+    (N, J, 3) or None are those of a :class:`~retarget.motion.Motion` at the N ``frames``
+    (ints, the clip's frames ``constraints`` is indexed by): the reference poses, from
+    which the answer is minimally displaced. ``spacing``: the knot spacing of the fitting
+    level asking (0 for the exact pass, None for a lone solve).
     """
 
     skeleton: Skeleton
