@@ -267,6 +267,15 @@ def _circle(c, r, scale, i, j):  # pragma: no cover - jitted
 
 
 @numba.njit(cache=True, nogil=True)
+def _closer(q, dist, best, found, c, r, kept, scale):  # pragma: no cover - jitted
+    """``(dist, q)`` when the candidate ``q`` at ``dist`` beats ``best`` and lies in
+    every kept ball, else ``(best, found)``."""
+    if dist < best and _inside_all(q, c, r, kept, scale):
+        return dist, q
+    return best, found
+
+
+@numba.njit(cache=True, nogil=True)
 def _project(p, c, r, kept, scale, proj, out):  # pragma: no cover - jitted
     """The closest point to ``p`` of the kept balls' intersection, level by level.
 
@@ -289,9 +298,7 @@ def _project(p, c, r, kept, scale, proj, out):  # pragma: no cover - jitted
             dist = _norm(v)
             if dist > r[i]:
                 q = _add(ci, _mul(v, r[i] / dist))
-                if dist - r[i] < best and _inside_all(q, c, r, kept, scale):
-                    best = dist - r[i]
-                    found = q
+                best, found = _closer(q, dist - r[i], best, found, c, r, kept, scale)
         proj[i, 0], proj[i, 1], proj[i, 2] = q
     if best < np.inf:
         out[0], out[1], out[2] = found
@@ -315,10 +322,7 @@ def _project(p, c, r, kept, scale, proj, out):  # pragma: no cover - jitted
             # p on the circle's axis: every point of it is equally close
             u = _mul(radial, 1.0 / length) if length > 0.0 else _perpendicular(n)
             q = _add(c_c, _mul(u, r_c))  # eq. (31)
-            dist = _norm(_sub(q, p))
-            if dist < best and _inside_all(q, c, r, kept, scale):
-                best = dist
-                found = q
+            best, found = _closer(q, _norm(_sub(q, p)), best, found, c, r, kept, scale)
     if best < np.inf:
         out[0], out[1], out[2] = found
         return _CIRCLE
@@ -350,10 +354,7 @@ def _project(p, c, r, kept, scale, proj, out):  # pragma: no cover - jitted
                 u = _mul(u, 1.0 / _norm(u))
                 for sign in (1.0, -1.0):
                     q = _add(c_v, _mul(u, sign * r_v))  # v_1, v_2 (eqs. 34-35)
-                    dist = _norm(_sub(q, p))
-                    if dist < best and _inside_all(q, c, r, kept, scale):
-                        best = dist
-                        found = q
+                    best, found = _closer(q, _norm(_sub(q, p)), best, found, c, r, kept, scale)
     if best < np.inf:
         out[0], out[1], out[2] = found
         return _VERTEX
