@@ -47,7 +47,9 @@ def test_the_import_contracts_hold() -> None:
 def _copy_with(tmp_path: Path, module: str, line: str) -> Path:
     """A copy of the package with ``line`` appended to ``module`` (a path in it)."""
     src = tmp_path / "src"
-    shutil.copytree(PACKAGE, src / "retarget", ignore=shutil.ignore_patterns("__pycache__", "_three"))
+    shutil.copytree(
+        PACKAGE, src / "retarget", ignore=shutil.ignore_patterns("__pycache__", "_three")
+    )
     target = src / "retarget" / module
     target.write_text(target.read_text() + f"\n{line}\n")
     return src
@@ -59,12 +61,22 @@ def _copy_with(tmp_path: Path, module: str, line: str) -> Path:
         # against the layers: the core importing a method
         ("quat.py", "from .methods import get_method  # noqa", "retarget.quat -> retarget.methods"),
         # against the layers: a solver importing the editing layer above it
-        ("ik/numeric.py", "from ..editing import edit  # noqa", "retarget.ik.numeric -> retarget.editing"),
+        (
+            "ik/numeric.py",
+            "from ..editing import edit  # noqa",
+            "retarget.ik.numeric -> retarget.editing",
+        ),
         # a cycle inside a package
-        ("environment/_kinds.py", "from . import shapes  # noqa", "No cycles are allowed in retarget.environment"),
+        (
+            "environment/_kinds.py",
+            "from . import shapes  # noqa",
+            "No cycles are allowed in retarget.environment",
+        ),
     ],
 )
-def test_the_import_check_fails_on_a_bad_import(tmp_path: Path, module: str, line: str, expected: str) -> None:
+def test_the_import_check_fails_on_a_bad_import(
+    tmp_path: Path, module: str, line: str, expected: str
+) -> None:
     run = lint_imports(_copy_with(tmp_path, module, line))
     assert run.returncode != 0
     assert expected in run.stdout, run.stdout
@@ -98,5 +110,9 @@ def _private_names_from_other_packages(path: Path) -> list[str]:
 
 
 def test_no_private_name_crosses_a_package() -> None:
-    bad = [b for path in sorted(PACKAGE.rglob("*.py")) for b in _private_names_from_other_packages(path)]
+    bad = [
+        b
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for b in _private_names_from_other_packages(path)
+    ]
     assert not bad, "\n".join(bad)

@@ -70,8 +70,8 @@ from ..dofs import channel_angles, project_to_dofs
 from ..errors import FormatError, RetargetError
 from ..motion import Motion
 from ..skeleton import Skeleton
-from .files import atomic_write
 from ._scan import euler_deg_to_quat, parse_floats
+from .files import atomic_write
 
 __all__ = [
     "AsfSkeleton",

@@ -33,8 +33,8 @@ from .. import quat, world
 from ..errors import FormatError, RetargetError, warn
 from ..motion import Motion
 from ..skeleton import CHANNEL_NAMES, Skeleton
-from .files import atomic_write
 from ._scan import TOKEN_SLOW, euler_deg_to_quat, parse_floats, scan_channels
+from .files import atomic_write
 
 __all__ = ["format_bvh", "parse_bvh", "read_bvh", "write_bvh"]
 
