@@ -13,6 +13,7 @@ from retarget.errors import RetargetError
 from retarget.kinematics import positions
 from retarget.methods import METHODS, get_method
 from retarget.metrics import (
+    Matched,
     evaluate,
     floating,
     penetration,
@@ -81,7 +82,9 @@ def test_measures_on_synthetic_arrays():
     ramp = np.linspace(0, 1, 20)[:, None, None] * np.ones((1, 2, 3))
     assert (
         smoothness(
-            ramp + 0.01 * np.random.default_rng(0).normal(size=ramp.shape), ramp + 1e-3, 1, 1
+            Matched(
+                ramp + 0.01 * np.random.default_rng(0).normal(size=ramp.shape), ramp + 1e-3, 1, 1
+            )
         )
         > 1
     )
@@ -132,10 +135,10 @@ def test_pose_deviation_across_hierarchies_is_none_with_the_reason(lafan):
 
 def test_smoothness_of_a_source_without_jerk():
     still = np.zeros((10, 2, 3))
-    assert np.isnan(smoothness(still, still, 1.0, 1.0))
+    assert np.isnan(smoothness(Matched(still, still, 1.0, 1.0)))
     moving = still.copy()
     moving[5, 0, 0] = 1.0
-    assert smoothness(moving, still, 1.0, 1.0) == np.inf
+    assert smoothness(Matched(moving, still, 1.0, 1.0)) == np.inf
 
 
 def test_source_against_itself(lafan):
@@ -179,14 +182,14 @@ def test_pop_finds_a_one_frame_jump_of_a_knee(lafan):
     h = height(walk.skeleton)
     knees = [find_roles(walk.skeleton)[f"{s}_knee"] for s in ("left", "right")]
     p = positions(walk)[:, knees]
-    assert pop(p, p, h, h) == 0.0
+    assert pop(Matched(p, p, h, h)) == 0.0
     glitch = p.copy()
     glitch[60, 0, 0] += 0.03 * h
-    assert pop(glitch, p, h, h) == pytest.approx(3.0, abs=0.3)
+    assert pop(Matched(glitch, p, h, h)) == pytest.approx(3.0, abs=0.3)
     # a cut of the source (its own jump) into frame 60 leaves the step into it out, not
     # the step out of it
-    assert pop(glitch, p, h, h, cuts=[60]) == pytest.approx(3.0, abs=0.3)
-    assert pop(glitch, p, h, h, cuts=[60, 61]) < 0.3
+    assert pop(Matched(glitch, p, h, h, cuts=[60])) == pytest.approx(3.0, abs=0.3)
+    assert pop(Matched(glitch, p, h, h, cuts=[60, 61])) < 0.3
 
 
 def test_measures_against_the_source_on_the_result_body(lafan):

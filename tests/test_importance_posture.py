@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from retarget import find_roles, height, make_character, quat
 from retarget.environment import Box, Floor, Sphere
-from retarget.ik.posture import body_energy, body_joints, solve_body_posture
+from retarget.ik.posture import BodyProblem, body_energy, body_joints, solve_body_posture
 from retarget.importance import end_effector_importance, importance_curve
 from retarget.kinematics import forward_kinematics
 
@@ -85,7 +85,9 @@ def test_body_posture_gradient_matches_finite_differences(blubby_pose):
     pos, _ = forward_kinematics(sk, root, rot)
     goals = pos[uppers] + np.array([[0, -70.0, 5], [10, -75.0, 0], [0, -80, 0]])
     radii = np.array([56.0, 50.0, np.inf])
-    f = body_energy(sk, root, rot, uppers, goals, radii, height=height(sk), alpha=0.1, beta=0.5)
+    f = body_energy(
+        BodyProblem(sk, root, rot, uppers, goals, radii, height=height(sk), alpha=0.1, beta=0.5)
+    )
     k = len(body_joints(sk, uppers))
     rng = np.random.default_rng(0)
     for _ in range(5):

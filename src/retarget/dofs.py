@@ -103,19 +103,12 @@ def _present(skeleton: Skeleton) -> NDArray[np.bool_]:
 
 
 def channel_axes(skeleton: Skeleton, rotations: ArrayLike) -> Array:
-    """Local rotation-vector directions of the channel angle rates.
+    """Local rotation-vector directions of the channel angle rates, shape (..., J, 3, 3),
+    at ``rotations`` (..., J, 4) (parameters as in :func:`channel_angles`).
 
-    Parameters
-    ----------
-    skeleton : Skeleton
-    rotations : array_like, shape (..., J, 4)
-
-    Returns
-    -------
-    ndarray, shape (..., J, 3, 3)
-        Column k: ``∂v/∂θ_k`` in the joint's local frame (the increment
-        ``q ⊗ exp(v)`` that changes channel angle k alone), zero for channels
-        the joint does not have.
+    Column k: ``∂v/∂θ_k`` in the joint's local frame (the increment
+    ``q ⊗ exp(v)`` that changes channel angle k alone), zero for channels
+    the joint does not have.
     """
     rotations = np.asarray(rotations, dtype=np.float64)
     theta = channel_angles(skeleton, rotations)

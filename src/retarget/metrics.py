@@ -31,6 +31,7 @@ from .roles import LEG_ROLES, find_roles, height
 
 __all__ = [
     "MEASURES",
+    "Matched",
     "evaluate",
     "floating",
     "joint_angles",
@@ -155,16 +156,34 @@ def pose_deviation(rot_result: Array, rot_source: Array) -> float:
     return float(np.degrees(quat.angle(rot_result, rot_source)).mean())
 
 
-def smoothness(
-    pos_result: Array,
-    pos_source: Array,
-    height_result: float,
-    height_source: float,
-    cuts: ArrayLike = (),
-) -> float:
+@dataclasses.dataclass(frozen=True)
+class Matched:
+    """Matched points of a result and of its source, what :func:`smoothness` and
+    :func:`pop` compare.
+
+    Attributes
+    ----------
+    pos_result, pos_source : ndarray, shape (F, K, 3)
+        The same K points (by name or role) of each, each in its own unit.
+    height_result, height_source : float
+        The characters' heights (:func:`retarget.roles.height`): lengths are compared
+        in them.
+    cuts : array_like of int
+        Frames where the source starts a new piece (:func:`retarget.cuts.find_cuts`;
+        the step from ``f − 1`` to ``f`` is left out).
+    """
+
+    pos_result: Array
+    pos_source: Array
+    height_result: float
+    height_source: float
+    cuts: ArrayLike = ()
+
+
+def smoothness(m: Matched) -> float:
     """Mean squared jerk of positions in heights, result over source (1 = no new high frequencies).
 
-    The frame rate cancels in the ratio; positions shape (F, P, 3). A source
+    The frame rate cancels in the ratio. A source
     without jerk (a still clip) has no ratio: inf, or NaN when the result has
     none either (:func:`evaluate` reports None and why). Third differences that
     span a frame of ``cuts`` (the source jumping to another pose,
@@ -174,12 +193,12 @@ def smoothness(
     result's body (:func:`source_on_result`), so a change of proportions alone
     scores 1.
     """
-    if len(pos_source) < 4:
+    if len(m.pos_source) < 4:
         return 1.0
-    jr = np.diff(pos_result / height_result, 3, axis=0)
-    js = np.diff(pos_source / height_source, 3, axis=0)
+    jr = np.diff(m.pos_result / m.height_result, 3, axis=0)
+    js = np.diff(m.pos_source / m.height_source, 3, axis=0)
     keep = np.ones(len(js), bool)
-    for c in np.asarray(cuts, dtype=np.intp):
+    for c in np.asarray(m.cuts, dtype=np.intp):
         keep[max(0, c - 3) : max(0, c)] = False  # windows [t, t + 3] holding the step c-1 → c
     if not keep.any():
         return 1.0
@@ -210,13 +229,7 @@ def source_on_result(source: Motion, result: Motion) -> Motion | None:
     return Motion(result.skeleton, root, rotations, source.fps, result.translations)
 
 
-def pop(
-    pos_result: Array,
-    pos_source: Array,
-    height_result: float,
-    height_source: float,
-    cuts: ArrayLike = (),
-) -> float:
+def pop(m: Matched) -> float:
     r"""Largest one-frame step of a point beyond the source's step at that frame (% of height).
 
     .. math:: \max_{t,k} \big(|p^r_{t+1,k} - p^r_{t,k}| / h_r - |p^s_{t+1,k} - p^s_{t,k}| / h_s\big)
@@ -233,22 +246,14 @@ def pop(
     to another pose (:func:`retarget.cuts.find_cuts`: a leading T-pose frame, joined
     takes), the pieces on either side are retargeted apart, and how far a knee
     moves across the jump says nothing about the method.
-
-    Parameters
-    ----------
-    pos_result, pos_source : ndarray, shape (F, K, 3)
-        Matched points (knees and ankles), each in its own unit.
-    height_result, height_source : float
-    cuts : array_like of int
-        Frames where the source starts a new piece (the step from ``f − 1`` to ``f``
-        is left out).
+    :func:`evaluate` matches the knees and ankles.
     """
-    if len(pos_source) < 2 or pos_source.shape[1] == 0:
+    if len(m.pos_source) < 2 or m.pos_source.shape[1] == 0:
         return 0.0
-    step_r = np.linalg.norm(np.diff(pos_result, axis=0), axis=-1) / height_result
-    step_s = np.linalg.norm(np.diff(pos_source, axis=0), axis=-1) / height_source
+    step_r = np.linalg.norm(np.diff(m.pos_result, axis=0), axis=-1) / m.height_result
+    step_s = np.linalg.norm(np.diff(m.pos_source, axis=0), axis=-1) / m.height_source
     excess = step_r - step_s
-    across = np.asarray(cuts, dtype=np.intp) - 1
+    across = np.asarray(m.cuts, dtype=np.intp) - 1
     excess[across[(across >= 0) & (across < len(excess))]] = 0.0
     return float(max(0.0, float(excess.max())) * 100.0)
 
@@ -420,7 +425,7 @@ def evaluate(
         ("smoothness", pos_c[:, pc], h_c, cuts),
         ("smoothness_literal", pos_s[:, ps], h_s, ()),
     ):
-        jerk_ratio = smoothness(pos_r[:, pr], ref, h_r, h_ref, at)
+        jerk_ratio = smoothness(Matched(pos_r[:, pr], ref, h_r, h_ref, at))
         out[key] = jerk_ratio if np.isfinite(jerk_ratio) else None
         if out[key] is None:
             out[f"{key}_note"] = "the source's joints have no jerk (a still clip): no ratio"
@@ -434,8 +439,8 @@ def evaluate(
     ks = np.array([roles_s[r] for r in limbs], dtype=np.intp)
     kr = np.array([roles_r[r] for r in limbs], dtype=np.intp)
     kc = kr if carried is not None else ks
-    out["pop"] = pop(pos_r[:, kr], pos_c[:, kc], h_r, h_c, cuts)
-    out["pop_literal"] = pop(pos_r[:, kr], pos_s[:, ks], h_r, h_s)
+    out["pop"] = pop(Matched(pos_r[:, kr], pos_c[:, kc], h_r, h_c, cuts))
+    out["pop_literal"] = pop(Matched(pos_r[:, kr], pos_s[:, ks], h_r, h_s))
     if goals:
         names = list(goals)
         g = np.stack([np.asarray(goals[n], dtype=np.float64) for n in names], axis=1)

@@ -34,7 +34,7 @@ from ..dofs import clamp_to_limits, limit_violation
 from ..kinematics import Pose
 from ..motion import Motion, ominus
 from ..skeleton import Skeleton
-from ..tasks import Constraints, IKSolver
+from ..tasks import Constraints, IKFrames, IKSolver
 from .mba import fit_bspline, multilevel_fit
 
 __all__ = ["FitResult", "LevelReport", "fit_motion", "root_guess"]
@@ -72,9 +72,19 @@ def _pose(motion: Motion) -> Pose:
     return Pose.of(motion.skeleton, motion.root_position, motion.rotations, motion.translations)
 
 
-def _translations(motion: Motion, frames: NDArray[np.intp]) -> Array | None:
-    """The motion's per-frame joint offsets at ``frames`` (N, J, 3), None when it has none."""
-    return None if motion.translations is None else motion.translations[frames]
+def _asked(
+    motion: Motion, frames: NDArray[np.intp], constraints: Constraints, spacing: float | None
+) -> IKFrames:
+    """The solver's question at ``frames`` of ``motion`` (its per-frame offsets, if any)."""
+    return IKFrames(
+        motion.skeleton,
+        motion.root_position[frames],
+        motion.rotations[frames],
+        frames,
+        constraints,
+        spacing,
+        None if motion.translations is None else motion.translations[frames],
+    )
 
 
 def _errors(
@@ -498,14 +508,8 @@ def fit_motion(
         pose = _pose(motion)
         frames = np.flatnonzero(active | constraints.violated_ground(pose))
         if frames.size:
-            root, rot, determined = solver(
-                motion.skeleton,
-                motion.root_position[frames],
-                motion.rotations[frames],
-                frames,
-                constraints,
-                spacing=float(spacing),
-                translations=_translations(motion, frames),
+            root, rot, determined = solver.solve(
+                _asked(motion, frames, constraints, float(spacing))
             )
             samples = ominus(root, rot, motion.root_position[frames], motion.rotations[frames])
             weights = np.repeat(determined.astype(np.float64), 3, axis=1)
@@ -540,14 +544,7 @@ def fit_motion(
             # frames the lowered root puts under the ground join the exact pass)
             from ..contacts import UP
 
-            need = reach_drop(
-                motion.skeleton,
-                motion.root_position[frames],
-                motion.rotations[frames],
-                frames,
-                constraints,
-                translations=_translations(motion, frames),
-            )
+            need = reach_drop(_asked(motion, frames, constraints, None))
             if need.max(initial=0.0) > 0.0:
                 envelope = _smooth_envelope(frames, need, num_frames, root_spacing, pieces)
                 root = motion.root_position.copy()
@@ -556,14 +553,8 @@ def fit_motion(
                 pose = _pose(motion)
                 frames = np.flatnonzero(active | constraints.violated_ground(pose))
         if frames.size:
-            root_exact, rot_exact, determined = solver(
-                motion.skeleton,
-                motion.root_position[frames],
-                motion.rotations[frames],
-                frames,
-                constraints,
-                spacing=0.0,
-                translations=_translations(motion, frames),
+            root_exact, rot_exact, determined = solver.solve(
+                _asked(motion, frames, constraints, 0.0)
             )
             exact_d = ominus(
                 root_exact, rot_exact, motion.root_position[frames], motion.rotations[frames]

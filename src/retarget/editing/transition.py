@@ -67,7 +67,7 @@ from ..motion import Motion, concatenate
 from ..result import Result
 from ..roles import Roles, find_roles, height
 from ..skeleton import Skeleton
-from ..tasks import Constraints, IKSolver
+from ..tasks import IKFrames, IKSolver
 from .constraints import footplants
 from .fitting import fit_motion
 
@@ -399,7 +399,7 @@ def _skate(pos: Array, contacts: Contacts, frames: slice, fps: float) -> float:
 
 
 @dataclass(frozen=True, eq=False)
-class _HeldEnds:
+class _HeldEnds(IKSolver):
     """An IK solver that answers the ``held`` frames with the given poses, the rest with ``solver``.
 
     Each level's displacement sample at a held frame is then "back to the held
@@ -412,32 +412,14 @@ class _HeldEnds:
     root_position: Array
     rotations: Array
 
-    def __call__(
-        self,
-        skeleton: Skeleton,
-        root_position: Array,
-        rotations: Array,
-        frames: NDArray[np.intp],
-        constraints: Constraints,
-        *,
-        spacing: float | None = None,
-        translations: Array | None = None,
-    ) -> tuple[Array, Array, NDArray[np.bool_]]:
-        held = self.held[frames]
-        root, rot = root_position.copy(), rotations.copy()
-        determined = np.ones((len(frames), skeleton.num_joints + 1), dtype=bool)
-        root[held], rot[held] = self.root_position[frames[held]], self.rotations[frames[held]]
+    def solve(self, q: IKFrames) -> tuple[Array, Array, NDArray[np.bool_]]:
+        held = self.held[q.frames]
+        root, rot = q.root_position.copy(), q.rotations.copy()
+        determined = np.ones((len(q.frames), q.skeleton.num_joints + 1), dtype=bool)
+        root[held], rot[held] = self.root_position[q.frames[held]], self.rotations[q.frames[held]]
         free = ~held
         if free.any():
-            root[free], rot[free], determined[free] = self.solver(
-                skeleton,
-                root_position[free],
-                rotations[free],
-                frames[free],
-                constraints,
-                spacing=spacing,
-                translations=None if translations is None else translations[free],
-            )
+            root[free], rot[free], determined[free] = self.solver.solve(q.take(free))
         return root, rot, determined
 
 

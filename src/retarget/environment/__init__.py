@@ -27,35 +27,9 @@ Modules: :mod:`.shapes` (the contract and the solids, :func:`as_shape`),
 format of a scene is :mod:`retarget.io.scene` (``--terrain FILE``).
 """
 
+from . import shapes
 from .heightfield import HeightField, random_height_field
-from .shapes import (
-    Box,
-    Closest,
-    Floor,
-    Scene,
-    Shape,
-    ShapeArrays,
-    Slope,
-    Sphere,
-    arrays_of,
-    as_shape,
-    ground_height,
-    shape_arrays,
-)
+from .shapes import *  # noqa: F403 -- the solids, re-exported under their __all__
 
-__all__ = [
-    "Box",
-    "Closest",
-    "Floor",
-    "HeightField",
-    "Scene",
-    "Shape",
-    "ShapeArrays",
-    "Slope",
-    "Sphere",
-    "arrays_of",
-    "as_shape",
-    "ground_height",
-    "random_height_field",
-    "shape_arrays",
-]
+__all__ = ["HeightField", "random_height_field"]
+__all__ += shapes.__all__

@@ -35,23 +35,25 @@ __all__ = [
 
 
 @numba.njit(cache=True, nogil=True)
+def _times(d, m):  # pragma: no cover - jitted
+    """``d @ m``: the 3-tuple ``d`` times the (3, 3) matrix ``m`` (a view), term by term."""
+    return (
+        d[0] * m[0, 0] + d[1] * m[1, 0] + d[2] * m[2, 0],
+        d[0] * m[0, 1] + d[1] * m[1, 1] + d[2] * m[2, 1],
+        d[0] * m[0, 2] + d[1] * m[1, 2] + d[2] * m[2, 2],
+    )
+
+
+@numba.njit(cache=True, nogil=True)
 def _to_box(frame, j, d):  # pragma: no cover - jitted
     """``d @ R`` for the box's world rotation matrix ``R = frame[j]`` (3, 3)."""
-    return (
-        d[0] * frame[j, 0, 0] + d[1] * frame[j, 1, 0] + d[2] * frame[j, 2, 0],
-        d[0] * frame[j, 0, 1] + d[1] * frame[j, 1, 1] + d[2] * frame[j, 2, 1],
-        d[0] * frame[j, 0, 2] + d[1] * frame[j, 1, 2] + d[2] * frame[j, 2, 2],
-    )
+    return _times(d, frame[j])
 
 
 @numba.njit(cache=True, nogil=True)
 def _from_box(frame, j, v):  # pragma: no cover - jitted
     """``v @ R.T``: a box-frame vector in the world."""
-    return (
-        v[0] * frame[j, 0, 0] + v[1] * frame[j, 0, 1] + v[2] * frame[j, 0, 2],
-        v[0] * frame[j, 1, 0] + v[1] * frame[j, 1, 1] + v[2] * frame[j, 1, 2],
-        v[0] * frame[j, 2, 0] + v[1] * frame[j, 2, 1] + v[2] * frame[j, 2, 2],
-    )
+    return _times(v, frame[j].T)
 
 
 @numba.njit(cache=True, nogil=True)

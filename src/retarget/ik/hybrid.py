@@ -64,7 +64,7 @@ from ..motion import ominus_joints, oplus_joints
 from ..optimize import least_squares_cg, levenberg_marquardt
 from ..roles import Roles, height
 from ..skeleton import Skeleton
-from ..tasks import Constraints, OrientationTask, PositionTask, Task
+from ..tasks import Constraints, IKFrames, IKSolver, OrientationTask, PositionTask, Task
 from .limb import Limb, limb_from_roles, limb_reach, soft_reach, solve_limb
 
 __all__ = ["HybridSolver"]
@@ -83,7 +83,7 @@ class _LimbGoals:
 
 
 @dataclass(frozen=True, eq=False)
-class HybridSolver:
+class HybridSolver(IKSolver):
     """Reduced-coordinate IK with analytic limbs, for :func:`retarget.editing.fitting.fit_motion`.
 
     Parameters
@@ -429,16 +429,7 @@ class HybridSolver:
                 out.append((OrientationTask, p, goal[frames], 1.0))
         return out
 
-    def reach_drop(
-        self,
-        skeleton: Skeleton,
-        root_position: Array,
-        rotations: Array,
-        frames: NDArray[np.intp],
-        constraints: Constraints,
-        *,
-        translations: Array | None = None,
-    ) -> Array:
+    def reach_drop(self, q: IKFrames) -> Array:
         """How far the root must come down at each frame for every limb to reach its goal.
 
         For a limb whose goal lies ``horiz`` away from the hip horizontally and
@@ -452,7 +443,9 @@ class HybridSolver:
         knees kinked. The drop is what exceeds that (0 when every goal is in
         reach), the most any limb of the frame needs. Shape (N,).
         """
-        ref = Pose.of(skeleton, root_position, rotations, translations)
+        skeleton, root_position, rotations = q.skeleton, q.root_position, q.rotations
+        frames, constraints, translations = q.frames, q.constraints, q.translations
+        ref = q.reference()
         drop = np.zeros(len(frames))
         for lg in self._limb_goals(ref, frames, constraints, translations, hang=True):
             have = np.isfinite(lg.goal).all(axis=1)
@@ -474,29 +467,21 @@ class HybridSolver:
         return np.maximum(drop, 0.0)
 
     # -- the solve -------------------------------------------------------------------------------
-    def __call__(
-        self,
-        skeleton: Skeleton,
-        root_position: Array,
-        rotations: Array,
-        frames: NDArray[np.intp],
-        constraints: Constraints,
-        *,
-        spacing: float | None = None,
-        translations: Array | None = None,
-    ) -> tuple[Array, Array, NDArray[np.bool_]]:
-        """Poses meeting the constraints at ``frames``, minimally displaced (eq. 4), and which
+    def solve(self, q: IKFrames) -> tuple[Array, Array, NDArray[np.bool_]]:
+        """Poses meeting the constraints at ``q.frames``, minimally displaced (eq. 4), and which
         joints were solved (``determined``: the joints of limbs without a goal at a frame
         are not; see :class:`retarget.tasks.solver.IKSolver`).
 
-        ``spacing``: knot spacing of the fitting level calling (None: a lone solve);
+        ``q.spacing``: knot spacing of the fitting level calling (None: a lone solve);
         the root is a parameter only when it is None or at least ``root_spacing``.
-        ``translations`` (N, J, 3): the frames' own joint offsets (a character whose
+        ``q.translations`` (N, J, 3): the frames' own joint offsets (a character whose
         proportions change over the clip); then every bone length the solve reads
         (FK, the analytic limbs' eq. 7, the limbs' reach) is the frame's.
         """
-        ref = Pose.of(skeleton, root_position, rotations, translations)
-        root_free = spacing is None or spacing >= self.root_spacing
+        skeleton, root_position, rotations = q.skeleton, q.root_position, q.rotations
+        frames, constraints, translations = q.frames, q.constraints, q.translations
+        ref = q.reference()
+        root_free = q.spacing is None or q.spacing >= self.root_spacing
         n = len(frames)
         all_goals = self._limb_goals(ref, frames, constraints, translations)
         limb_goals = [lg for lg in all_goals if np.isfinite(lg.goal).all(axis=1).any()]

@@ -988,12 +988,8 @@ def limb_reach(
 
     Parameters
     ----------
-    skeleton : Skeleton
-    limb : Limb
-    root_position : array_like, shape (..., 3)
-    rotations : array_like, shape (..., J, 4)
-    translations : array_like, shape (..., J, 3), optional
-        Per-pose joint offsets (:func:`solve_limb`).
+    skeleton, limb, root_position, rotations, translations
+        The poses (..., J) and their optional offsets, as in :func:`solve_limb`.
 
     Returns
     -------

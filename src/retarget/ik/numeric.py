@@ -51,7 +51,7 @@ from ..kinematics import Pose
 from ..motion import ominus, oplus
 from ..optimize import Index, conjugate_gradient
 from ..skeleton import Skeleton
-from ..tasks import Constraints, Task, penalty_and_gradient
+from ..tasks import IKFrames, IKSolver, Task, penalty_and_gradient
 
 __all__ = ["IKResult", "NumericSolver", "default_rigidity", "right_jacobian", "solve_ik"]
 
@@ -583,7 +583,7 @@ def solve_ik(
 
 
 @dataclass(frozen=True, eq=False)
-class NumericSolver:
+class NumericSolver(IKSolver):
     """Lee & Shin §5.1 as an IK solver of :func:`retarget.editing.fitting.fit_motion`.
 
     Any tree: every joint moves (within its DOFs), penalties for the frame's
@@ -609,23 +609,11 @@ class NumericSolver:
     rigidity: Array | None = None
     max_iterations: int = 200
 
-    def __call__(
-        self,
-        skeleton: Skeleton,
-        root_position: Array,
-        rotations: Array,
-        frames: Index,
-        constraints: Constraints,
-        *,
-        spacing: float | None = None,
-        translations: Array | None = None,
-    ) -> tuple[Array, Array, NDArray[np.bool_]]:
-        """Poses meeting ``constraints`` at ``frames``; every joint is determined.
-
-        ``translations`` (N, J, 3): the frames' own joint offsets, when they have them.
-        """
-        ref = Pose.of(skeleton, root_position, rotations, translations)
-        tasks = constraints.tasks(
+    def solve(self, q: IKFrames) -> tuple[Array, Array, NDArray[np.bool_]]:
+        """Poses meeting ``q.constraints`` at ``q.frames``; every joint is determined."""
+        skeleton, frames, translations = q.skeleton, q.frames, q.translations
+        ref = q.reference()
+        tasks = q.constraints.tasks(
             skeleton,
             frames,
             ref.positions,
@@ -635,8 +623,8 @@ class NumericSolver:
         )
         result = solve_ik(
             skeleton,
-            root_position,
-            rotations,
+            q.root_position,
+            q.rotations,
             tasks,
             rigidity=self.rigidity,
             max_iterations=self.max_iterations,

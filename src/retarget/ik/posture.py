@@ -40,7 +40,7 @@ from ..motion import oplus_joints
 from ..optimize import backtracking_conjugate_gradient
 from ..skeleton import Skeleton
 
-__all__ = ["BodyPosture", "body_energy", "body_joints", "solve_body_posture"]
+__all__ = ["BodyPosture", "BodyProblem", "body_energy", "body_joints", "solve_body_posture"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,27 +81,33 @@ def body_joints(skeleton: Skeleton, uppers: ArrayLike) -> NDArray[np.intp]:
     return np.array(sorted(found), dtype=np.intp)
 
 
-def body_energy(
-    skeleton: Skeleton,
-    root_position: ArrayLike,
-    rotations: ArrayLike,
-    uppers: ArrayLike,
-    goals: ArrayLike,
-    radii: ArrayLike,
-    *,
-    height: float,
-    alpha: float = 0.01,
-    beta: ArrayLike = 1.0,
-    gamma: float = 1.0,
-) -> Callable[[Array], tuple[float, Array]]:
+@dataclass(frozen=True, eq=False)
+class BodyProblem:
+    """Eq. 18 for one captured posture: the arguments of :func:`solve_body_posture`
+    (documented there) but its solver's, as :func:`body_energy` reads them."""
+
+    skeleton: Skeleton
+    root_position: ArrayLike
+    rotations: ArrayLike
+    uppers: ArrayLike
+    goals: ArrayLike
+    radii: ArrayLike
+    height: float
+    alpha: float = 0.01
+    beta: ArrayLike = 1.0
+    gamma: float = 1.0
+
+
+def body_energy(problem: BodyProblem) -> Callable[[Array], tuple[float, Array]]:
     """``x ↦ (E(x), ∇E(x))`` of eq. 18 for the displacement ``x`` (3 + 3k,) of the
-    body joints (:func:`body_joints`) from the captured posture; arguments as in
-    :func:`solve_body_posture`."""
-    p_star = np.asarray(root_position, dtype=np.float64)
-    q_star = np.asarray(rotations, dtype=np.float64)
-    uppers = np.asarray(uppers, dtype=np.intp)
-    g = np.asarray(goals, dtype=np.float64)
-    r = np.asarray(radii, dtype=np.float64)
+    body joints (:func:`body_joints`) from the captured posture."""
+    skeleton, height = problem.skeleton, problem.height
+    alpha, beta, gamma = problem.alpha, problem.beta, problem.gamma
+    p_star = np.asarray(problem.root_position, dtype=np.float64)
+    q_star = np.asarray(problem.rotations, dtype=np.float64)
+    uppers = np.asarray(problem.uppers, dtype=np.intp)
+    g = np.asarray(problem.goals, dtype=np.float64)
+    r = np.asarray(problem.radii, dtype=np.float64)
     if height <= 0 or not np.isfinite(height):
         raise ValueError(f"Expected a finite height > 0, got {height}")
     body = body_joints(skeleton, uppers)
@@ -183,18 +189,10 @@ def solve_body_posture(
     -------
     BodyPosture
     """
-    energy = body_energy(
-        skeleton,
-        root_position,
-        rotations,
-        uppers,
-        goals,
-        radii,
-        height=height,
-        alpha=alpha,
-        beta=beta,
-        gamma=gamma,
+    problem = BodyProblem(
+        skeleton, root_position, rotations, uppers, goals, radii, height, alpha, beta, gamma
     )
+    energy = body_energy(problem)
     body = body_joints(skeleton, uppers)
     x, value, iterations = backtracking_conjugate_gradient(
         energy, np.zeros(3 + 3 * len(body)), tolerance=tolerance, max_iterations=max_iterations

@@ -254,6 +254,28 @@ def _meet(ci, cj, ri, rj, scale, coincident):  # pragma: no cover - jitted
 
 
 @numba.njit(cache=True, nogil=True)
+def _bounded(kept, r, i):  # pragma: no cover - jitted
+    """Ball ``i`` is kept and is a sphere (``r_i < ∞``)."""
+    return kept[i] and r[i] < np.inf
+
+
+@numba.njit(cache=True, nogil=True)
+def _circle(c, r, scale, i, j):  # pragma: no cover - jitted
+    """The circle where spheres ``i`` and ``j`` meet (:func:`_meet`, eqs. 25-30)."""
+    coincident = _COINCIDENT_RTOL * (scale + r[i] + r[j])
+    return _meet(_row(c, i), _row(c, j), r[i], r[j], scale, coincident)
+
+
+@numba.njit(cache=True, nogil=True)
+def _closer(q, dist, best, found, c, r, kept, scale):  # pragma: no cover - jitted
+    """``(dist, q)`` when the candidate ``q`` at ``dist`` beats ``best`` and lies in
+    every kept ball, else ``(best, found)``."""
+    if dist < best and _inside_all(q, c, r, kept, scale):
+        return dist, q
+    return best, found
+
+
+@numba.njit(cache=True, nogil=True)
 def _project(p, c, r, kept, scale, proj, out):  # pragma: no cover - jitted
     """The closest point to ``p`` of the kept balls' intersection, level by level.
 
@@ -270,33 +292,28 @@ def _project(p, c, r, kept, scale, proj, out):  # pragma: no cover - jitted
     # 1. spheres: the closest point on sphere i, for the balls p lies outside of
     for i in range(nb):
         q = p
-        if kept[i] and r[i] < np.inf:
+        if _bounded(kept, r, i):
             ci = _row(c, i)
             v = _sub(p, ci)
             dist = _norm(v)
             if dist > r[i]:
                 q = _add(ci, _mul(v, r[i] / dist))
-                if dist - r[i] < best and _inside_all(q, c, r, kept, scale):
-                    best = dist - r[i]
-                    found = q
+                best, found = _closer(q, dist - r[i], best, found, c, r, kept, scale)
         proj[i, 0], proj[i, 1], proj[i, 2] = q
     if best < np.inf:
         out[0], out[1], out[2] = found
         return _SPHERE
     # 2. circles: the closest point on the circle of spheres i, j (eqs. 25-31)
     for i in range(nb):
-        if not (kept[i] and r[i] < np.inf):
-            continue
         for j in range(i + 1, nb):
-            if not (kept[j] and r[j] < np.inf):
+            if not (_bounded(kept, r, i) and _bounded(kept, r, j)):
                 continue
             # faces p: neither ball's projection of p lies (clearly) inside the other ball
             if _norm(_sub(_row(proj, i), _row(c, j))) < r[j] - _INSIDE_RTOL * (r[j] + scale):
                 continue
             if _norm(_sub(_row(proj, j), _row(c, i))) < r[i] - _INSIDE_RTOL * (r[i] + scale):
                 continue
-            coincident = _COINCIDENT_RTOL * (scale + r[i] + r[j])
-            exists, c_c, n, r_c = _meet(_row(c, i), _row(c, j), r[i], r[j], scale, coincident)
+            exists, c_c, n, r_c = _circle(c, r, scale, i, j)
             if not exists:
                 continue
             w = _sub(p, c_c)
@@ -305,26 +322,22 @@ def _project(p, c, r, kept, scale, proj, out):  # pragma: no cover - jitted
             # p on the circle's axis: every point of it is equally close
             u = _mul(radial, 1.0 / length) if length > 0.0 else _perpendicular(n)
             q = _add(c_c, _mul(u, r_c))  # eq. (31)
-            dist = _norm(_sub(q, p))
-            if dist < best and _inside_all(q, c, r, kept, scale):
-                best = dist
-                found = q
+            best, found = _closer(q, _norm(_sub(q, p)), best, found, c, r, kept, scale)
     if best < np.inf:
         out[0], out[1], out[2] = found
         return _CIRCLE
     # 3. vertices of three spheres (eqs. 32-35)
     for i in range(nb):
-        if not (kept[i] and r[i] < np.inf):
+        if not _bounded(kept, r, i):
             continue
         for j in range(i + 1, nb):
-            if not (kept[j] and r[j] < np.inf):
+            if not _bounded(kept, r, j):
                 continue
-            coincident = _COINCIDENT_RTOL * (scale + r[i] + r[j])
-            exists, c_c1, n, r_c1 = _meet(_row(c, i), _row(c, j), r[i], r[j], scale, coincident)
+            exists, c_c1, n, r_c1 = _circle(c, r, scale, i, j)
             if not exists:
                 continue
             for k in range(j + 1, nb):
-                if not (kept[k] and r[k] < np.inf):
+                if not _bounded(kept, r, k):
                     continue
                 ck = _row(c, k)
                 h = _mul(n, _dot(n, _sub(c_c1, ck)))
@@ -341,10 +354,7 @@ def _project(p, c, r, kept, scale, proj, out):  # pragma: no cover - jitted
                 u = _mul(u, 1.0 / _norm(u))
                 for sign in (1.0, -1.0):
                     q = _add(c_v, _mul(u, sign * r_v))  # v_1, v_2 (eqs. 34-35)
-                    dist = _norm(_sub(q, p))
-                    if dist < best and _inside_all(q, c, r, kept, scale):
-                        best = dist
-                        found = q
+                    best, found = _closer(q, _norm(_sub(q, p)), best, found, c, r, kept, scale)
     if best < np.inf:
         out[0], out[1], out[2] = found
         return _VERTEX

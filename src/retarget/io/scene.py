@@ -291,27 +291,28 @@ def read_environment(path: str | os.PathLike) -> Scene:
     return _scene_from_json(text, name)
 
 
+#: Each shape class, its JSON type and the attributes written, in the format's order.
+_WRITTEN: tuple[tuple[type[Shape], str, tuple[str, ...]], ...] = (
+    (Floor, "floor", ("height",)),
+    (Slope, "slope", ("height", "slope")),
+    (Sphere, "sphere", ("center", "radius")),
+    (Box, "box", ("center", "half_extents", "rotation")),
+    (HeightField, "heightfield", ("origin_xz", "spacing", "heights")),
+)
+#: The JSON keys of attributes named otherwise.
+_KEY = {"origin_xz": "origin"}
+
+
 def _shape_to_dict(shape: Shape) -> dict[str, Any]:
-    if isinstance(shape, Floor):
-        return {"type": "floor", "height": shape.height}
-    if isinstance(shape, Slope):
-        return {"type": "slope", "height": shape.height, "slope": shape.slope.tolist()}
-    if isinstance(shape, Sphere):
-        return {"type": "sphere", "center": shape.center.tolist(), "radius": shape.radius}
-    if isinstance(shape, Box):
-        return {
-            "type": "box",
-            "center": shape.center.tolist(),
-            "half_extents": shape.half_extents.tolist(),
-            "rotation": shape.rotation.tolist(),
-        }
-    if isinstance(shape, HeightField):
-        return {
-            "type": "heightfield",
-            "origin": shape.origin_xz.tolist(),
-            "spacing": shape.spacing.tolist(),
-            "heights": shape.heights.tolist(),
-        }
+    for cls, kind, entries in _WRITTEN:
+        if isinstance(shape, cls):
+            out: dict[str, Any] = {"type": kind}
+            for attribute in entries:
+                value = getattr(shape, attribute)
+                out[_KEY.get(attribute, attribute)] = (
+                    value.tolist() if isinstance(value, np.ndarray) else value
+                )
+            return out
     raise RetargetError(f"cannot write a {type(shape).__name__}; expected {', '.join(_TYPES)}")
 
 

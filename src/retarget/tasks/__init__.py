@@ -34,12 +34,13 @@ from .ground import GroundTask
 from .limits import JointLimitTask
 from .orientation import OrientationTask
 from .position import PositionTask
-from .solver import IKSolver
+from .solver import IKFrames, IKSolver
 
 __all__ = [
     "Constraints",
     "Ground",
     "GroundTask",
+    "IKFrames",
     "IKSolver",
     "JointLimitTask",
     "OrientationTask",

@@ -186,11 +186,8 @@ class Task(Residual[Pose]):
 
     Attributes
     ----------
-    weight : float
-        Penalty weight (``≥ 0``), in 1 / (residual unit)²; see :func:`penalty`.
-    inequality : bool
-        ``False``: the task wants ``residual == 0``; ``True``: ``residual ≥ 0``.
-        Fixed by the task's class.
+    weight, inequality
+        As in :class:`Residual`.
     batched_fields : dict of str to int (class attribute)
         The per-batch fields and the number of trailing (non-batch) axes of each,
         e.g. ``{"goal": 1}``.
@@ -258,6 +255,35 @@ class Task(Residual[Pose]):
         for f in dataclasses.fields(self):
             object.__setattr__(new, f.name, changes.get(f.name, getattr(self, f.name)))
         return new
+
+
+@dataclass(frozen=True, eq=False)
+class _PointTask(Task):
+    """A task on one point with a per-batch ``goal`` (..., d): the fields and checks
+    :class:`~retarget.tasks.position.PositionTask` and
+    :class:`~retarget.tasks.orientation.OrientationTask` share (3 rows, equality).
+
+    A subclass reads the goal through :meth:`_goal` (shape check, normalisation).
+    """
+
+    point: int
+    goal: Array
+    inequality: bool = dataclasses.field(default=False, init=False)
+    batched_fields: ClassVar[Mapping[str, int]] = {"goal": 1}
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "point", int(self.point))
+        object.__setattr__(self, "goal", self._goal(self.goal))
+
+    @staticmethod
+    @abstractmethod
+    def _goal(goal: ArrayLike) -> Array:
+        """The goal as the task keeps it (a frozen float array)."""
+
+    @property
+    def size(self) -> int:
+        return 3
 
 
 # --------------------------------------------------------------------------------------

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import ClassVar
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -13,13 +11,13 @@ from .. import quat
 from .._arrays import Array
 from .._so3 import apply_right_jacobian_inverse, right_jacobian_inverse
 from ..kinematics import Pose
-from .base import Task, _active_rows, _check_point, _unit_goals, _wrench_vjp
+from .base import _active_rows, _check_point, _PointTask, _unit_goals, _wrench_vjp
 
 __all__ = ["OrientationTask"]
 
 
 @dataclass(frozen=True, eq=False)
-class OrientationTask(Task):
+class OrientationTask(_PointTask):
     """World orientation of a point's frame.
 
     .. math:: r = \\log(W_{point} ⊗ goal^{-1})
@@ -37,19 +35,9 @@ class OrientationTask(Task):
         In 1/rad².
     """
 
-    point: int
-    goal: Array
-    inequality: bool = field(default=False, init=False)
-    batched_fields: ClassVar[Mapping[str, int]] = {"goal": 1}
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "point", int(self.point))
-        object.__setattr__(self, "goal", _unit_goals(self.goal))
-
-    @property
-    def size(self) -> int:
-        return 3
+    @staticmethod
+    def _goal(goal: ArrayLike) -> Array:
+        return _unit_goals(goal)
 
     def _raw(self, pose: Pose) -> tuple[Array, NDArray[np.bool_]]:
         w = pose.world_rotations[..., _check_point(pose, self.point), :]

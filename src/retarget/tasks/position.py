@@ -5,22 +5,20 @@ A root-position task is ``PositionTask(0, goal)``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import ClassVar
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .._arrays import Array
 from ..kinematics import Pose
-from .base import Task, _check_point, _frozen_array, _wrench_vjp
+from .base import _check_point, _frozen_array, _PointTask, _wrench_vjp
 
 __all__ = ["PositionTask"]
 
 
 @dataclass(frozen=True, eq=False)
-class PositionTask(Task):
+class PositionTask(_PointTask):
     """World position of a point (joint or end site).
 
     .. math:: r = p_{point} − goal
@@ -37,19 +35,9 @@ class PositionTask(Task):
         In 1/unit².
     """
 
-    point: int
-    goal: Array
-    inequality: bool = field(default=False, init=False)
-    batched_fields: ClassVar[Mapping[str, int]] = {"goal": 1}
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "point", int(self.point))
-        object.__setattr__(self, "goal", _frozen_array(self.goal, "goal", (3,)))
-
-    @property
-    def size(self) -> int:
-        return 3
+    @staticmethod
+    def _goal(goal: ArrayLike) -> Array:
+        return _frozen_array(goal, "goal", (3,))
 
     def residual(self, pose: Pose) -> Array:
         p = pose.positions[..., _check_point(pose, self.point), :]
