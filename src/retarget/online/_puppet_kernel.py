@@ -76,7 +76,12 @@ from ..environment.compiled import point_closest, point_distance
 from ..ik.limb import ARC_TOL, DEGENERATE
 from ..ik.root import closest_in_balls_frame
 from ..kinematics import _fk_kernel
-from ..quat import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
+from ..quat import _wxyz_from_rotvec
+from ._quat4 import conj as _conj
+from ._quat4 import multiply as _qmul
+from ._quat4 import ominus as _ominus
+from ._quat4 import rotate as _rotate
+from ._quat4 import row as _qrow
 
 __all__ = [
     "HOLD_COLUMNS",
@@ -95,39 +100,7 @@ _TWO_PI = 2.0 * np.pi
 SOLVED, NEEDS_POSTURE, NOT_FINITE = 0, 1, 2
 
 
-# -- quaternions and vectors as tuples -------------------------------------------------------
-
-
-@numba.njit(cache=True, nogil=True)
-def _qrow(a, i):  # pragma: no cover - jitted
-    """Row ``i`` of an (n, 4) array as a 4-tuple."""
-    return (a[i, 0], a[i, 1], a[i, 2], a[i, 3])
-
-
-@numba.njit(cache=True, nogil=True)
-def _qmul(a, b):  # pragma: no cover - jitted
-    """``a ⊗ b`` of 4-tuples (:func:`retarget.quat.multiply`)."""
-    return _product(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3])
-
-
-@numba.njit(cache=True, nogil=True)
-def _conj(q):  # pragma: no cover - jitted
-    return (q[0], -q[1], -q[2], -q[3])
-
-
-@numba.njit(cache=True, nogil=True)
-def _rotate(q, v):  # pragma: no cover - jitted
-    """``R(q) v`` (:func:`retarget.quat.rotate`): ``v + w t + u × t``, ``t = 2 u × v``."""
-    w, x, y, z = q
-    vx, vy, vz = v
-    tx = 2.0 * (y * vz - z * vy)
-    ty = 2.0 * (z * vx - x * vz)
-    tz = 2.0 * (x * vy - y * vx)
-    return (
-        vx + w * tx + (y * tz - z * ty),
-        vy + w * ty + (z * tx - x * tz),
-        vz + w * tz + (x * ty - y * tx),
-    )
+# -- quaternions and vectors as tuples (beyond ._quat4 and .._vec3) ---------------------------
 
 
 @numba.njit(cache=True, nogil=True)
@@ -174,8 +147,7 @@ def _between(u, v):  # pragma: no cover - jitted
 @numba.njit(cache=True, nogil=True)
 def _slerp(a, b, t):  # pragma: no cover - jitted
     """Eq. 24: ``a ⊗ exp(t · log(a⁻¹ ⊗ b))`` (:func:`retarget.quat.slerp`)."""
-    d = _qmul(_conj(a), b)
-    v = _rotvec_from_wxyz(d[0], d[1], d[2], d[3])
+    v = _ominus(b, a)
     e = _wxyz_from_rotvec(t * v[0], t * v[1], t * v[2])
     return _qmul(a, e)
 
