@@ -942,8 +942,9 @@ class FramePlan:
     Attributes
     ----------
     arguments : tuple
-        ``_frame``'s arguments from ``performer_parents`` to ``softness``, in its
-        order (its docstring gives their shapes): read-only C arrays and scalars.
+        ``_frame``'s arguments from ``performer_parents`` on, in its order (its
+        docstring gives their shapes): read-only C arrays, scalars, and the tuples
+        of them ``contact``, ``objects`` and ``limbs``.
     num_joints : int
         The character's ``J``.
     """
@@ -977,23 +978,14 @@ def frame_plan(puppet: Puppet) -> FramePlan | None:
     toe_shift = toe_clearance * puppet.foot_scale[:toes] - toe_clearance
     geometry = [limb_geometry(ch, limb) for limb in puppet.limbs]
     f, i = np.float64, np.intp
-    arguments = (
-        _frozen(puppet.performer.parents, i),
-        _frozen(puppet.sensor_of, i),
-        _frozen(puppet.effectors, i),
+    contact = (
         _frozen(puppet.contacts, i),
         _frozen(puppet.contact_owner, i),
         _frozen(puppet.contact_clearance, f),
         _frozen(puppet.influence[puppet.contact_owner], f),
         float(puppet.lookahead),
-        _frozen(puppet.character_clearance - puppet.clearance, f),
-        _frozen(toe_shift, f),
-        _frozen(puppet.toe_offsets.reshape(toes, 3), f),
-        *(_frozen(a, t) for a, t in zip(shapes, (i, f, f, f, f), strict=True)),
-        _frozen(puppet.influence, f),
-        _frozen(ch.point_parents, i),
-        _frozen(ch.point_offsets[None], f),
-        ch.num_joints,
+    )
+    limbs = (
         _frozen([limb.joints for limb in puppet.limbs], i),
         _frozen([ch.parents[limb.upper] if limb.upper else -1 for limb in puppet.limbs], i),
         _frozen([g.a for g in geometry], f),
@@ -1003,6 +995,21 @@ def frame_plan(puppet: Puppet) -> FramePlan | None:
         _frozen([(g.s, g.t) for g in geometry], f),
         _frozen([limb.hinge_limits for limb in puppet.limbs], f),
         _frozen([limb.swivel_reference for limb in puppet.limbs], f),
+    )
+    arguments = (
+        _frozen(puppet.performer.parents, i),
+        _frozen(puppet.sensor_of, i),
+        _frozen(puppet.effectors, i),
+        contact,
+        _frozen(puppet.character_clearance - puppet.clearance, f),
+        _frozen(toe_shift, f),
+        _frozen(puppet.toe_offsets.reshape(toes, 3), f),
+        tuple(_frozen(a, t) for a, t in zip(shapes, (i, f, f, f, f), strict=True)),
+        _frozen(puppet.influence, f),
+        _frozen(ch.point_parents, i),
+        _frozen(ch.point_offsets[None], f),
+        ch.num_joints,
+        limbs,
         _frozen(puppet.lengths, f),
         _frozen(puppet.character_clearance, f),
         1e-9 * puppet.character_height,
@@ -1060,42 +1067,22 @@ def _solve_compiled(plan: FramePlan, sensors: Array, state: Array) -> PuppetFram
         posture or a sensor is not finite: then :func:`solve_frames` must pose it.
     """
     j = plan.num_joints
-    root, captured_root = np.empty((1, 3)), np.empty((1, 3))
-    rotations, captured = np.empty((1, j, 4)), np.empty((1, j, 4))
-    importance, residual = np.empty((1, 4)), np.empty((1, 4))
-    goals = np.empty((1, 4, 3))
-    fixed = np.empty((1, 4), dtype=bool)
-    state, planted = np.array(state, dtype=np.float64), np.empty((1, 2))
-    status = _frame(
-        sensors,
-        root,
-        rotations,
-        importance,
-        goals,
-        captured_root,
-        captured,
-        residual,
-        fixed,
-        state,
-        planted,
-        *plan.arguments,
-    )
-    if status != SOLVED:
+    out = {  # the PuppetFrames fields _frame writes, in its order
+        "root_position": np.empty((1, 3)),
+        "rotations": np.empty((1, j, 4)),
+        "importance": np.empty((1, 4)),
+        "goals": np.empty((1, 4, 3)),
+        "captured_root": np.empty((1, 3)),
+        "captured": np.empty((1, j, 4)),
+        "residual": np.empty((1, 4)),
+        "penetration_fixed": np.empty((1, 4), dtype=bool),
+        "state": np.array(state, dtype=np.float64),
+        "planted": np.empty((1, 2)),
+    }
+    if _frame(sensors, tuple(out.values()), *plan.arguments) != SOLVED:
         return None
-    return PuppetFrames(
-        root_position=root,
-        rotations=rotations,
-        importance=importance,
-        goals=goals,
-        captured_root=captured_root,
-        captured=captured,
-        iterations=np.zeros(1, dtype=np.int64),
-        residual=residual,
-        penetration_fixed=fixed,
-        planted=planted,
-        state=state,
-        seconds=dict.fromkeys(STAGES, 0.0),
-    )
+    iterations = np.zeros(1, dtype=np.int64)
+    return PuppetFrames(**out, iterations=iterations, seconds=dict.fromkeys(STAGES, 0.0))
 
 
 class Puppeteer:
