@@ -137,7 +137,8 @@ convex C3 energy, so it moves C2 with its anchor and the balls). The paper's
 closest point is still what the root follows (the anchor is its lagged
 offset), and its hard search still bounds how far the root may go. All of
 ``plant_smoothing``, ``radius_release``, ``root_smoothing``, ``root_zone``
-and ``root_slack`` 0: the paper's stage 5 (the tests check it).
+and ``root_slack`` 0 (:class:`Smoothing`, :data:`PAPER_SMOOTHING`): the paper's
+stage 5 (the tests check it).
 Per frame this adds two lag updates and a Newton solve of a 3-unknown convex
 problem (a few iterations, about a microsecond).
 
@@ -168,7 +169,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -199,11 +200,14 @@ from ._puppet_kernel import (
 from .contract import PoseFrame, SensorFrame
 
 __all__ = [
+    "DEFAULT_SMOOTHING",
     "EFFECTORS",
+    "PAPER_SMOOTHING",
     "FramePlan",
     "Puppet",
     "PuppetFrames",
     "Puppeteer",
+    "Smoothing",
     "frame_plan",
     "make_puppet",
     "solve_frames",
@@ -214,6 +218,68 @@ __all__ = [
 EFFECTORS = ("left_foot", "right_foot", "left_hand", "right_hand")
 _LIMBS = (("left", "leg"), ("right", "leg"), ("left", "arm"), ("right", "arm"))
 STAGES = ("filter", "captured", "importance", "root", "posture", "limbs", "penetration")
+
+
+@dataclass(frozen=True)
+class Smoothing:
+    """The lags of the plant weights (stage 4b) and the smooth root (stage 5): the
+    extensions of the module docstring. All 0 but ``root_stiffness``
+    (:data:`PAPER_SMOOTHING`): the paper's root estimate, the plant weights as
+    they come.
+
+    Attributes
+    ----------
+    plant_smoothing : float
+        Time constant (s) of each of the three lags the plant weight goes through
+        (0: none).
+    radius_release : float
+        Time constant (s) of each of the three lags of the importance that sizes the
+        balls as it falls (0: the importance itself).
+    root_smoothing : float
+        Time constant (s) of each of the three lags of the root offset (0: none).
+    root_zone : float
+        How deep inside each ball its soft zone starts, a share of the limb length
+        (:attr:`Puppet.lengths`), in [0, 1).
+    root_slack : float
+        How far beyond each ball the root may go, a share of the limb length: the
+        soft zone ends there, the hard closest point takes over beyond, and the body
+        posture (stage 6) runs only for a goal still farther. ``root_zone`` and
+        ``root_slack`` both 0: the paper's closest point.
+    root_stiffness : float
+        ``K`` (> 0): a zone's push, per unit of its depth, where it is fully engaged.
+
+    Raises
+    ------
+    ValueError
+        A value not finite or out of its range.
+    """
+
+    plant_smoothing: float = 0.02
+    radius_release: float = 0.05
+    root_smoothing: float = 0.03
+    root_zone: float = 0.06
+    root_slack: float = 0.08
+    root_stiffness: float = 1.0
+
+    def __post_init__(self) -> None:
+        values = [float(getattr(self, f.name)) for f in fields(self)]
+        for f, value in zip(fields(self), values, strict=True):
+            object.__setattr__(self, f.name, value)
+        if not all(math.isfinite(x) and x >= 0 for x in values) or not (
+            self.root_zone < 1 and self.root_stiffness > 0
+        ):
+            raise ValueError(
+                "Expected finite plant_smoothing, radius_release, root_smoothing, "
+                "root_slack >= 0, 0 <= root_zone < 1 and root_stiffness > 0, got "
+                f"{tuple(values[:5])} and {self.root_stiffness}"
+            )
+
+
+#: The smoothing of :func:`make_puppet` and of
+#: :func:`retarget.methods.puppetry.puppetry_retarget` unless told.
+DEFAULT_SMOOTHING = Smoothing()
+#: Every smoothing extension off: the paper's stage 5 and plant weights.
+PAPER_SMOOTHING = Smoothing(0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -281,26 +347,11 @@ class Puppet:
         Regularises the sole's pivot (unit/s).
     release : float
         Time constant (s) in which a lifted foot's goal returns to the performer's.
-    plant_smoothing : float
-        Time constant (s) of each of the three lags the plant weight goes through
-        (0: none).
 
-    The smooth root (stage 5, module docstring):
+    The lags of the plant weights and the smooth root (stages 4b and 5, module
+    docstring):
 
-    radius_release : float
-        Time constant (s) of each of the three lags of the importance that sizes the
-        balls as it falls (0: the importance itself).
-    root_smoothing : float
-        Time constant (s) of each of the three lags of the root offset (0: none).
-    root_zone : float
-        How deep inside each ball its soft zone starts, a share of ``lengths``.
-    root_slack : float
-        How far beyond each ball the root may go, a share of ``lengths``: the soft
-        zone ends there, the hard closest point takes over beyond, and the body
-        posture (stage 6) runs only for a goal still farther. ``root_zone`` and
-        ``root_slack`` both 0: the paper's closest point.
-    root_stiffness : float
-        ``K``: a zone's push, per unit of its depth, where it is fully engaged.
+    smoothing : Smoothing
 
     The stride (stage 1b, module docstring):
 
@@ -339,12 +390,7 @@ class Puppet:
     beta: float = 1.0
     gamma: float = 1.0
     softness: float = 0.05
-    plant_smoothing: float = 0.02
-    radius_release: float = 0.05
-    root_smoothing: float = 0.03
-    root_zone: float = 0.06
-    root_slack: float = 0.08
-    root_stiffness: float = 1.0
+    smoothing: Smoothing = field(default_factory=Smoothing)
     stride: float = 1.0
     origin: Array = field(default_factory=lambda: np.zeros(3))
     uppers: NDArray[np.intp] = field(init=False)
@@ -508,12 +554,7 @@ def make_puppet(
     plant_gap: tuple[float, float] = (0.02, 0.04),
     plant_speed: tuple[float, float] = (0.15, 0.30),
     release: float = 0.2,
-    plant_smoothing: float = 0.02,
-    radius_release: float = 0.05,
-    root_smoothing: float = 0.03,
-    root_zone: float = 0.06,
-    root_slack: float = 0.08,
-    root_stiffness: float = 1.0,
+    smoothing: Smoothing = DEFAULT_SMOOTHING,
     stride: float | None = None,
     origin: ArrayLike | None = None,
 ) -> Puppet:
@@ -547,12 +588,9 @@ def make_puppet(
         See :class:`Puppet`.
     plant_gap, plant_speed : (float, float)
         See :class:`Puppet`, as shares of the performer's height (and per second).
-    plant_smoothing, radius_release, root_smoothing : float
-        See :class:`Puppet` (seconds).
-    root_zone, root_slack, root_stiffness : float
-        See :class:`Puppet` (shares of the limb length, and ``K``). All of these 0
-        but ``root_stiffness``: the paper's root estimate, the plant weights as
-        they come.
+    smoothing : Smoothing
+        The lags of the plant weights and the smooth root (:data:`PAPER_SMOOTHING`:
+        the paper's root estimate and plant weights).
     stride : float, optional
         See :class:`Puppet`. Default: the ratio of the character's leg length to
         the performer's, at most 1, when every object is a :class:`Floor` (which
@@ -578,14 +616,6 @@ def make_puppet(
         )
     if not 0 <= plant_speed[0] <= plant_speed[1]:
         raise ValueError(f"Expected 0 <= plant_speed[0] <= plant_speed[1], got {plant_speed}")
-    smoothing = (plant_smoothing, radius_release, root_smoothing, root_zone, root_slack)
-    if not all(math.isfinite(x) and x >= 0 for x in (*smoothing, root_stiffness)) or not (
-        root_zone < 1 and root_stiffness > 0
-    ):
-        raise ValueError(
-            "Expected finite plant_smoothing, radius_release, root_smoothing, root_slack >= 0, "
-            f"0 <= root_zone < 1 and root_stiffness > 0, got {smoothing} and {root_stiffness}"
-        )
     big_d = (
         np.full((4, len(objects)), 0.3 * h_perf)
         if influence is None
@@ -675,12 +705,7 @@ def make_puppet(
         beta=float(beta),
         gamma=float(gamma),
         softness=float(softness),
-        plant_smoothing=float(plant_smoothing),
-        radius_release=float(radius_release),
-        root_smoothing=float(root_smoothing),
-        root_zone=float(root_zone),
-        root_slack=float(root_slack),
-        root_stiffness=float(root_stiffness),
+        smoothing=smoothing,
         stride=float(stride),
         origin=centre,
     )
@@ -806,14 +831,15 @@ def solve_frames(
     radius_weights(
         np.ascontiguousarray(w),
         np.ascontiguousarray(puppet.lengths, dtype=np.float64),
-        lag_coefficient(puppet.radius_release, puppet.fps),
+        lag_coefficient(puppet.smoothing.radius_release, puppet.fps),
         state,
         w_r,
         reach,
     )
     radii = np.full((n_frames, 4), np.inf)
     np.divide(reach, w_r, out=radii, where=w_r > 0.0)  # eq. (17), with the reach of w_r
-    radii += puppet.root_slack * puppet.lengths  # where the root may go (module docstring)
+    slack = puppet.smoothing.root_slack
+    radii += slack * puppet.lengths  # where the root may go (module docstring)
     w[:, :2] = w_r[:, :2]  # a foot's importance falls through the lags for its limb too
     pos, _ = forward_kinematics(ch, captured_root, captured)
     lowers = np.array([limb.lower for limb in puppet.limbs])
@@ -828,10 +854,10 @@ def solve_frames(
             radii,
             w_r,
             np.ascontiguousarray(
-                (puppet.root_zone + puppet.root_slack) * puppet.lengths, dtype=np.float64
+                (puppet.smoothing.root_zone + slack) * puppet.lengths, dtype=np.float64
             ),
-            float(puppet.root_stiffness),
-            lag_coefficient(puppet.root_smoothing, puppet.fps),
+            float(puppet.smoothing.root_stiffness),
+            lag_coefficient(puppet.smoothing.root_smoothing, puppet.fps),
             state,
             root,
         )
@@ -1017,11 +1043,11 @@ def frame_plan(puppet: Puppet) -> FramePlan | None:
         float(puppet.softness),
         bool(puppet.hold_feet),
         *hold_arguments(puppet),
-        lag_coefficient(puppet.radius_release, puppet.fps),
-        lag_coefficient(puppet.root_smoothing, puppet.fps),
-        _frozen((puppet.root_zone + puppet.root_slack) * puppet.lengths, f),
-        _frozen(puppet.root_slack * puppet.lengths, f),
-        float(puppet.root_stiffness),
+        lag_coefficient(puppet.smoothing.radius_release, puppet.fps),
+        lag_coefficient(puppet.smoothing.root_smoothing, puppet.fps),
+        _frozen((puppet.smoothing.root_zone + puppet.smoothing.root_slack) * puppet.lengths, f),
+        _frozen(puppet.smoothing.root_slack * puppet.lengths, f),
+        float(puppet.smoothing.root_stiffness),
         float(puppet.stride),
         _frozen(puppet.origin, f),
     )
@@ -1042,7 +1068,7 @@ def hold_arguments(
         _frozen(gates, np.float64),
         float(puppet.pivot_speed),
         decay,
-        lag_coefficient(puppet.plant_smoothing, puppet.fps),
+        lag_coefficient(puppet.smoothing.plant_smoothing, puppet.fps),
     )
 
 
