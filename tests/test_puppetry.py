@@ -28,6 +28,7 @@ from retarget.online._puppet_kernel import (
     radius_weights,
 )
 from retarget.online.puppetry import (
+    PAPER_SMOOTHING,
     Puppeteer,
     _solve_compiled,
     frame_plan,
@@ -167,13 +168,7 @@ def test_hold_turns_a_pushing_off_foot_about_its_toe():
 # -- issue 24: what feeds the root moves C2 in time ---------------------------------------
 
 #: the paper's stage 5 and plant weights: every smoothing extension off
-PAPER_STAGE_5 = {
-    "plant_smoothing": 0.0,
-    "radius_release": 0.0,
-    "root_smoothing": 0.0,
-    "root_zone": 0.0,
-    "root_slack": 0.0,
-}
+PAPER_STAGE_5 = {"smoothing": PAPER_SMOOTHING}
 
 
 def _largest_third_difference(x):

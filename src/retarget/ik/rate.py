@@ -32,12 +32,12 @@ retargeter (:mod:`retarget.online.omr`) measures lengths in character heights
 so that a root translation and a joint rotation weigh alike in the minimum-norm
 solution.
 
-The step is compiled with numba (``_rate_step_core``, one problem; the public
-functions loop over the batch): the online retargeter takes two steps per
+The step is compiled with numba (:func:`rate_step_kernel`, one problem; the
+public functions loop over the batch): the online retargeter takes two steps per
 frame, each on a ~20 × 30 Jacobian, and in numpy each step cost ≈0.23 ms,
 mostly per-call overhead on arrays that small, which alone held the filter
 near 2000 frames/s. Its compiled update (:mod:`retarget.online._kernel`)
-calls the same core, so the step exists once.
+calls the same kernel, so the step exists once.
 """
 
 from __future__ import annotations
@@ -50,7 +50,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._arrays import Array
 
-__all__ = ["RateStep", "damped_pseudo_inverse", "dexterity", "rate_step"]
+__all__ = [
+    "RateStep",
+    "damped_pseudo_inverse",
+    "dexterity",
+    "rate_settings",
+    "rate_step",
+    "rate_step_kernel",
+]
 
 
 def damped_pseudo_inverse(jac: ArrayLike, damping: float) -> Array:
@@ -95,6 +102,20 @@ class RateStep:
     dexterity: Array
     gain: Array
     clamped: NDArray[np.bool_]
+
+
+def rate_settings(
+    damping: float, gains: tuple[float, float], min_dexterity: float, max_input: float
+) -> tuple[float, float, float, float, float]:
+    """The scalar settings of :func:`rate_step` as :func:`rate_step_kernel` takes them:
+    ``(λ, K1, K2, min_dexterity, max_input)``, floats (parameters as :func:`rate_step`)."""
+    return (
+        float(damping),
+        float(gains[0]),
+        float(gains[1]),
+        float(min_dexterity),
+        float(max_input),
+    )
 
 
 def rate_step(
@@ -199,7 +220,7 @@ def rate_step(
     delta = np.empty((size, n))
     dex, gain = np.empty(size), np.empty(size)
     clamped = np.empty(size, np.bool_)
-    _rate_step_rows(
+    problems = (
         flat(j, (m, n)),
         flat(arrays["primary_change"], (m,)),
         flat(arrays["primary_error"], (m,)),
@@ -208,16 +229,9 @@ def rate_step(
         root_w,
         np.ascontiguousarray(level),
         flat(act, (m,)),
-        float(damping),
-        float(gains[0]),
-        float(gains[1]),
-        float(min_dexterity),
-        float(max_input),
-        delta,
-        dex,
-        gain,
-        clamped,
     )
+    settings = rate_settings(damping, gains, min_dexterity, max_input)
+    _rate_step_rows(problems, settings, delta, dex, gain, clamped)
     return RateStep(
         delta.reshape(*batch, n), dex.reshape(batch), gain.reshape(batch), clamped.reshape(batch)
     )
@@ -326,25 +340,34 @@ def _take_rows(a, rows):  # pragma: no cover - jitted
 
 
 @numba.njit(cache=True, nogil=True)
-def _rate_step_core(
-    jac,
-    change,
-    error,
-    s_change,
-    s_error,
-    root_w,
-    level,
-    activation,
-    damping,
-    k1,
-    k2,
-    min_dex,
-    max_input,
-    delta,
+def rate_step_kernel(
+    jac, change, error, s_change, s_error, root_w, level, activation, settings, delta
 ):  # pragma: no cover - jitted
-    """:func:`rate_step` of one problem: ``jac`` (m, n), ``change``/``error`` (m,),
-    ``s_change``/``s_error`` (n,), ``root_w = √w`` (n,), ``level`` (m,), ``activation``
-    (m,); writes ``Δθ`` into ``delta`` (n,) and returns ``(dexterity, gain, clamped)``."""
+    """:func:`rate_step` of one problem, compiled: callable from numba kernels
+    (the online retargeter's update, :mod:`retarget.online._kernel`) and from Python.
+
+    Parameters
+    ----------
+    jac : ndarray, shape (m, n)
+        ``J1``.
+    change, error : ndarray, shape (m,)
+        ``Δx1`` and ``ẽ1``.
+    s_change, s_error : ndarray, shape (n,)
+        ``Δθ_src`` and ``ẽ2``.
+    root_w : ndarray, shape (n,)
+        ``√w`` of the rigidities.
+    level : ndarray of int, shape (m,)
+        Priority levels; ``activation`` (m,) the rows' activations.
+    settings : tuple of 5 floats
+        ``(damping, K1, K2, min_dexterity, max_input)`` (:func:`rate_step`).
+    delta : ndarray, shape (n,)
+        Written: ``Δθ``.
+
+    Returns
+    -------
+    (dexterity, gain, clamped) : (float, float, bool)
+    """
+    damping, k1, k2, min_dex, max_input = settings
     m, n = jac.shape
     j = np.empty((m, n))  # in the coordinates W^½ Δθ the weighted problem is the plain one
     for i in range(m):
@@ -448,29 +471,15 @@ def _rate_step_core(
 
 
 @numba.njit(cache=True, nogil=True)
-def _rate_step_rows(
-    jac,
-    change,
-    error,
-    s_change,
-    s_error,
-    root_w,
-    level,
-    activation,
-    damping,
-    k1,
-    k2,
-    min_dex,
-    max_input,
-    delta,
-    dex,
-    gain,
-    clamped,
-):  # pragma: no cover - jitted
+def _rate_step_rows(problems, settings, delta, dex, gain, clamped):  # pragma: no cover - jitted
+    """:func:`rate_step_kernel` over a batch: ``problems`` its first eight arguments,
+    each with a leading batch axis (B, ·) but ``root_w`` and ``level``; writes
+    ``delta`` (B, n), ``dex``, ``gain``, ``clamped`` (B,)."""
+    jac, change, error, s_change, s_error, root_w, level, activation = problems
     for b in range(jac.shape[0]):
-        dex[b], gain[b], clamped[b] = _rate_step_core(
+        dex[b], gain[b], clamped[b] = rate_step_kernel(
             jac[b], change[b], error[b], s_change[b], s_error[b], root_w, level,
-            activation[b], damping, k1, k2, min_dex, max_input, delta[b],
+            activation[b], settings, delta[b],
         )  # fmt: skip
 
 

@@ -42,9 +42,11 @@ from ..kinematics import forward_kinematics
 from ..motion import Motion
 from ..online.contract import SensorFrame
 from ..online.puppetry import (
+    DEFAULT_SMOOTHING,
     EFFECTORS,
     Puppeteer,
     PuppetFrames,
+    Smoothing,
     frame_plan,
     local_rotations,
     make_puppet,
@@ -114,11 +116,7 @@ def puppetry_retarget(
     hold_feet: bool = True,
     softness: float = 0.05,
     stride: float | None = None,
-    plant_smoothing: float = 0.02,
-    radius_release: float = 0.05,
-    root_smoothing: float = 0.03,
-    root_zone: float = 0.06,
-    root_slack: float = 0.08,
+    smoothing: Smoothing = DEFAULT_SMOOTHING,
     parameters: KalmanParameters | None = None,
 ) -> Result:
     """Retarget a clip as a puppeteer's performance (module docstring).
@@ -154,9 +152,10 @@ def puppetry_retarget(
         The sensors' horizontal positions about the first frame's root times this
         (:mod:`retarget.online.puppetry`, stage 1b); default the leg-length ratio,
         at most 1, on a flat floor, else 1 (the paper's unscaled goals).
-    plant_smoothing, radius_release, root_smoothing, root_zone, root_slack : float
+    smoothing : Smoothing
         The smoothing of the plant weights and of the root
-        (:class:`retarget.online.puppetry.Puppet`); all 0: the paper's stage 5.
+        (:class:`retarget.online.puppetry.Smoothing`);
+        :data:`~retarget.online.puppetry.PAPER_SMOOTHING`: the paper's stage 5.
     parameters : KalmanParameters, optional
         Default: :func:`filter_parameters` of ``noise``.
 
@@ -203,11 +202,7 @@ def puppetry_retarget(
         softness=softness,
         calibration_positions=est.positions,
         stride=stride,
-        plant_smoothing=plant_smoothing,
-        radius_release=radius_release,
-        root_smoothing=root_smoothing,
-        root_zone=root_zone,
-        root_slack=root_slack,
+        smoothing=smoothing,
     )
     if frame_plan(puppet) is not None:
         puppeteer = Puppeteer(
@@ -241,11 +236,11 @@ def puppetry_retarget(
                 "hold_feet": hold_feet,
                 "softness": softness,
                 "stride": puppet.stride,
-                "plant_smoothing": plant_smoothing,
-                "radius_release": radius_release,
-                "root_smoothing": root_smoothing,
-                "root_zone": root_zone,
-                "root_slack": root_slack,
+                **{  # the smoothing, but K
+                    k: v
+                    for k, v in dataclasses.asdict(puppet.smoothing).items()
+                    if k != "root_stiffness"
+                },
                 "influence": np.asarray(puppet.influence).tolist(),
             },
         }

@@ -13,7 +13,8 @@ forward kinematics and the tangent-space Jacobian
 (:func:`retarget.kinematics._fk_kernel`, ``_jacobian_kernel``), the quaternion
 product, ``exp`` and ``log`` (:mod:`retarget.quat`), the left Jacobian of
 SO(3) (:mod:`retarget._so3`) and the rate-control step
-(:func:`retarget.ik.rate.rate_step`'s ``_rate_step_core``). Its primary rows
+(:func:`retarget.ik.rate.rate_step_kernel`), and the quaternion steps shared with
+the puppetry kernel (:mod:`retarget.online._quat4`). Its primary rows
 (``_task_rows``) are those of :func:`retarget.tasks.stack` over
 :class:`~retarget.tasks.PositionTask` (``p − goal``, a NaN component
 inactive) and :class:`~retarget.tasks.OrientationTask`
@@ -41,45 +42,28 @@ import numpy as np
 from .._kinematics_kernels import _fk_kernel, _jacobian_kernel
 from .._quat_kernels import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 from .._so3 import _coefficients_of, _matrix_entries
-from ..ik.rate import _rate_step_core
-
-
-@numba.njit(cache=True, nogil=True)
-def _ominus(q, q0):  # pragma: no cover - jitted
-    """``q ⊖ q0 = log(q0⁻¹ ⊗ q)`` of two unit quaternions (4,) ``(w, x, y, z)``: the local
-    rotation vector (3-tuple, radians) that turns ``q0`` into ``q``, one joint's block
-    of :func:`retarget.motion.ominus`."""
-    r = _product(q0[0], -q0[1], -q0[2], -q0[3], q[0], q[1], q[2], q[3])
-    return _rotvec_from_wxyz(r[0], r[1], r[2], r[3])
+from ..ik.rate import rate_step_kernel
+from ._quat4 import ominus as _ominus
+from ._quat4 import rotate as _rotate
 
 
 @numba.njit(cache=True, nogil=True)
 def _task_rows(
-    pos,
-    world,
-    parents,
-    num_joints,
-    goals,
-    orientations,
-    pos_points,
-    pos_effectors,
-    pos_axes,
-    ori_points,
-    ori_effectors,
-    residual,
-    jac,
-    active,
+    pos, world, parents, num_joints, goals, orientations, layout, residual, jac, active
 ):  # pragma: no cover - jitted
     """The primary task's rows at one pose, as :func:`retarget.tasks.stack` gives them.
 
-    Rows ``3i : 3i + 3`` are ``PositionTask(pos_points[i], goal)`` with ``goal``
-    the effector's goal (``goals[pos_effectors[i]]``) on the axes of
-    ``pos_axes[i]`` (bool, 3) and NaN off them; rows ``3 n_pos + 3i`` on are
+    ``layout`` is the tuple ``(pos_points, pos_effectors, pos_axes, ori_points,
+    ori_effectors)`` of the rows (``OnlineRetargeter._layout``). Rows ``3i : 3i + 3``
+    are ``PositionTask(pos_points[i], goal)`` with ``goal`` the effector's goal
+    (``goals[pos_effectors[i]]``) on the axes of ``pos_axes[i]`` (bool, 3) and NaN off
+    them; rows ``3 n_pos + 3i`` on are
     ``OrientationTask(ori_points[i], orientations[ori_effectors[i]])``.
 
     Writes ``residual`` (M,), ``jac`` (M, 3 + 3J) and ``active`` (M,), a row
     whose goal is NaN being inactive (residual 0, Jacobian row 0).
     """
+    pos_points, pos_effectors, pos_axes, ori_points, ori_effectors = layout
     n_pos = pos_points.shape[0]
     n_ori = ori_points.shape[0]
     k_all = n_pos + n_ori
@@ -156,11 +140,7 @@ def _update(
     source_rot,
     last_source_root,
     last_source_rot,
-    pos_points,
-    pos_effectors,
-    pos_axes,
-    ori_points,
-    ori_effectors,
+    layout,
     ori_scale,
     priority,
     activation,
@@ -169,11 +149,7 @@ def _update(
     basis,
     basis_inverse,
     height,
-    damping,
-    k1,
-    k2,
-    min_dexterity,
-    max_input,
+    settings,
     moving,
     correction,
     partial,
@@ -199,8 +175,9 @@ def _update(
     orientations, last_orientations : (K, 4)
     source_root, source_rot, last_source_root, last_source_rot : (3,), (J, 4)
         ``θ_src`` now and at the last frame.
-    pos_points, pos_effectors, pos_axes, ori_points, ori_effectors
-        The rows (:func:`_task_rows`).
+    layout : tuple
+        The rows: ``(pos_points, pos_effectors, pos_axes, ori_points, ori_effectors)``
+        (:func:`_task_rows`).
     ori_scale : (n_ori,)
         Per orientation effector: the lever in heights (or 1).
     priority : (M,) int
@@ -216,8 +193,11 @@ def _update(
     basis, basis_inverse : (A, 3, 3)
         With ``partial``: each active joint's channel axes (columns ``v = C δθ``)
         and their pseudo-inverse; ignored otherwise.
-    height, damping, k1, k2, min_dexterity, max_input : float
+    height : float
         As :class:`retarget.online.OnlineRetargeter`.
+    settings : tuple of 5 floats
+        ``(damping, K1, K2, min_dexterity, max_input)`` of the rate step
+        (:func:`retarget.ik.rate.rate_settings`).
 
     Returns
     -------
@@ -226,6 +206,7 @@ def _update(
     clamped : bool
         The input to ``J1⁺`` was shortened.
     """
+    pos_points, pos_effectors, _, ori_points, ori_effectors = layout
     n_pos = pos_points.shape[0]
     n_ori = ori_points.shape[0]
     n_rows = 3 * (n_pos + n_ori)
@@ -234,22 +215,7 @@ def _update(
     residual = np.empty(n_rows)
     jac = np.empty((n_rows, 3 + 3 * num_joints))
     active = np.empty(n_rows, np.bool_)
-    _task_rows(
-        pos,
-        world,
-        parents,
-        num_joints,
-        goals,
-        orientations,
-        pos_points,
-        pos_effectors,
-        pos_axes,
-        ori_points,
-        ori_effectors,
-        residual,
-        jac,
-        active,
-    )
+    _task_rows(pos, world, parents, num_joints, goals, orientations, layout, residual, jac, active)
     turns = np.zeros((n_ori, 3))  # Δx1 of the orientation rows: log(o_n ⊗ o_{n−1}⁻¹)
     if moving:
         for i in range(n_ori):
@@ -327,21 +293,8 @@ def _update(
                     s_error[3 + 3 * t + c] = e[c]
                     s_change[3 + 3 * t + c] = d[c]
     delta = np.empty(n)
-    _, gain, clamped = _rate_step_core(
-        j1,
-        change,
-        error,
-        s_change,
-        s_error,
-        root_w,
-        level,
-        act,
-        damping,
-        k1,
-        k2,
-        min_dexterity,
-        max_input,
-        delta,
+    _, gain, clamped = rate_step_kernel(
+        j1, change, error, s_change, s_error, root_w, level, act, settings, delta
     )
     # pose ⊕ Δθ: root + Δp (file unit), q_j ⊗ exp(v_j); inactive joints copy the source
     for c in range(3):
@@ -389,19 +342,6 @@ def _smooth_off(x, start, stop):  # pragma: no cover - jitted
 @numba.njit(cache=True, nogil=True)
 def _norm3(a0, a1, a2):  # pragma: no cover - jitted
     return np.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
-
-
-@numba.njit(cache=True, nogil=True)
-def _rotated(qw, qx, qy, qz, vx, vy, vz):  # pragma: no cover - jitted
-    """``q v q⁻¹`` of a unit quaternion and a vector (as :func:`retarget.quat.rotate`)."""
-    tx = 2.0 * (qy * vz - qz * vy)
-    ty = 2.0 * (qz * vx - qx * vz)
-    tz = 2.0 * (qx * vy - qy * vx)
-    return (
-        vx + qw * tx + (qy * tz - qz * ty),
-        vy + qw * ty + (qz * tx - qx * tz),
-        vz + qw * tz + (qx * ty - qy * tx),
-    )
 
 
 @numba.njit(cache=True, nogil=True)
@@ -628,14 +568,16 @@ def _shape_goals(
         if share <= 0.0 or not (tracked_pos[toe] and tracked_pos[heel] and tracked_ori[orient]):
             continue
         a = world[0, ankle_point]
-        local = _rotated(
-            a[0], -a[1], -a[2], -a[3],
-            pos[0, toe_point, 0] - pos[0, ankle_point, 0],
-            pos[0, toe_point, 1] - pos[0, ankle_point, 1],
-            pos[0, toe_point, 2] - pos[0, ankle_point, 2],
-        )  # fmt: skip
+        local = _rotate(
+            (a[0], -a[1], -a[2], -a[3]),
+            (
+                pos[0, toe_point, 0] - pos[0, ankle_point, 0],
+                pos[0, toe_point, 1] - pos[0, ankle_point, 1],
+                pos[0, toe_point, 2] - pos[0, ankle_point, 2],
+            ),
+        )
         o = turn[orient]
-        lever = _rotated(o[0], o[1], o[2], o[3], local[0], local[1], local[2])
+        lever = _rotate((o[0], o[1], o[2], o[3]), local)
         for c in range(3):
             rolled = goal[heel, c] + lever[c]
             goal[toe, c] += share * (rolled - goal[toe, c])

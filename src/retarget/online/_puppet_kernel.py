@@ -66,7 +66,7 @@ import numba
 import numpy as np
 
 from .._kinematics_kernels import _fk_kernel
-from .._quat_kernels import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
+from .._quat_kernels import _wxyz_from_rotvec
 from .._vec3 import add as _add
 from .._vec3 import cross as _cross
 from .._vec3 import dot as _dot
@@ -77,6 +77,11 @@ from .._vec3 import sub as _sub
 from ..environment.compiled import point_closest, point_distance
 from ..ik.limb import ARC_TOL, DEGENERATE
 from ..ik.root import closest_in_balls_frame
+from ._quat4 import conj as _conj
+from ._quat4 import multiply as _qmul
+from ._quat4 import ominus as _ominus
+from ._quat4 import rotate as _rotate
+from ._quat4 import row as _qrow
 
 __all__ = [
     "HOLD_COLUMNS",
@@ -95,39 +100,7 @@ _TWO_PI = 2.0 * np.pi
 SOLVED, NEEDS_POSTURE, NOT_FINITE = 0, 1, 2
 
 
-# -- quaternions and vectors as tuples -------------------------------------------------------
-
-
-@numba.njit(cache=True, nogil=True)
-def _qrow(a, i):  # pragma: no cover - jitted
-    """Row ``i`` of an (n, 4) array as a 4-tuple."""
-    return (a[i, 0], a[i, 1], a[i, 2], a[i, 3])
-
-
-@numba.njit(cache=True, nogil=True)
-def _qmul(a, b):  # pragma: no cover - jitted
-    """``a ⊗ b`` of 4-tuples (:func:`retarget.quat.multiply`)."""
-    return _product(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3])
-
-
-@numba.njit(cache=True, nogil=True)
-def _conj(q):  # pragma: no cover - jitted
-    return (q[0], -q[1], -q[2], -q[3])
-
-
-@numba.njit(cache=True, nogil=True)
-def _rotate(q, v):  # pragma: no cover - jitted
-    """``R(q) v`` (:func:`retarget.quat.rotate`): ``v + w t + u × t``, ``t = 2 u × v``."""
-    w, x, y, z = q
-    vx, vy, vz = v
-    tx = 2.0 * (y * vz - z * vy)
-    ty = 2.0 * (z * vx - x * vz)
-    tz = 2.0 * (x * vy - y * vx)
-    return (
-        vx + w * tx + (y * tz - z * ty),
-        vy + w * ty + (z * tx - x * tz),
-        vz + w * tz + (x * ty - y * tx),
-    )
+# -- quaternions and vectors as tuples (beyond ._quat4 and .._vec3) ---------------------------
 
 
 @numba.njit(cache=True, nogil=True)
@@ -174,8 +147,7 @@ def _between(u, v):  # pragma: no cover - jitted
 @numba.njit(cache=True, nogil=True)
 def _slerp(a, b, t):  # pragma: no cover - jitted
     """Eq. 24: ``a ⊗ exp(t · log(a⁻¹ ⊗ b))`` (:func:`retarget.quat.slerp`)."""
-    d = _qmul(_conj(a), b)
-    v = _rotvec_from_wxyz(d[0], d[1], d[2], d[3])
+    v = _ominus(b, a)
     e = _wxyz_from_rotvec(t * v[0], t * v[1], t * v[2])
     return _qmul(a, e)
 
@@ -224,22 +196,7 @@ def _captured(
 
 
 @numba.njit(cache=True, nogil=True)
-def _importance(
-    sensors,
-    contacts,
-    contact_owner,
-    contact_clearance,
-    contact_influence,
-    lookahead,
-    kind,
-    center,
-    half,
-    frame,
-    size,
-    weights,
-    gaps,
-    importance,
-):  # pragma: no cover - jitted
+def _importance(sensors, contact, objects, weights, gaps, importance):  # pragma: no cover - jitted
     """Stage 3, eqs. 11-15, with :func:`retarget.importance.end_effector_importance`'s
     rules: per contact point ``k`` (P,) and object ``j``, ``d = distance − c_k``,
     ``d⁺ = d + λ n·ṗ`` (eq. 12), ``p(d⁺ / D_kj)`` (eqs. 13-14; 0 where ``D_kj = 0``),
@@ -247,10 +204,15 @@ def _importance(
     union over its points (the ankle and its toe), ``1 − Π_k (1 − w_k)``, into
     ``importance`` (1, 4) (a hand has one point: its weight).
 
-    ``contact_influence`` (P, m) is ``D`` of each point's end-effector; ``λ`` in seconds.
+    ``contact`` is ``(contacts, contact_owner, contact_clearance, contact_influence,
+    lookahead)`` as :func:`_frame` takes them: ``contact_influence`` (P, m) is ``D`` of
+    each point's end-effector, ``λ`` in seconds; ``objects`` the shapes
+    ``(kind, center, half, frame, size)`` (:mod:`retarget.environment.compiled`).
     ``gaps`` (P,) gets each point's ``d`` to the nearest object it interacts with
     (``D_kj > 0``; inf when none), the gap of stage 4b.
     """
+    contacts, contact_owner, contact_clearance, contact_influence, lookahead = contact
+    kind, center, half, frame, size = objects
     for i in range(4):
         importance[0, i] = 0.0
     for k in range(contacts.shape[0]):
@@ -764,25 +726,7 @@ def _solve_hinge(
 
 @numba.njit(cache=True, nogil=True)
 def _solve_limb(
-    root,
-    rot,
-    pos,
-    world,
-    i,
-    limb_joints,
-    upper_parent,
-    axis,
-    d1,
-    off2,
-    bone,
-    sides,
-    limits,
-    swivel_reference,
-    goal,
-    orientation,
-    oriented,
-    softness,
-    solved,
+    root, rot, pos, world, i, limbs, goal, orientation, oriented, softness, solved
 ):  # pragma: no cover - jitted
     """:func:`retarget.ik.limb.solve_limb` of limb ``i`` on one pose, ``swivel_mode="nearest"``.
 
@@ -801,7 +745,9 @@ def _solve_limb(
         The reference pose (1, 3), (1, J, 4) and its forward kinematics (1, P, 3),
         (1, P, 4) (the upper joint's position and its parent's world rotation).
     i : int
-        The limb; its rows of the limb arrays: ``limb_joints`` (4, 3) upper, middle,
+        The limb: its rows of the limb arrays ``limbs``, the tuple ``(limb_joints,
+        upper_parent, axis, d1, off2, bone, sides, limits, swivel_reference)``:
+        ``limb_joints`` (4, 3) upper, middle,
         lower joint; ``upper_parent`` (4,) (−1: the upper joint is the root);
         ``axis`` (4, 3) hinge axis ``a``; ``d1``, ``off2`` (4, 3) the middle and
         lower joints' offsets; ``bone`` (4, 4) ``h1, r1, l1, l2``; ``sides``
@@ -822,6 +768,7 @@ def _solve_limb(
     float
         ``|L_goal − L|``, the distance the goal is out of reach along its ray.
     """
+    limb_joints, upper_parent, axis, d1, off2, bone, sides, limits, swivel_reference = limbs
     u, m, lo = limb_joints[i, 0], limb_joints[i, 1], limb_joints[i, 2]
     q_up = _qrow(rot[0], u)
     q_mid = _qrow(rot[0], m)
@@ -889,9 +836,10 @@ def _solve_limb(
 
 
 @numba.njit(cache=True, nogil=True)
-def _gap(i, influence, kind, center, half, frame, size, p, clearance):  # pragma: no cover - jitted
+def _gap(i, influence, objects, p, clearance):  # pragma: no cover - jitted
     """The least signed distance of ``p`` to the objects of end-effector ``i``
     (``influence[i, j] > 0``), less ``clearance``."""
+    kind, center, half, frame, size = objects
     gap = np.inf
     for j in range(kind.shape[0]):
         if influence[i, j] > 0.0:
@@ -900,33 +848,23 @@ def _gap(i, influence, kind, center, half, frame, size, p, clearance):  # pragma
 
 
 @numba.njit(cache=True, nogil=True)
-def _surface_hit(
-    i,
-    influence,
-    kind,
-    center,
-    half,
-    frame,
-    size,
-    start,
-    end,
-    clearance,
-):  # pragma: no cover - jitted
+def _surface_hit(i, influence, objects, start, end, clearance):  # pragma: no cover - jitted
     """Stage 9 (``puppetry._surface_hit``): where the segment ``start → end`` first
     comes within ``clearance`` of end-effector ``i``'s objects, by 40 bisections;
     an upper joint itself inside: the nearest object's surface point grown by the
-    clearance. 3-tuples, length unit."""
+    clearance. 3-tuples, length unit; ``objects`` as :func:`_importance` takes them."""
+    kind, center, half, frame, size = objects
     lo, hi = 0.0, 1.0
     d = _sub(end, start)
     for _ in range(40):
         mid = 0.5 * (lo + hi)
         x = _add(start, _scale(d, mid))
-        if _gap(i, influence, kind, center, half, frame, size, x, clearance) < 0.0:
+        if _gap(i, influence, objects, x, clearance) < 0.0:
             hi = mid
         else:
             lo = mid
     hit = _add(start, _scale(d, lo))
-    if _gap(i, influence, kind, center, half, frame, size, start, clearance) < 0.0:
+    if _gap(i, influence, objects, start, clearance) < 0.0:
         nearest, least = -1, np.inf
         for j in range(kind.shape[0]):
             if influence[i, j] > 0.0:
@@ -941,45 +879,20 @@ def _surface_hit(
 @numba.njit(cache=True, nogil=True)
 def _frame(
     sensors,
-    root,
-    rotations,
-    importance,
-    goals,
-    captured_root,
-    captured,
-    residual,
-    fixed,
-    state,
-    planted,
+    out,
     performer_parents,
     sensor_of,
     effectors,
-    contacts,
-    contact_owner,
-    contact_clearance,
-    contact_influence,
-    lookahead,
+    contact,
     goal_shift,
     toe_shift,
     toe_offsets,
-    kind,
-    center,
-    half,
-    frame,
-    size,
+    objects,
     influence,
     parents,
     offsets,
     num_joints,
-    limb_joints,
-    upper_parent,
-    axis,
-    d1,
-    off2,
-    bone,
-    sides,
-    limits,
-    swivel_reference,
+    limbs,
     lengths,
     character_clearance,
     tolerance,
@@ -1005,32 +918,36 @@ def _frame(
     ----------
     sensors : (S, 13)
         The filter's frame: position, orientation, velocity, angular velocity.
-    root, rotations, importance, goals, captured_root, captured, residual, fixed
-        Written, as the fields of :class:`~retarget.online.puppetry.PuppetFrames`
-        for one frame: (1, 3), (1, J, 4), (1, 4), (1, 4, 3), (1, 3), (1, J, 4),
-        (1, 4), (1, 4) bool.
-    state, planted
-        The recursion's state (STATE_SIZE,): the foot hold's (:func:`hold_feet`), the
+    out : tuple
+        ``(root, rotations, importance, goals, captured_root, captured, residual,
+        fixed, state, planted)``. Written, as the fields of
+        :class:`~retarget.online.puppetry.PuppetFrames` for one frame: (1, 3),
+        (1, J, 4), (1, 4), (1, 4, 3), (1, 3), (1, J, 4), (1, 4), (1, 4) bool; the
+        recursion's state (STATE_SIZE,): the foot hold's (:func:`hold_feet`), the
         radius weights' (:func:`radius_weights`) and the root's (:func:`smooth_root`),
         updated; and the plant weights (1, 2), written.
     performer_parents, sensor_of : (S,), (J,) int
         The performer's joint parents; the sensor each character joint copies.
-    effectors, contacts, contact_owner : (4,), (P,), (P,) int
-        The ankle and wrist sensors; the sensors whose distances make the
-        importance (those four, then the toes) and the end-effector each counts for.
-    contact_clearance, contact_influence, lookahead : (P,), (P, m), float
-        Their clearances, their ``D_kj`` (eq. 13) and ``λ`` (eq. 12, seconds).
+    effectors : (4,) int
+        The ankle and wrist sensors.
+    contact : tuple
+        ``(contacts, contact_owner, contact_clearance, contact_influence, lookahead)``,
+        (P,) int, (P,) int, (P,), (P, m), float: the sensors whose distances make the
+        importance (those four, then the toes), the end-effector each counts for,
+        their clearances, their ``D_kj`` (eq. 13) and ``λ`` (eq. 12, seconds).
     goal_shift, toe_shift, toe_offsets : (4,), (T,), (T, 3)
         As :func:`_goals` takes them.
-    kind, center, half, frame, size : (m,) int, (m, 3), (m, 3), (m, 3, 3), (m,)
-        The objects (:func:`_distance`).
+    objects : tuple
+        ``(kind, center, half, frame, size)``, (m,) int, (m, 3), (m, 3), (m, 3, 3), (m,):
+        the objects (:mod:`retarget.environment.compiled`).
     influence : (4, m)
         ``D_ij``: the penetration fix keeps end-effector ``i`` out of the objects
         with ``D_ij > 0``.
     parents, offsets, num_joints : (N,) int, (1, N, 3), int
         The character's points (``kinematics._fk_kernel``).
-    limb_joints, upper_parent, axis, d1, off2, bone, sides, limits, swivel_reference
-        The limbs (:func:`_solve_limb`).
+    limbs : tuple
+        ``(limb_joints, upper_parent, axis, d1, off2, bone, sides, limits,
+        swivel_reference)``: the limbs (:func:`_solve_limb`).
     lengths, character_clearance : (4,)
         ``l_i`` (eq. 17) and the character's end-effector clearances.
     tolerance : float
@@ -1064,28 +981,17 @@ def _frame(
                 return NOT_FINITE
     if stride != 1.0:
         sensors = _stride(sensors, stride, origin)
+    (root, rotations, importance, goals, captured_root, captured, residual, fixed, state,
+     planted) = out  # fmt: skip
+    contacts = contact[0]
+    limb_joints = limbs[0]
     n_points = parents.shape[0]
     # (2) captured posture
     _captured(sensors, performer_parents, sensor_of, captured, captured_root)
     # (3) importance, (4) goals
     weights = np.empty(contacts.shape[0])
     gaps = np.empty(contacts.shape[0])
-    _importance(
-        sensors,
-        contacts,
-        contact_owner,
-        contact_clearance,
-        contact_influence,
-        lookahead,
-        kind,
-        center,
-        half,
-        frame,
-        size,
-        weights,
-        gaps,
-        importance,
-    )
+    _importance(sensors, contact, objects, weights, gaps, importance)
     _goals(sensors, effectors, contacts, goal_shift, toe_shift, toe_offsets, weights, goals)
     # (4b) the foot hold, and a planted foot's importance
     planted[0, 0], planted[0, 1] = 0.0, 0.0
@@ -1158,27 +1064,11 @@ def _frame(
     solved = np.empty((3, 4))
     for i in range(4):
         s = effectors[i]
+        orientation = (sensors[s, 3], sensors[s, 4], sensors[s, 5], sensors[s, 6])
         residual[0, i] = _solve_limb(
-            root,
-            captured,
-            pos,
-            world,
-            i,
-            limb_joints,
-            upper_parent,
-            axis,
-            d1,
-            off2,
-            bone,
-            sides,
-            limits,
-            swivel_reference,
-            _vrow(goals[0], i),
-            (sensors[s, 3], sensors[s, 4], sensors[s, 5], sensors[s, 6]),
-            True,
-            softness,
-            solved,
-        )
+            root, captured, pos, world, i, limbs, _vrow(goals[0], i), orientation, True,
+            softness, solved,
+        )  # fmt: skip
         for k in range(3):
             j = limb_joints[i, k]
             q = _slerp(_qrow(captured[0], j), _qrow(solved, k), importance[0, i])
@@ -1192,36 +1082,17 @@ def _frame(
         u, lo = limb_joints[i, 0], limb_joints[i, 2]
         effector = _vrow(pos[0], lo)
         clearance = character_clearance[i]
-        depth = _gap(i, influence, kind, center, half, frame, size, effector, 0.0)
+        depth = _gap(i, influence, objects, effector, 0.0)
         if not depth < clearance - tolerance:  # also no objects (depth = inf)
             continue
-        hit = _surface_hit(
-            i, influence, kind, center, half, frame, size, _vrow(pos[0], u), effector, clearance
-        )
+        hit = _surface_hit(i, influence, objects, _vrow(pos[0], u), effector, clearance)
         now = np.empty((1, n_points, 3))  # the upper joint's frame in the current pose
         now_world = np.empty((1, n_points, 4))
         _fk_kernel(root, rotations, parents, offsets, num_joints, now, now_world)
         _solve_limb(
-            root,
-            rotations,
-            now,
-            now_world,
-            i,
-            limb_joints,
-            upper_parent,
-            axis,
-            d1,
-            off2,
-            bone,
-            sides,
-            limits,
-            swivel_reference,
-            hit,
-            (1.0, 0.0, 0.0, 0.0),
-            False,
-            softness,
-            solved,
-        )
+            root, rotations, now, now_world, i, limbs, hit, (1.0, 0.0, 0.0, 0.0), False,
+            softness, solved,
+        )  # fmt: skip
         for k in range(3):
             for c in range(4):
                 rotations[0, limb_joints[i, k], c] = solved[k, c]

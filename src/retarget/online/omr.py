@@ -86,6 +86,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._arrays import Array
 from .._kinematics_kernels import _fk_kernel
 from ..dofs import channel_axes, project_to_dofs
+from ..ik.rate import rate_settings
 from ..result import speed
 from ..skeleton import Skeleton
 from ._kernel import _hold_weights, _shape_goals, _update
@@ -304,6 +305,13 @@ class OnlineRetargeter:
             self._pos_axes[i, list(self.effectors[k].axes)] = True
         self._ori_effectors = np.array(ori_rows, dtype=np.intp)
         self._ori_points = np.array([self.effectors[k].point for k in ori_rows], dtype=np.intp)
+        self._layout = (  # the rows as the kernel takes them (_kernel._task_rows)
+            self._pos_points,
+            self._pos_effectors,
+            self._pos_axes,
+            self._ori_points,
+            self._ori_effectors,
+        )
         self._ori_scale = np.array(
             [
                 self.effectors[k].lever / self.height if self.effectors[k].lever > 0 else 1.0
@@ -649,11 +657,7 @@ class OnlineRetargeter:
             source[1],
             last_source[0],
             last_source[1],
-            self._pos_points,
-            self._pos_effectors,
-            self._pos_axes,
-            self._ori_points,
-            self._ori_effectors,
+            self._layout,
             self._ori_scale,
             self._priority,
             self._activation,
@@ -662,11 +666,7 @@ class OnlineRetargeter:
             basis,
             basis_inverse,
             self.height,
-            self.damping,
-            self.gains[0],
-            self.gains[1],
-            self.min_dexterity,
-            self.max_input,
+            rate_settings(self.damping, self.gains, self.min_dexterity, self.max_input),
             moving,
             correction,
             self._partial,

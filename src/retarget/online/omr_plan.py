@@ -25,6 +25,7 @@ The filter (:class:`~retarget.online.omr.OnlineRetargeter`) takes them as a
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -335,6 +336,25 @@ def _ratio(target: float, source: float, otherwise: float) -> float:
     return target / source if source > 0.0 else otherwise
 
 
+def _keywords(function: Any) -> frozenset[str]:
+    """The keyword-only parameters of ``function``."""
+    kinds = inspect.signature(function).parameters.values()
+    return frozenset(p.name for p in kinds if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
+def _split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:class:`OMRRetargeter`'s keywords split into :func:`omr_plan`'s and
+    :meth:`OMRPlan.retargeter`'s; TypeError for one that is neither's."""
+    plan, filt = _keywords(omr_plan), _keywords(OMRPlan.retargeter)
+    unknown = sorted(set(options) - plan - filt)
+    if unknown:
+        raise TypeError(f"OMRRetargeter got unexpected keyword arguments {unknown}")
+    return (
+        {k: v for k, v in options.items() if k in plan},
+        {k: v for k, v in options.items() if k in filt},
+    )
+
+
 class OMRRetargeter:
     """Online motion retargeting (Choi & Ko 2000) of a source's frames: a
     :class:`~retarget.online.contract.OnlineMethod` of
@@ -353,11 +373,12 @@ class OMRRetargeter:
         :class:`~retarget.errors.UnknownJointError`).
     fps : float
         The source's frame rate (Hz).
-    setup, goals, scaled, hold_heels, pelvis_priority, heel_priority, heel_reach
-        The plan's (:func:`omr_plan`).
-    single_base, rest_speed, release_speed, root_rigidity, iterations, gains
-    damping, min_dexterity, max_input
-        The filter's (:meth:`OMRPlan.retargeter`).
+    **options
+        Keywords, each with its default where it is defined: the plan's
+        (:func:`omr_plan`: setup, goals, scaled, hold_heels, pelvis_priority,
+        heel_priority, heel_reach) and the filter's (:meth:`OMRPlan.retargeter`:
+        single_base, rest_speed, release_speed, root_rigidity, iterations, gains,
+        damping, min_dexterity, max_input); another raises TypeError.
 
     Attributes
     ----------
@@ -368,53 +389,12 @@ class OMRRetargeter:
         are the goals the last step tracked, its ``report()`` the stream's.
     """
 
-    def __init__(
-        self,
-        source: Skeleton,
-        target: Skeleton,
-        *,
-        fps: float,
-        setup: str = "lower",
-        goals: str = "reach",
-        scaled: bool = False,
-        hold_heels: bool = True,
-        pelvis_priority: int = 0,
-        heel_priority: int = 1,
-        heel_reach: float = 0.97,
-        single_base: bool = False,
-        rest_speed: float = 0.15,
-        release_speed: float = 0.3,
-        root_rigidity: tuple[float, float] = (100.0, 10.0),
-        iterations: int = 2,
-        gains: tuple[float, float] = (1.0, 0.3),
-        damping: float = 0.01,
-        min_dexterity: float = 0.0,
-        max_input: float = 0.1,
-    ) -> None:
+    def __init__(self, source: Skeleton, target: Skeleton, *, fps: float, **options: Any) -> None:
         target.indices(source.names)  # the target has the source's joints
         self.source = source
         self.target = target
         self.fps = float(fps)
-        self._plan_options: dict[str, Any] = {
-            "setup": setup,
-            "goals": goals,
-            "scaled": scaled,
-            "hold_heels": hold_heels,
-            "pelvis_priority": pelvis_priority,
-            "heel_priority": heel_priority,
-            "heel_reach": heel_reach,
-        }
-        self._filter_options: dict[str, Any] = {
-            "single_base": single_base,
-            "rest_speed": rest_speed,
-            "release_speed": release_speed,
-            "root_rigidity": root_rigidity,
-            "iterations": iterations,
-            "gains": gains,
-            "damping": damping,
-            "min_dexterity": min_dexterity,
-            "max_input": max_input,
-        }
+        self._plan_options, self._filter_options = _split_options(options)
         self.plan: OMRPlan | None = None
         self.filter: OnlineRetargeter | None = None
         self._restart = False

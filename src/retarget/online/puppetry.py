@@ -137,7 +137,8 @@ convex C3 energy, so it moves C2 with its anchor and the balls). The paper's
 closest point is still what the root follows (the anchor is its lagged
 offset), and its hard search still bounds how far the root may go. All of
 ``plant_smoothing``, ``radius_release``, ``root_smoothing``, ``root_zone``
-and ``root_slack`` 0: the paper's stage 5 (the tests check it).
+and ``root_slack`` 0 (:class:`Smoothing`, :data:`PAPER_SMOOTHING`): the paper's
+stage 5 (the tests check it).
 Per frame this adds two lag updates and a Newton solve of a 3-unknown convex
 problem (a few iterations, about a microsecond).
 
@@ -168,7 +169,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -199,11 +200,14 @@ from ._puppet_kernel import (
 from .contract import PoseFrame, SensorFrame
 
 __all__ = [
+    "DEFAULT_SMOOTHING",
     "EFFECTORS",
+    "PAPER_SMOOTHING",
     "FramePlan",
     "Puppet",
     "PuppetFrames",
     "Puppeteer",
+    "Smoothing",
     "frame_plan",
     "make_puppet",
     "solve_frames",
@@ -214,6 +218,68 @@ __all__ = [
 EFFECTORS = ("left_foot", "right_foot", "left_hand", "right_hand")
 _LIMBS = (("left", "leg"), ("right", "leg"), ("left", "arm"), ("right", "arm"))
 STAGES = ("filter", "captured", "importance", "root", "posture", "limbs", "penetration")
+
+
+@dataclass(frozen=True)
+class Smoothing:
+    """The lags of the plant weights (stage 4b) and the smooth root (stage 5): the
+    extensions of the module docstring. All 0 but ``root_stiffness``
+    (:data:`PAPER_SMOOTHING`): the paper's root estimate, the plant weights as
+    they come.
+
+    Attributes
+    ----------
+    plant_smoothing : float
+        Time constant (s) of each of the three lags the plant weight goes through
+        (0: none).
+    radius_release : float
+        Time constant (s) of each of the three lags of the importance that sizes the
+        balls as it falls (0: the importance itself).
+    root_smoothing : float
+        Time constant (s) of each of the three lags of the root offset (0: none).
+    root_zone : float
+        How deep inside each ball its soft zone starts, a share of the limb length
+        (:attr:`Puppet.lengths`), in [0, 1).
+    root_slack : float
+        How far beyond each ball the root may go, a share of the limb length: the
+        soft zone ends there, the hard closest point takes over beyond, and the body
+        posture (stage 6) runs only for a goal still farther. ``root_zone`` and
+        ``root_slack`` both 0: the paper's closest point.
+    root_stiffness : float
+        ``K`` (> 0): a zone's push, per unit of its depth, where it is fully engaged.
+
+    Raises
+    ------
+    ValueError
+        A value not finite or out of its range.
+    """
+
+    plant_smoothing: float = 0.02
+    radius_release: float = 0.05
+    root_smoothing: float = 0.03
+    root_zone: float = 0.06
+    root_slack: float = 0.08
+    root_stiffness: float = 1.0
+
+    def __post_init__(self) -> None:
+        values = [float(getattr(self, f.name)) for f in fields(self)]
+        for f, value in zip(fields(self), values, strict=True):
+            object.__setattr__(self, f.name, value)
+        if not all(math.isfinite(x) and x >= 0 for x in values) or not (
+            self.root_zone < 1 and self.root_stiffness > 0
+        ):
+            raise ValueError(
+                "Expected finite plant_smoothing, radius_release, root_smoothing, "
+                "root_slack >= 0, 0 <= root_zone < 1 and root_stiffness > 0, got "
+                f"{tuple(values[:5])} and {self.root_stiffness}"
+            )
+
+
+#: The smoothing of :func:`make_puppet` and of
+#: :func:`retarget.methods.puppetry.puppetry_retarget` unless told.
+DEFAULT_SMOOTHING = Smoothing()
+#: Every smoothing extension off: the paper's stage 5 and plant weights.
+PAPER_SMOOTHING = Smoothing(0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -281,26 +347,11 @@ class Puppet:
         Regularises the sole's pivot (unit/s).
     release : float
         Time constant (s) in which a lifted foot's goal returns to the performer's.
-    plant_smoothing : float
-        Time constant (s) of each of the three lags the plant weight goes through
-        (0: none).
 
-    The smooth root (stage 5, module docstring):
+    The lags of the plant weights and the smooth root (stages 4b and 5, module
+    docstring):
 
-    radius_release : float
-        Time constant (s) of each of the three lags of the importance that sizes the
-        balls as it falls (0: the importance itself).
-    root_smoothing : float
-        Time constant (s) of each of the three lags of the root offset (0: none).
-    root_zone : float
-        How deep inside each ball its soft zone starts, a share of ``lengths``.
-    root_slack : float
-        How far beyond each ball the root may go, a share of ``lengths``: the soft
-        zone ends there, the hard closest point takes over beyond, and the body
-        posture (stage 6) runs only for a goal still farther. ``root_zone`` and
-        ``root_slack`` both 0: the paper's closest point.
-    root_stiffness : float
-        ``K``: a zone's push, per unit of its depth, where it is fully engaged.
+    smoothing : Smoothing
 
     The stride (stage 1b, module docstring):
 
@@ -339,12 +390,7 @@ class Puppet:
     beta: float = 1.0
     gamma: float = 1.0
     softness: float = 0.05
-    plant_smoothing: float = 0.02
-    radius_release: float = 0.05
-    root_smoothing: float = 0.03
-    root_zone: float = 0.06
-    root_slack: float = 0.08
-    root_stiffness: float = 1.0
+    smoothing: Smoothing = field(default_factory=Smoothing)
     stride: float = 1.0
     origin: Array = field(default_factory=lambda: np.zeros(3))
     uppers: NDArray[np.intp] = field(init=False)
@@ -508,12 +554,7 @@ def make_puppet(
     plant_gap: tuple[float, float] = (0.02, 0.04),
     plant_speed: tuple[float, float] = (0.15, 0.30),
     release: float = 0.2,
-    plant_smoothing: float = 0.02,
-    radius_release: float = 0.05,
-    root_smoothing: float = 0.03,
-    root_zone: float = 0.06,
-    root_slack: float = 0.08,
-    root_stiffness: float = 1.0,
+    smoothing: Smoothing = DEFAULT_SMOOTHING,
     stride: float | None = None,
     origin: ArrayLike | None = None,
 ) -> Puppet:
@@ -547,12 +588,9 @@ def make_puppet(
         See :class:`Puppet`.
     plant_gap, plant_speed : (float, float)
         See :class:`Puppet`, as shares of the performer's height (and per second).
-    plant_smoothing, radius_release, root_smoothing : float
-        See :class:`Puppet` (seconds).
-    root_zone, root_slack, root_stiffness : float
-        See :class:`Puppet` (shares of the limb length, and ``K``). All of these 0
-        but ``root_stiffness``: the paper's root estimate, the plant weights as
-        they come.
+    smoothing : Smoothing
+        The lags of the plant weights and the smooth root (:data:`PAPER_SMOOTHING`:
+        the paper's root estimate and plant weights).
     stride : float, optional
         See :class:`Puppet`. Default: the ratio of the character's leg length to
         the performer's, at most 1, when every object is a :class:`Floor` (which
@@ -578,14 +616,6 @@ def make_puppet(
         )
     if not 0 <= plant_speed[0] <= plant_speed[1]:
         raise ValueError(f"Expected 0 <= plant_speed[0] <= plant_speed[1], got {plant_speed}")
-    smoothing = (plant_smoothing, radius_release, root_smoothing, root_zone, root_slack)
-    if not all(math.isfinite(x) and x >= 0 for x in (*smoothing, root_stiffness)) or not (
-        root_zone < 1 and root_stiffness > 0
-    ):
-        raise ValueError(
-            "Expected finite plant_smoothing, radius_release, root_smoothing, root_slack >= 0, "
-            f"0 <= root_zone < 1 and root_stiffness > 0, got {smoothing} and {root_stiffness}"
-        )
     big_d = (
         np.full((4, len(objects)), 0.3 * h_perf)
         if influence is None
@@ -675,12 +705,7 @@ def make_puppet(
         beta=float(beta),
         gamma=float(gamma),
         softness=float(softness),
-        plant_smoothing=float(plant_smoothing),
-        radius_release=float(radius_release),
-        root_smoothing=float(root_smoothing),
-        root_zone=float(root_zone),
-        root_slack=float(root_slack),
-        root_stiffness=float(root_stiffness),
+        smoothing=smoothing,
         stride=float(stride),
         origin=centre,
     )
@@ -806,14 +831,15 @@ def solve_frames(
     radius_weights(
         np.ascontiguousarray(w),
         np.ascontiguousarray(puppet.lengths, dtype=np.float64),
-        lag_coefficient(puppet.radius_release, puppet.fps),
+        lag_coefficient(puppet.smoothing.radius_release, puppet.fps),
         state,
         w_r,
         reach,
     )
     radii = np.full((n_frames, 4), np.inf)
     np.divide(reach, w_r, out=radii, where=w_r > 0.0)  # eq. (17), with the reach of w_r
-    radii += puppet.root_slack * puppet.lengths  # where the root may go (module docstring)
+    slack = puppet.smoothing.root_slack
+    radii += slack * puppet.lengths  # where the root may go (module docstring)
     w[:, :2] = w_r[:, :2]  # a foot's importance falls through the lags for its limb too
     pos, _ = forward_kinematics(ch, captured_root, captured)
     lowers = np.array([limb.lower for limb in puppet.limbs])
@@ -828,10 +854,10 @@ def solve_frames(
             radii,
             w_r,
             np.ascontiguousarray(
-                (puppet.root_zone + puppet.root_slack) * puppet.lengths, dtype=np.float64
+                (puppet.smoothing.root_zone + slack) * puppet.lengths, dtype=np.float64
             ),
-            float(puppet.root_stiffness),
-            lag_coefficient(puppet.root_smoothing, puppet.fps),
+            float(puppet.smoothing.root_stiffness),
+            lag_coefficient(puppet.smoothing.root_smoothing, puppet.fps),
             state,
             root,
         )
@@ -942,8 +968,9 @@ class FramePlan:
     Attributes
     ----------
     arguments : tuple
-        ``_frame``'s arguments from ``performer_parents`` to ``softness``, in its
-        order (its docstring gives their shapes): read-only C arrays and scalars.
+        ``_frame``'s arguments from ``performer_parents`` on, in its order (its
+        docstring gives their shapes): read-only C arrays, scalars, and the tuples
+        of them ``contact``, ``objects`` and ``limbs``.
     num_joints : int
         The character's ``J``.
     """
@@ -977,23 +1004,14 @@ def frame_plan(puppet: Puppet) -> FramePlan | None:
     toe_shift = toe_clearance * puppet.foot_scale[:toes] - toe_clearance
     geometry = [limb_geometry(ch, limb) for limb in puppet.limbs]
     f, i = np.float64, np.intp
-    arguments = (
-        _frozen(puppet.performer.parents, i),
-        _frozen(puppet.sensor_of, i),
-        _frozen(puppet.effectors, i),
+    contact = (
         _frozen(puppet.contacts, i),
         _frozen(puppet.contact_owner, i),
         _frozen(puppet.contact_clearance, f),
         _frozen(puppet.influence[puppet.contact_owner], f),
         float(puppet.lookahead),
-        _frozen(puppet.character_clearance - puppet.clearance, f),
-        _frozen(toe_shift, f),
-        _frozen(puppet.toe_offsets.reshape(toes, 3), f),
-        *(_frozen(a, t) for a, t in zip(shapes, (i, f, f, f, f), strict=True)),
-        _frozen(puppet.influence, f),
-        _frozen(ch.point_parents, i),
-        _frozen(ch.point_offsets[None], f),
-        ch.num_joints,
+    )
+    limbs = (
         _frozen([limb.joints for limb in puppet.limbs], i),
         _frozen([ch.parents[limb.upper] if limb.upper else -1 for limb in puppet.limbs], i),
         _frozen([g.a for g in geometry], f),
@@ -1003,6 +1021,21 @@ def frame_plan(puppet: Puppet) -> FramePlan | None:
         _frozen([(g.s, g.t) for g in geometry], f),
         _frozen([limb.hinge_limits for limb in puppet.limbs], f),
         _frozen([limb.swivel_reference for limb in puppet.limbs], f),
+    )
+    arguments = (
+        _frozen(puppet.performer.parents, i),
+        _frozen(puppet.sensor_of, i),
+        _frozen(puppet.effectors, i),
+        contact,
+        _frozen(puppet.character_clearance - puppet.clearance, f),
+        _frozen(toe_shift, f),
+        _frozen(puppet.toe_offsets.reshape(toes, 3), f),
+        tuple(_frozen(a, t) for a, t in zip(shapes, (i, f, f, f, f), strict=True)),
+        _frozen(puppet.influence, f),
+        _frozen(ch.point_parents, i),
+        _frozen(ch.point_offsets[None], f),
+        ch.num_joints,
+        limbs,
         _frozen(puppet.lengths, f),
         _frozen(puppet.character_clearance, f),
         1e-9 * puppet.character_height,
@@ -1010,11 +1043,11 @@ def frame_plan(puppet: Puppet) -> FramePlan | None:
         float(puppet.softness),
         bool(puppet.hold_feet),
         *hold_arguments(puppet),
-        lag_coefficient(puppet.radius_release, puppet.fps),
-        lag_coefficient(puppet.root_smoothing, puppet.fps),
-        _frozen((puppet.root_zone + puppet.root_slack) * puppet.lengths, f),
-        _frozen(puppet.root_slack * puppet.lengths, f),
-        float(puppet.root_stiffness),
+        lag_coefficient(puppet.smoothing.radius_release, puppet.fps),
+        lag_coefficient(puppet.smoothing.root_smoothing, puppet.fps),
+        _frozen((puppet.smoothing.root_zone + puppet.smoothing.root_slack) * puppet.lengths, f),
+        _frozen(puppet.smoothing.root_slack * puppet.lengths, f),
+        float(puppet.smoothing.root_stiffness),
         float(puppet.stride),
         _frozen(puppet.origin, f),
     )
@@ -1035,7 +1068,7 @@ def hold_arguments(
         _frozen(gates, np.float64),
         float(puppet.pivot_speed),
         decay,
-        lag_coefficient(puppet.plant_smoothing, puppet.fps),
+        lag_coefficient(puppet.smoothing.plant_smoothing, puppet.fps),
     )
 
 
@@ -1060,42 +1093,22 @@ def _solve_compiled(plan: FramePlan, sensors: Array, state: Array) -> PuppetFram
         posture or a sensor is not finite: then :func:`solve_frames` must pose it.
     """
     j = plan.num_joints
-    root, captured_root = np.empty((1, 3)), np.empty((1, 3))
-    rotations, captured = np.empty((1, j, 4)), np.empty((1, j, 4))
-    importance, residual = np.empty((1, 4)), np.empty((1, 4))
-    goals = np.empty((1, 4, 3))
-    fixed = np.empty((1, 4), dtype=bool)
-    state, planted = np.array(state, dtype=np.float64), np.empty((1, 2))
-    status = _frame(
-        sensors,
-        root,
-        rotations,
-        importance,
-        goals,
-        captured_root,
-        captured,
-        residual,
-        fixed,
-        state,
-        planted,
-        *plan.arguments,
-    )
-    if status != SOLVED:
+    out = {  # the PuppetFrames fields _frame writes, in its order
+        "root_position": np.empty((1, 3)),
+        "rotations": np.empty((1, j, 4)),
+        "importance": np.empty((1, 4)),
+        "goals": np.empty((1, 4, 3)),
+        "captured_root": np.empty((1, 3)),
+        "captured": np.empty((1, j, 4)),
+        "residual": np.empty((1, 4)),
+        "penetration_fixed": np.empty((1, 4), dtype=bool),
+        "state": np.array(state, dtype=np.float64),
+        "planted": np.empty((1, 2)),
+    }
+    if _frame(sensors, tuple(out.values()), *plan.arguments) != SOLVED:
         return None
-    return PuppetFrames(
-        root_position=root,
-        rotations=rotations,
-        importance=importance,
-        goals=goals,
-        captured_root=captured_root,
-        captured=captured,
-        iterations=np.zeros(1, dtype=np.int64),
-        residual=residual,
-        penetration_fixed=fixed,
-        planted=planted,
-        state=state,
-        seconds=dict.fromkeys(STAGES, 0.0),
-    )
+    iterations = np.zeros(1, dtype=np.int64)
+    return PuppetFrames(**out, iterations=iterations, seconds=dict.fromkeys(STAGES, 0.0))
 
 
 class Puppeteer:
