@@ -26,9 +26,10 @@ __all__ = ["Array", "as_batch", "frozen", "runs"]
 Array = NDArray[np.float64]
 
 
-def _want(shape: tuple[int | None, ...]) -> str:
+def _want(shape: tuple[int | None, ...], *, whole: bool = False) -> str:
+    """The shape as the message writes it; a whole 1-tuple keeps its comma: ``3,``."""
     text = ", ".join("n" if s is None else str(s) for s in shape)
-    return text + "," if len(shape) == 1 else text
+    return text + "," if whole and len(shape) == 1 else text
 
 
 def as_batch(x: ArrayLike, trailing: tuple[int, ...], name: str) -> Array:
@@ -105,7 +106,9 @@ def frozen(
         elif arr.ndim != len(shape) or any(
             s is not None and s != n for s, n in zip(shape, arr.shape, strict=False)
         ):
-            raise ValueError(f"Expected `{name}` to have shape ({_want(shape)}), got {arr.shape}")
+            raise ValueError(
+                f"Expected `{name}` to have shape ({_want(shape, whole=True)}), got {arr.shape}"
+            )
     if finite and not np.isfinite(arr).all():
         raise ValueError(f"`{name}` contains NaN or infinite values")
     arr.setflags(write=False)

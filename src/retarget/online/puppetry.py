@@ -175,7 +175,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import quat
-from .._arrays import Array
+from .._arrays import Array, frozen
 from ..contacts import UP
 from ..environment import Floor, Shape, shape_arrays
 from ..filters import KalmanParameters, SensorEstimate, SensorFilter
@@ -980,9 +980,7 @@ class FramePlan:
 
 
 def _frozen(a: object, dtype: type) -> NDArray[np.generic]:
-    out: NDArray[np.generic] = np.array(a, dtype=dtype, order="C")  # a copy
-    out.setflags(write=False)
-    return out
+    return frozen(a, dtype=dtype, order="C")  # type: ignore[arg-type]
 
 
 def frame_plan(puppet: Puppet) -> FramePlan | None:

@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import quat
-from .._arrays import Array
+from .._arrays import Array, frozen
 from .._so3 import cross
 from ..kinematics import Pose
 from ..skeleton import Skeleton
@@ -50,13 +50,9 @@ State = TypeVar("State")
 
 
 def _frozen_array(a: ArrayLike, name: str, trailing: tuple[int, ...]) -> Array:
-    arr = np.array(a, dtype=np.float64)  # a copy the caller cannot reach
-    if arr.shape[arr.ndim - len(trailing) :] != trailing or arr.ndim < len(trailing):
-        want = ", ".join(str(t) for t in trailing)
-        raise ValueError(f"Expected `{name}` to have shape (..., {want}), got {arr.shape}")
+    arr: Array = frozen(a, trailing, name, trailing=True)  # NaN allowed: inactive
     if np.isinf(arr).any():
         raise ValueError(f"`{name}` contains infinite values (use NaN for inactive)")
-    arr.setflags(write=False)
     return arr
 
 
