@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ..result import Result
     from ..skeleton import Skeleton
 
-__all__ = ["Method", "Option", "check_same_hierarchy", "read_terrain"]
+__all__ = ["TERRAIN", "Method", "Option", "check_same_hierarchy", "read_terrain"]
 
 
 def _given(value: Any) -> bool:
@@ -107,6 +107,17 @@ def read_terrain(path: str) -> Any:
     from ..io.scene import read_environment
 
     return read_environment(path)
+
+
+#: ``--terrain FILE``: the option of every method that walks on a given ground.
+TERRAIN = Option(
+    "terrain",
+    "--terrain",
+    "ground to walk on (.json scene or .npz height field)",
+    metavar="FILE",
+    convert=read_terrain,
+    file=True,
+)
 
 
 def check_same_hierarchy(source: Skeleton, target: Skeleton) -> None:

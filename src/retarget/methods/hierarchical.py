@@ -39,7 +39,7 @@ from ..motion import Motion
 from ..result import Result, speed
 from ..roles import find_roles, height
 from ..skeleton import Skeleton
-from ._base import Option, read_terrain
+from ._base import TERRAIN, Option
 from .copy import leg_length, transfer
 
 __all__ = ["hierarchical_retarget", "morph_translations"]
@@ -312,14 +312,7 @@ def hierarchical_retarget(
 # -- options: what `retarget run --method hierarchical` and RunJob.method_options offer -------
 
 OPTIONS = (
-    Option(
-        "terrain",
-        "--terrain",
-        "ground to walk on (.json scene or .npz height field)",
-        metavar="FILE",
-        convert=read_terrain,
-        file=True,
-    ),
+    TERRAIN,
     Option(
         "limits",
         "--limits",

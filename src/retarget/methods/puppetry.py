@@ -54,7 +54,7 @@ from ..online.puppetry import (
 )
 from ..result import Result, speed
 from ..skeleton import Skeleton
-from ._base import Option, check_same_hierarchy, read_terrain
+from ._base import TERRAIN, Option, check_same_hierarchy
 
 __all__ = ["parse_noise", "puppetry_retarget", "run_puppeteer", "sensor_stream"]
 
@@ -375,14 +375,7 @@ def parse_noise(spec: str) -> tuple[float, float]:
 
 
 OPTIONS = (
-    Option(
-        "terrain",
-        "--terrain",
-        "ground to walk on (.json scene or .npz height field)",
-        metavar="FILE",
-        convert=read_terrain,
-        file=True,
-    ),
+    TERRAIN,
     Option(
         "noise",
         "--noise",
