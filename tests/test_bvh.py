@@ -905,7 +905,7 @@ def single_thread_scan(data: bytes, start: int, num_frames: int, motion: Motion)
     cols, axes, counts = _scan._plan(layout.columns, layout.orders)
     rot = np.empty((num_frames, sk.num_joints, 4))
     buf = np.frombuffer(data, dtype=np.uint8)[start:]
-    count, kind, off, _ = _scan._scan_kernel(
+    count, kind, off, _ = _scan._kernels()._scan_kernel(
         buf,
         np.empty(0),
         np.empty((0, 2), np.int64),

@@ -4,8 +4,8 @@ numba, scipy and matplotlib take a fresh process 0.1 to 0.3 s each to import, lo
 than ``retarget --help`` or ``retarget info FILE`` take in all, so the core modules
 (:mod:`retarget.quat`, :mod:`retarget.kinematics`, :mod:`retarget._so3`,
 :mod:`retarget.io`) keep their compiled kernels in private ``_*_kernels`` modules
-that :func:`loader` imports on the first call, and name them in their own module
-``__getattr__`` (``from retarget.quat import _product`` still works).
+that :func:`loader` imports on the first call; compiled code that calls a kernel
+imports it from its ``_*_kernels`` module.
 """
 
 from __future__ import annotations

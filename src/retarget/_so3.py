@@ -30,19 +30,11 @@ call the same formulas as the batched functions here (they live in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ._arrays import Array
-from ._lazy import Kernel, loader
-
-if TYPE_CHECKING:  # (loaded on first use: see __getattr__)
-    from ._so3_kernels import _coefficient_rows as _coefficient_rows
-    from ._so3_kernels import _coefficients_of as _coefficients_of
-    from ._so3_kernels import _matrix_entries as _matrix_entries
-    from ._so3_kernels import _matrix_rows as _matrix_rows
+from ._lazy import loader
 
 __all__ = [
     "apply_right_jacobian",
@@ -52,15 +44,8 @@ __all__ = [
     "right_jacobian_inverse",
 ]
 
-_KERNELS = ("_coefficients_of", "_matrix_entries", "_coefficient_rows", "_matrix_rows")
 _kernels = loader("retarget._so3_kernels")
 
-
-def __getattr__(name: str) -> Kernel:
-    """The compiled kernels by their names (``from retarget._so3 import _matrix_entries``)."""
-    if name in _KERNELS:
-        return getattr(_kernels(), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def cross(a: Array, b: Array) -> Array:

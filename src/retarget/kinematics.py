@@ -18,19 +18,14 @@ right, ``q_j ⊗ exp(v_j)``); rows are world-frame quantities.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._arrays import Array
-from ._lazy import Kernel, loader, numpy_twins
+from ._lazy import loader, numpy_twins
 from .motion import Motion
 from .skeleton import Skeleton
-
-if TYPE_CHECKING:  # (loaded on first use: see __getattr__)
-    from ._kinematics_kernels import _fk_kernel as _fk_kernel
-    from ._kinematics_kernels import _jacobian_kernel as _jacobian_kernel
 
 __all__ = [
     "Pose",
@@ -40,18 +35,11 @@ __all__ = [
     "positions",
 ]
 
-_KERNELS = ("_fk_kernel", "_jacobian_kernel")
 #: Most numbers in the positions of :func:`forward_kinematics` computed with numpy (the
 #: kernel's operations in its order: the same bits) while numba is not loaded.
 _NUMPY_POINTS = 1 << 18
 _kernels = loader("retarget._kinematics_kernels")
 
-
-def __getattr__(name: str) -> Kernel:
-    """The compiled kernels by their names (``from retarget.kinematics import _fk_kernel``)."""
-    if name in _KERNELS:
-        return getattr(_kernels(), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def forward_kinematics(

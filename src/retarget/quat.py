@@ -25,8 +25,8 @@ importing numba costs a fresh process some 0.3 s, more than a command such as
 :func:`rotate` on batches of up to :data:`_NUMPY_BATCH` numbers compute the
 same formulas with numpy, operation for operation, so the two give the same
 bits (no fused multiply-add: numba compiles without fastmath;
-``tests/test_quat.py`` checks it). ``quat._product`` and the other scalar
-kernels stay importable by name (the module's ``__getattr__`` loads them).
+``tests/test_quat.py`` checks it). Compiled code takes the scalar kernels
+(``_product`` and the others) from :mod:`retarget._quat_kernels`.
 
 ``exp`` and ``log`` map rotation vectors to quaternions and back. Shin et al.
 2001 write ``q = e^{θn/2}`` with the half angle inside the quaternion
@@ -37,22 +37,12 @@ angle into the quaternion itself, so ``exp(θ n) = (cos θ/2, n sin θ/2)``.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ._arrays import Array
-from ._lazy import Kernel, loader
-
-if TYPE_CHECKING:  # (loaded on first use: see __getattr__)
-    from ._quat_kernels import _exp_rows as _exp_rows
-    from ._quat_kernels import _log_rows as _log_rows
-    from ._quat_kernels import _multiply as _multiply
-    from ._quat_kernels import _product as _product
-    from ._quat_kernels import _rotate as _rotate
-    from ._quat_kernels import _rotvec_from_wxyz as _rotvec_from_wxyz
-    from ._quat_kernels import _wxyz_from_rotvec as _wxyz_from_rotvec
+from ._lazy import loader
 
 __all__ = [
     "angle",
@@ -82,23 +72,8 @@ _AXES = {"X": 0, "Y": 1, "Z": 2}
 #: while numba is not loaded; a larger batch loads the kernels (used from then on).
 _NUMPY_BATCH = 1 << 18
 #: The scalar and batched kernels of :mod:`retarget._quat_kernels`, as attributes here.
-_KERNELS = (
-    "_product",
-    "_multiply",
-    "_wxyz_from_rotvec",
-    "_rotvec_from_wxyz",
-    "_exp_rows",
-    "_log_rows",
-    "_rotate",
-)
 _kernels = loader("retarget._quat_kernels")
 
-
-def __getattr__(name: str) -> Kernel:
-    """The compiled kernels by their names (``from retarget.quat import _product``)."""
-    if name in _KERNELS:
-        return getattr(_kernels(), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _compiled(*arrays: Array) -> bool:

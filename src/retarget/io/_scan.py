@@ -34,20 +34,11 @@ from __future__ import annotations
 import mmap
 import threading
 import warnings
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .._lazy import Kernel, loader, numpy_twins
-
-if TYPE_CHECKING:  # (loaded on first use: see __getattr__)
-    from ._scan_kernels import _compose as _compose
-    from ._scan_kernels import _frame_quats as _frame_quats
-    from ._scan_kernels import _scan_amc_lines as _scan_amc_lines
-    from ._scan_kernels import _scan_kernel as _scan_kernel
-    from ._scan_kernels import _sincos_half as _sincos_half
-    from ._scan_kernels import count_lines as count_lines
+from .._lazy import loader, numpy_twins
 
 __all__ = [
     "TOKEN_BAD",
@@ -64,22 +55,8 @@ from ._scan_codes import TOKEN_BAD, TOKEN_END, TOKEN_SLOW
 POW10 = np.array([10.0**k for k in range(23)])
 SPLIT_BYTES = 1 << 20  # inputs larger than this are scanned in two threads
 
-_KERNELS = (
-    "_sincos_half",
-    "_frame_quats",
-    "_compose",
-    "_scan_kernel",
-    "count_lines",
-    "_scan_amc_lines",
-)
 _kernels = loader("retarget.io._scan_kernels")
 
-
-def __getattr__(name: str) -> Kernel:
-    """The compiled kernels by their names (``_scan._scan_kernel``), loaded on first use."""
-    if name in _KERNELS:
-        return getattr(_kernels(), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # -- half-angle sincos and Euler composition ------------------------------------------------

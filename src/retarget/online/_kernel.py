@@ -10,7 +10,7 @@ on the full body (69 columns).
 
 Nothing here is new math. The kernel calls the library's compiled pieces:
 forward kinematics and the tangent-space Jacobian
-(:func:`retarget.kinematics._fk_kernel`, ``_jacobian_kernel``), the quaternion
+(:mod:`retarget._kinematics_kernels`), the quaternion
 product, ``exp`` and ``log`` (:mod:`retarget.quat`), the left Jacobian of
 SO(3) (:mod:`retarget._so3`) and the rate-control step
 (:func:`retarget.ik.rate.rate_step_kernel`), and the quaternion steps shared with
@@ -41,7 +41,7 @@ import numpy as np
 
 from .._kinematics_kernels import _fk_kernel, _jacobian_kernel
 from .._quat_kernels import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
-from .._so3 import _coefficients_of, _matrix_entries
+from .._so3_kernels import _coefficients_of, _matrix_entries
 from ..ik.rate import rate_step_kernel
 from ._quat4 import ominus as _ominus
 from ._quat4 import rotate as _rotate
