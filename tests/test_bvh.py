@@ -898,10 +898,8 @@ def split_spy(monkeypatch):
 
 def single_thread_scan(data: bytes, start: int, num_frames: int, motion: Motion):
     """Fused scan of the whole buffer by the kernel itself, in one call."""
-    from retarget.io.bvh import _Layout
-
     sk = motion.skeleton
-    layout = _Layout(list(sk.channels), np.array(sk.offsets), num_frames)
+    layout = _scan.ChannelLayout(list(sk.channels), np.array(sk.offsets), num_frames)
     cols, axes, counts = _scan._plan(layout.columns, layout.orders)
     rot = np.empty((num_frames, sk.num_joints, 4))
     buf = np.frombuffer(data, dtype=np.uint8)[start:]
@@ -1327,3 +1325,59 @@ def test_written_file_is_plain_bvh_for_the_reference_reader(tmp_path):
     np.testing.assert_allclose(
         positions(motion), reference_positions(reference_parse(text), range(5)), rtol=0, atol=1e-7
     )
+
+
+def test_the_numpy_reader_of_a_summary_gives_the_kernels_values(data_dir, monkeypatch):
+    """``retarget info`` reads without numba (``_lazy.approximate``): numpy's decimals are
+    the scanner's bits, its quaternions within a few ulps; wrapped frames, CRLF and
+    anything numpy cannot read fall back as documented."""
+    import sys
+
+    from retarget import _lazy
+
+    data = (data_dir / "lafan_walk.bvh").read_bytes()
+    kernel = parse_bvh(data)
+    monkeypatch.delitem(sys.modules, "numba")  # "not loaded" (put back after the test)
+    with _lazy.approximate():
+        assert _lazy.numpy_twins(exact=False)
+        twin = parse_bvh(data)
+    np.testing.assert_array_equal(twin.root_position, kernel.root_position)
+    np.testing.assert_allclose(twin.rotations, kernel.rotations, rtol=0, atol=4e-16)
+    assert np.abs(twin.rotations - kernel.rotations).max() > 0  # really the other path
+
+    start = data.index(b"\n", data.index(b"Frame Time")) + 1
+    sk = kernel.skeleton
+    n_chan, frames = sk.num_channels, 50
+    body = data[start:].split(b"\n")[:frames]
+    values = np.array(b" ".join(body).split(), dtype=np.float64)
+    tokens = b" ".join(body).split()
+    wrapped = b"\r\n".join(b" ".join(tokens[k : k + 7]) for k in range(0, len(tokens), 7))
+    for text in (b"\n".join(body) + b"\n", wrapped, b"  " + b"\r\n".join(body) + b"\n\n"):
+        got = _scan._read_values_numpy(text, 0, frames * n_chan)
+        np.testing.assert_array_equal(got, values)
+    assert _scan._read_values_numpy(b"\n".join(body), 0, frames * n_chan + 1) is None
+    for bad in (b"1 2 nan\n", b"1 2 3,5\n", b"1 2 1e5.3\n", b"1 2 1e999\n", b""):
+        assert _scan._read_values_numpy(bad, 0, 3) is None, bad
+    layout = _scan.ChannelLayout(list(sk.channels), np.array(sk.offsets), frames)
+    table = values.reshape(frames, n_chan)
+    twin_quats = _scan._euler_deg_to_quat_numpy(table, layout.columns, layout.orders)
+    np.testing.assert_allclose(twin_quats, kernel.rotations[:frames], rtol=0, atol=4e-16)
+
+
+def test_the_numpy_euler_twin_of_every_order_is_the_kernel_to_an_ulp():
+    """One, two and three rotation channels in every order, repeated axes too, angles
+    beyond a turn, more frames than one block of the twin."""
+    import itertools
+
+    orders = ["".join(p) for n in (1, 2, 3) for p in itertools.product("XYZ", repeat=n)]
+    columns, c = [], 0
+    for order in orders:
+        columns.append(list(range(c, c + len(order))))
+        c += len(order)
+    columns.append([])  # a joint without rotation channels
+    orders.append("")
+    values = np.random.default_rng(0).uniform(-400.0, 400.0, (1100, c))
+    twin = _scan._euler_deg_to_quat_numpy(values, columns, orders)
+    kernel = _scan.euler_deg_to_quat(values, columns, orders)
+    np.testing.assert_allclose(twin, kernel, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(twin[:, -1], np.tile([1.0, 0.0, 0.0, 0.0], (1100, 1)))

@@ -394,3 +394,25 @@ def test_verb_solve_json_is_strict(capsys, tmp_path):
     code, out, err = run(capsys, "verb", "solve", verb, "--goal", "1", "1", "--json")
     assert code == 0, err
     assert _checked(out)["error_percent"] >= 0.0
+
+
+def _subparsers(parser):
+    import argparse
+
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return action.choices
+
+
+def test_a_parser_built_for_one_command_is_the_full_parser_for_it():
+    from retarget.cli import build_parser
+
+    full = build_parser()
+    commands = _subparsers(full)
+    assert len(commands) >= 20
+    for name, whole in commands.items():
+        one = build_parser(name)
+        assert one.format_help() == full.format_help()  # every command listed, with its help
+        built = _subparsers(one)
+        assert list(built) == list(commands)
+        assert built[name].format_help() == whole.format_help(), name
+        assert all(built[n] is None for n in commands if n != name)  # listed, not built

@@ -229,7 +229,8 @@ def _point_positions(skeleton: Skeleton, motion: Motion | None, points: tuple[in
         translations = None
     else:
         n = motion.num_frames
-        frames = np.unique(np.linspace(0, n - 1, min(n, UP_FRAMES)).round().astype(np.intp))
+        frames = np.linspace(0, n - 1, min(n, UP_FRAMES)).round().astype(np.intp)
+        frames = frames[np.diff(frames, prepend=-1) > 0]  # (sorted: np.unique would import np.ma)
         rotations = motion.rotations[frames]
         translations = None if motion.translations is None else motion.translations[frames]
     out = np.zeros((len(frames), len(points), 3))

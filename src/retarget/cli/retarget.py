@@ -264,24 +264,44 @@ def _batch_options(p: argparse.ArgumentParser) -> None:
     method_options(p)
 
 
-def add_parsers(sub: Any) -> None:
-    """Add this group's commands to the sub-parsers ``sub`` of ``retarget``."""
+def _run_options(p: argparse.ArgumentParser) -> None:
+    """``run``'s description and options that need the methods (added when it parses)."""
     from ..methods import METHODS
 
     methods = "\n".join(f"  {m.name:<14}{m.summary}" for m in METHODS.values())
+    p.description = f"Retarget SRC onto a character.\n\nmethods:\n{methods}"
+    run_options(p)
+    method_options(p)
+
+
+def _demo_options(p: argparse.ArgumentParser) -> None:
+    """``demo``'s options (added when it parses: ``--method`` lists the methods)."""
+    from ..methods import METHODS
+
+    p.add_argument("--out", default="demo-output", help="output folder (default demo-output)")
+    p.add_argument(
+        "--method",
+        action="append",
+        choices=list(METHODS),
+        help="a method to run (repeatable; default: copy and hierarchical)",
+    )
+    p.add_argument("--frames", metavar="A:B", help="only these frames of the walk")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def add_parsers(sub: Any) -> None:
+    """Add this group's commands to the sub-parsers ``sub`` of ``retarget``."""
     p = sub.add_parser(
         "run",
         help="retarget a motion onto a character",
-        description=f"Retarget SRC onto a character.\n\nmethods:\n{methods}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        complete=method_options,
+        complete=_run_options,
     )
     p.add_argument("source")
     p.add_argument("-o", "--output", required=True, help=".bvh or .npz")
     p.add_argument(
         "--report", metavar="REPORT.json", help="write what the method did and the measures"
     )
-    run_options(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser(
@@ -342,14 +362,9 @@ def add_parsers(sub: Any) -> None:
     motion_options(p)
     p.set_defaults(func=cmd_physics)
 
-    p = sub.add_parser("demo", help="retarget the sample walk onto blubby and sally, measure, plot")
-    p.add_argument("--out", default="demo-output", help="output folder (default demo-output)")
-    p.add_argument(
-        "--method",
-        action="append",
-        choices=list(METHODS),
-        help="a method to run (repeatable; default: copy and hierarchical)",
+    p = sub.add_parser(
+        "demo",
+        help="retarget the sample walk onto blubby and sally, measure, plot",
+        complete=_demo_options,
     )
-    p.add_argument("--frames", metavar="A:B", help="only these frames of the walk")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_demo)

@@ -33,7 +33,7 @@ from .. import quat, world
 from ..errors import FormatError, RetargetError, warn
 from ..motion import Motion
 from ..skeleton import CHANNEL_NAMES, Skeleton
-from ._scan import TOKEN_SLOW, euler_deg_to_quat, parse_floats, scan_channels
+from ._scan import TOKEN_SLOW, ChannelLayout, parse_floats, scan_channels
 from .files import atomic_write
 
 __all__ = ["format_bvh", "parse_bvh", "read_bvh", "write_bvh"]
@@ -393,20 +393,11 @@ def parse_bvh(
             raise _bad_token(name, data, pos, lineno, err)
         if count != expected:  # always so when n_chan > 0 here
             raise _count_error(name, data[pos:], lineno, num_frames, n_chan, count)
-        layout = _Layout(channels, offsets, num_frames)
+        layout = ChannelLayout(channels, offsets, num_frames)
         rotations = np.tile(quat.identity(), (num_frames, len(parser.names), 1))
         return _build_motion(parser, layout, rotations, frame_time, unit, up)
-    layout = _Layout(channels, offsets, num_frames)
-    rotations, count, kind, err = scan_channels(
-        data,
-        start,
-        num_frames,
-        layout.targets,
-        layout.columns,
-        layout.orders,
-        layout.root,
-        layout.trans,
-    )
+    layout = ChannelLayout(channels, offsets, num_frames)
+    rotations, count, kind, err = scan_channels(data, start, layout)
     if kind == TOKEN_SLOW:  # a value the fast path cannot take: parse all values generically
         values, count, err = parse_floats(data, expected, start=start)
         if err < 0 and count >= expected:  # (values holds the declared frames' only)
@@ -432,50 +423,6 @@ def _bad_token(name: str, data: Buffer, pos: int, lineno: int, err: int) -> Form
     return FormatError(
         name, bad_line, f"expected a finite number in the motion data, found {token!r}"
     )
-
-
-class _Layout:
-    """Where each channel of a frame goes, and the position arrays it fills.
-
-    ``root`` (F, 3) starts at the root's OFFSET, ``trans`` (F, J, 3) at the
-    joints' offsets (a (1, 1, 3) dummy when no non-root joint has position
-    channels); ``targets[c]`` is -1 for a rotation channel, 0-2 for a root axis
-    and ``3 + 3j + axis`` for joint j's translation.
-    """
-
-    def __init__(
-        self, channels: list[tuple[str, ...]], offsets: np.ndarray, num_frames: int
-    ) -> None:
-        self.offsets = offsets
-        self.columns: list[list[int]] = []
-        self.orders: list[str] = []
-        targets: list[int] = []
-        for j, chans in enumerate(channels):
-            self.columns.append([])
-            order = ""
-            for c in chans:
-                if c.endswith("position"):
-                    axis = "XYZ".index(c[0])
-                    targets.append(axis if j == 0 else 3 + 3 * j + axis)
-                else:
-                    self.columns[j].append(len(targets))
-                    order += c[0]
-                    targets.append(-1)
-            self.orders.append(order)
-        self.targets = np.array(targets, dtype=np.intp)
-        self.root = np.broadcast_to(offsets[0], (num_frames, 3)).copy()
-        self.has_trans = bool(np.any(self.targets >= 3))
-        shape = (num_frames, len(channels), 3) if self.has_trans else (1, 1, 3)
-        self.trans = np.broadcast_to(offsets if self.has_trans else 0.0, shape).copy()
-
-    def fill(self, values: np.ndarray) -> np.ndarray:
-        """Fill the positions from a (F, C) table of values; return the rotations."""
-        for c, t in enumerate(self.targets):
-            if t >= 3:
-                self.trans[:, (t - 3) // 3, (t - 3) % 3] = values[:, c]
-            elif t >= 0:
-                self.root[:, t] = values[:, c]
-        return euler_deg_to_quat(values, self.columns, self.orders)
 
 
 def _extra_frames(
@@ -571,7 +518,7 @@ def _fps_from_frame_time(frame_time: float) -> float:
 
 def _build_motion(
     parser: _Parser,
-    layout: _Layout,
+    layout: ChannelLayout,
     rotations: np.ndarray,
     frame_time: float,
     unit: str | None,

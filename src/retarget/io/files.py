@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -38,6 +37,8 @@ def atomic_write(
     if not folder.is_dir():
         raise RetargetError(f"{path}: the folder {folder} does not exist")
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    import tempfile  # (here: reading never needs it)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
