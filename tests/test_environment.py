@@ -18,6 +18,7 @@ from retarget.environment import (
     Floor,
     HeightField,
     Scene,
+    Slope,
     Sphere,
     ground_height,
     random_height_field,
@@ -217,6 +218,41 @@ def test_projection_lands_on_the_surface(name):
     np.testing.assert_array_equal(shape.distance(p), closest.distance)
     np.testing.assert_array_equal(shape.project(p), closest.point)
     np.testing.assert_array_equal(shape.normal(p), closest.normal)
+
+
+@pytest.mark.parametrize("name", ["floor", "slope", "sphere", "box", "heightfield", "scene"])
+def test_ground_gradient_is_the_slope_of_the_ground_height(name):
+    """The contract's ground slope (GroundTask's normal) against central differences of
+    the ground height, taken here with a larger step than the default's; exact for the
+    planes; zero where there is no ground."""
+    shapes = shapes_for_contract()
+    shapes["slope"] = Slope(0.2, [0.3, -0.15])
+    shapes["scene"] = Scene((Floor(-2.0), tilted_box(), shapes["sphere"]))
+    shape = shapes[name]
+    rng = np.random.default_rng(8)
+    if name in ("box", "sphere"):  # about their footprint, and beside it
+        xz = shape.center[[0, 2]] + rng.uniform(-1.6, 1.6, (300, 2))
+    else:
+        xz = rng.uniform([-1.0, -2.0], [10.0, 8.0], (300, 2))
+    eps = 1e-5
+    with np.errstate(invalid="ignore"):  # (-inf - -inf off a bounded object)
+        fd = np.stack(
+            [
+                (shape.ground_height(xz + eps * e) - shape.ground_height(xz - eps * e)) / (2 * eps)
+                for e in np.eye(2)
+            ],
+            axis=-1,
+        )
+    got = shape.ground_gradient(xz)
+    assert got.shape == (300, 2) and np.isfinite(got).all()
+    smooth = np.isfinite(fd).all(axis=-1) & (np.abs(fd) < 50).all(axis=-1)  # off edges
+    assert smooth.mean() > 0.2 if name in ("box", "sphere", "scene") else smooth.all()
+    np.testing.assert_allclose(got[smooth], fd[smooth], atol=2e-4)
+    if name in ("floor", "slope"):
+        np.testing.assert_array_equal(got, np.broadcast_to(getattr(shape, "slope", 0.0), (300, 2)))
+    if name in ("box", "sphere"):  # off the object: no ground, no slope
+        off = ~np.isfinite(shape.ground_height(xz))
+        assert off.any() and not got[off].any()
 
 
 def _off_medial_axis(shape, p):

@@ -27,3 +27,12 @@ def test_readme_example(data_dir, tmp_path):
     assert rt.evaluate(walk, result.motion)["skate_ratio"] > 1.0
     rt.write_motion(tmp_path / "walk_blubby.bvh", result.motion)
     assert rt.read_bvh(tmp_path / "walk_blubby.bvh").num_frames == 300
+
+
+def test_the_lazy_io_names_are_the_exported_ones_and_live_where_they_are_said_to():
+    from retarget import io
+
+    assert sorted(io._HOME) == sorted(io.__all__)
+    for name, home in io._HOME.items():
+        module = importlib.import_module(f"retarget.io.{home}")
+        assert getattr(module, name) is getattr(io, name), name

@@ -12,10 +12,12 @@ from retarget._so3 import (
     right_jacobian,
     right_jacobian_inverse,
 )
+from retarget.environment import Floor, Scene, Shape, Slope
 from retarget.io import read_asf_amc
 from retarget.kinematics import Pose
 from retarget.motion import oplus
 from retarget.tasks import (
+    Ground,
     GroundTask,
     JointLimitTask,
     OrientationTask,
@@ -59,6 +61,25 @@ def bumpy_gradient(xz):
     return np.stack([0.06 * np.cos(0.02 * xz[..., 0]), 0.002 * xz[..., 1]], axis=-1)
 
 
+class Bumpy(Shape):
+    """A ground of :func:`bumpy_height` (ground queries only); its slope exact, or by the
+    contract's central differences when ``exact`` is False."""
+
+    def __init__(self, exact: bool = True) -> None:
+        self.exact = exact
+
+    def closest(self, points):
+        raise NotImplementedError("a ground for tasks only")
+
+    def ground_height(self, xz, *, below=None):
+        return bumpy_height(np.asarray(xz, dtype=np.float64))
+
+    def ground_gradient(self, xz, *, below=None):
+        if self.exact:
+            return bumpy_gradient(np.asarray(xz, dtype=np.float64))
+        return super().ground_gradient(xz, below=below)
+
+
 def make_tasks(sk, n_frames, rng):
     """One task of every kind, goals of shape (F, ...)."""
     hand = sk.index("LeftHand_end")
@@ -69,11 +90,10 @@ def make_tasks(sk, n_frames, rng):
         ),
         "ground": GroundTask(
             sk.indices(["LeftToe_end", "RightToe_end", "Head"]),
-            bumpy_height,
+            Bumpy(),
             clearance=[1.0, 2.0, 150.0],
-            gradient=bumpy_gradient,
         ),
-        "ground_fd": GroundTask(sk.indices(["LeftToe_end", "Hips"]), bumpy_height),
+        "ground_fd": GroundTask(sk.indices(["LeftToe_end", "Hips"]), Bumpy(exact=False)),
         "limits": JointLimitTask(limited(sk), weight=5.0),
     }
 
@@ -216,34 +236,28 @@ def test_joint_and_position_residual_signs(walk):
     assert floor.inequality and not PositionTask(hand, goal).inequality
 
 
-def test_ground_accepts_floor_function_and_objects(walk):
+def test_ground_is_a_shape_or_a_floor_height(walk):
+    """The one environment (DESIGN.md, idea 3): a number is a level floor; any shape
+    answers through its ground height and slope; anything else is refused."""
     sk, root, rot, _ = walk
     pose = Pose.of(sk, root, rot)
     points = sk.indices(["LeftToe_end", "RightToe_end"])
-
-    class Terrain:
-        def height(self, xz):
-            return bumpy_height(xz)
-
-        def gradient(self, xz):
-            return bumpy_gradient(xz)
-
-    class Flat:  # height only: the slope comes from finite differences
-        def height(self, xz):
-            return np.full(xz.shape[:-1], 4.0)
-
-    by_object = GroundTask(points, Terrain())
-    by_function = GroundTask(points, bumpy_height)  # slope by finite differences
-    np.testing.assert_allclose(by_object.residual(pose), by_function.residual(pose))
-    np.testing.assert_allclose(by_object.jacobian(pose), by_function.jacobian(pose), atol=1e-6)
-    np.testing.assert_allclose(
-        GroundTask(points, Flat()).jacobian(pose), GroundTask(points, 4.0).jacobian(pose), atol=1e-9
-    )
-    np.testing.assert_allclose(
-        GroundTask(points, Flat()).residual(pose), GroundTask(points, 4.0).residual(pose)
-    )
-    with pytest.raises(ValueError, match="height"):
-        GroundTask(points, "floor")
+    exact, by_differences = GroundTask(points, Bumpy()), GroundTask(points, Bumpy(exact=False))
+    np.testing.assert_allclose(exact.residual(pose), by_differences.residual(pose))
+    np.testing.assert_allclose(exact.jacobian(pose), by_differences.jacobian(pose), atol=1e-6)
+    level = GroundTask(points, 4.0)
+    assert level.ground == Floor(4.0)
+    for same in (Floor(4.0), Slope(4.0, [0.0, 0.0]), Scene((Floor(4.0),))):
+        task = GroundTask(points, same)
+        np.testing.assert_allclose(task.residual(pose), level.residual(pose))
+        np.testing.assert_allclose(task.jacobian(pose), level.jacobian(pose), atol=1e-9)
+    for wrong in ("floor", bumpy_height):
+        with pytest.raises(TypeError, match="ground"):
+            GroundTask(points, wrong)
+    ground = Ground(np.array(points), np.zeros(2), Slope(1.0, [0.5, 0.0]))
+    np.testing.assert_allclose(ground.height(np.array([[2.0, 7.0]])), [2.0])
+    with pytest.raises(TypeError, match="surface"):
+        Ground(np.array(points), np.zeros(2), bumpy_height)
 
 
 # -- inactive goals and batches ----------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .. import __version__
 from ..errors import RetargetError
@@ -57,13 +58,13 @@ class _Commands(argparse._SubParsersAction):
 class _OneCommand:
     """The sub-parsers of ``retarget`` where only ``command`` gets a parser."""
 
-    def __init__(self, sub: _Commands, command: str) -> None:
+    def __init__(self, sub: Any, command: str) -> None:
         self._sub, self._command = sub, command
 
-    def add_parser(self, name: str, **kwargs: object) -> object:
+    def add_parser(self, name: str, **kwargs: Any) -> object:
         if name == self._command:
             return self._sub.add_parser(name, **kwargs)
-        self._sub.list_only(name, kwargs.get("help"))  # type: ignore[arg-type]
+        self._sub.list_only(name, kwargs.get("help"))
         return _Unbuilt()
 
 

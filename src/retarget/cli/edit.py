@@ -10,16 +10,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import RetargetError
-from ..run import (
-    dumps_json,
-    frame_slice,
-    read_input,
-    require_humanoid,
-)
-from ._common import (
-    _write_result,
-    motion_options,
-)
+from ..run import dumps_json, frame_slice, read_input, require_humanoid
+from ._common import _write_result, motion_options
 
 __all__ = ["add_parsers"]
 

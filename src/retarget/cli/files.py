@@ -12,16 +12,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import RetargetError
-from ..run import (
-    dumps_json,
-    read_character,
-    read_input,
-    require_humanoid,
-)
-from ._common import (
-    Presets,
-    motion_options,
-)
+from ..run import dumps_json, read_character, read_input, require_humanoid
+from ._common import Presets, motion_options
 
 if TYPE_CHECKING:
     from ..motion import Motion

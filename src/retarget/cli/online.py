@@ -12,17 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import RetargetError
-from ..run import (
-    frame_slice,
-    read_input,
-    require_humanoid,
-    target_skeleton,
-    write_json,
-)
-from ._common import (
-    Presets,
-    motion_options,
-)
+from ..run import frame_slice, read_input, require_humanoid, target_skeleton, write_json
+from ._common import Presets, motion_options
 
 __all__ = ["add_parsers"]
 

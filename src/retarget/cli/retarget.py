@@ -11,13 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import RetargetError
-from ..run import (
-    frame_slice,
-    read_input,
-    require_humanoid,
-    target_skeleton,
-    write_json,
-)
+from ..run import frame_slice, read_input, require_humanoid, target_skeleton, write_json
 from ._common import (
     Presets,
     _measure_table,

@@ -11,14 +11,8 @@ import numpy as np
 
 from .._json import strict_json
 from ..errors import RetargetError
-from ..run import (
-    frame_slice,
-    read_input,
-)
-from ._common import (
-    _Parser,
-    read_report,
-)
+from ..run import frame_slice, read_input
+from ._common import _Parser, read_report
 
 if TYPE_CHECKING:
     from ..motion import Motion

@@ -7,16 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RetargetError
-from ..run import (
-    frame_slice,
-    read_input,
-    require_humanoid,
-)
-from ._common import (
-    motion_options,
-    named_motions,
-    read_report,
-)
+from ..run import frame_slice, read_input, require_humanoid
+from ._common import motion_options, named_motions, read_report
 
 __all__ = ["add_parsers"]
 

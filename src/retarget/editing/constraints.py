@@ -14,14 +14,13 @@ held fixed over its planted frames.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numpy.typing import NDArray
 
 from .. import quat
 from .._arrays import Array, runs
 from ..contacts import UP, Contacts
+from ..environment.shapes import Shape, as_shape
 from ..errors import FormatError, RetargetError
 from ..motion import Motion
 from ..roles import Roles
@@ -39,7 +38,7 @@ def footplants(
     *,
     ratio: float | Array,
     clearance: Array,
-    surface: Any = None,
+    surface: Shape | float | None = None,
     blend: int = 6,
 ) -> Constraints:
     """Footplant goals on the target from the source's contacts.
@@ -88,8 +87,9 @@ def footplants(
         stride ratio), or one per frame.
     clearance : ndarray, shape (K,) or (F, K)
         Target height of each contact point above the ground when planted (per frame).
-    surface : optional
-        The ground (see :class:`Ground`); the source's floor when None.
+    surface : Shape or float, optional
+        The ground (:mod:`retarget.environment`; a number is a level floor's
+        height); the source's floor when None.
     blend : int
         Frames on each side of a plant over which the foot eases in and out
         (:attr:`Constraints.transitions`): the track continues the plant with the
@@ -119,7 +119,7 @@ def footplants(
     ground = Ground(
         target_points,
         np.asarray(clearance, dtype=np.float64),
-        contacts.floor if surface is None else surface,
+        as_shape(contacts.floor if surface is None else surface, name="surface"),
     )
     num_frames = source.num_frames
     r = np.broadcast_to(np.asarray(ratio, dtype=np.float64), (num_frames,))

@@ -310,5 +310,3 @@ def _hf_height(C, x0, z0, dx, dz, XZ, height, gradient):  # pragma: no cover - j
         height[k] = h
         gradient[k, 0] = hx
         gradient[k, 1] = hz
-
-

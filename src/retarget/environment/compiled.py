@@ -33,7 +33,6 @@ __all__ = [
 ]
 
 
-
 @numba.njit(cache=True, nogil=True)
 def _times(d, m):  # pragma: no cover - jitted
     """``d @ m``: the 3-tuple ``d`` times the (3, 3) matrix ``m`` (a view), term by term."""

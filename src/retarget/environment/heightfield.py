@@ -231,6 +231,9 @@ class HeightField(Shape):
     def ground_height(self, xz: ArrayLike, *, below: ArrayLike | None = None) -> Array:
         return self.height(xz)
 
+    def ground_gradient(self, xz: ArrayLike, *, below: ArrayLike | None = None) -> Array:
+        return self.gradient(xz)
+
 
 def random_height_field(
     extent_xz: ArrayLike,
@@ -302,5 +305,3 @@ def random_height_field(
         ndimage.convolve1d(net, node, 0, mode="mirror"), node, 1, mode="mirror"
     )
     return HeightField(ext[:, 0], step, heights)
-
-

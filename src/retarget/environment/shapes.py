@@ -156,6 +156,30 @@ class Shape(abc.ABC):
         ndarray, shape (...,)
         """
 
+    def ground_gradient(self, xz: ArrayLike, *, below: ArrayLike | None = None) -> Array:
+        """``(∂h/∂x, ∂h/∂z)`` of :meth:`ground_height` ``h``: the ground's slope under
+        each ``(x, z)``, for tasks that keep points above it (their Jacobian's normal
+        ``(−h_x, 1, −h_z)``).
+
+        By central differences of :meth:`ground_height` (step ``1e-6 max(1, |x|)``);
+        planes and height fields answer exactly. Zero where the ground is flat, and
+        where there is none (``-inf`` on both sides).
+
+        ``xz`` (..., 2) -> (..., 2).
+        """
+        xz = _as_xz(xz)
+        step = 1e-6 * np.maximum(1.0, np.abs(xz))
+        out = np.empty(xz.shape)
+        for c in range(2):
+            delta = np.zeros(xz.shape)
+            delta[..., c] = step[..., c]
+            up = self.ground_height(xz + delta, below=below)
+            down = self.ground_height(xz - delta, below=below)
+            with np.errstate(invalid="ignore"):
+                slope = (up - down) / (2.0 * step[..., c])
+            out[..., c] = np.where(np.isfinite(slope), slope, 0.0)
+        return out
+
 
 def _compiled_rows(shape: Shape, points: ArrayLike) -> tuple[Array, Array, tuple[int, ...]]:
     p = _as_points(points)
@@ -214,6 +238,9 @@ class Floor(Shape):
     def ground_height(self, xz: ArrayLike, *, below: ArrayLike | None = None) -> Array:
         return np.full(_as_xz(xz).shape[:-1], self.height)
 
+    def ground_gradient(self, xz: ArrayLike, *, below: ArrayLike | None = None) -> Array:
+        return np.zeros(_as_xz(xz).shape)
+
 
 @dataclass(frozen=True, eq=False)
 class Slope(Shape):
@@ -246,6 +273,9 @@ class Slope(Shape):
 
     def ground_height(self, xz: ArrayLike, *, below: ArrayLike | None = None) -> Array:
         return self.height + _as_xz(xz) @ self.slope
+
+    def ground_gradient(self, xz: ArrayLike, *, below: ArrayLike | None = None) -> Array:
+        return np.broadcast_to(self.slope, _as_xz(xz).shape).copy()
 
 
 # -- sphere ------------------------------------------------------------------------------
@@ -500,9 +530,8 @@ def ground_height(shape: Shape, xz: ArrayLike, *, below: ArrayLike | None = None
     return shape.ground_height(xz, below=below)
 
 
-
-
 # -- as arrays (the compiled kernels' form) ---------------------------------------------
+
 
 class ShapeArrays(NamedTuple):
     """Floors, boxes and spheres as arrays (module docstring)."""

@@ -24,6 +24,16 @@ if TYPE_CHECKING:
     from .formats import READABLE, WRITABLE, read_motion, write_motion
     from .npz import read_npz, write_npz
 
+#: The names each module exports here (``__all__``, a test checks they agree).
+_EXPORTS = {
+    "asf_amc": "AsfSkeleton format_amc parse_amc parse_asf"
+    " read_amc read_asf read_asf_amc write_amc",
+    "bvh": "format_bvh parse_bvh read_bvh write_bvh",
+    "formats": "READABLE WRITABLE read_motion write_motion",
+    "npz": "read_npz write_npz",
+}
+#: The module of each exported name.
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names.split()}
 __all__ = [
     "READABLE",
     "WRITABLE",
@@ -44,27 +54,7 @@ __all__ = [
     "write_motion",
     "write_npz",
 ]
-
 _SUBMODULES = ("asf_amc", "bvh", "formats", "npz", "sensors")
-#: The module of each exported name.
-_HOME = {
-    **dict.fromkeys(
-        (
-            "AsfSkeleton",
-            "format_amc",
-            "parse_amc",
-            "parse_asf",
-            "read_amc",
-            "read_asf",
-            "read_asf_amc",
-            "write_amc",
-        ),
-        "asf_amc",
-    ),
-    **dict.fromkeys(("format_bvh", "parse_bvh", "read_bvh", "write_bvh"), "bvh"),
-    **dict.fromkeys(("READABLE", "WRITABLE", "read_motion", "write_motion"), "formats"),
-    **dict.fromkeys(("read_npz", "write_npz"), "npz"),
-}
 
 
 def __getattr__(name: str) -> Any:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -40,6 +40,9 @@ from ..result import Result, speed
 from ..roles import find_roles, height
 from ..skeleton import Skeleton
 from ._base import TERRAIN, Option
+
+if TYPE_CHECKING:
+    from ..environment import Shape
 from .copy import leg_length, transfer
 
 __all__ = ["hierarchical_retarget", "morph_translations"]
@@ -130,7 +133,7 @@ def hierarchical_retarget(
     translations: ArrayLike | None = None,
     spacings: Sequence[float] = (16, 8, 4, 2),
     exact: bool = True,
-    terrain: Any = None,
+    terrain: Shape | None = None,
     max_iterations: int = 30,
     plant_height: float = 0.02,
     plant_speed: float = 0.05,
@@ -160,10 +163,11 @@ def hierarchical_retarget(
         Knot spacing per level, coarse to fine (frames).
     exact : bool
         Enforce every footplant exactly by IK after the last level.
-    terrain : optional
-        A surface with ``height(xz)`` (``environment.HeightField``, ``Floor``,
-        a ``Scene`` wrapped by ``environment.ground_height``): contacts move
-        onto it.
+    terrain : Shape, optional
+        The ground (:mod:`retarget.environment`: a ``HeightField``, ``Floor``,
+        ``Slope`` or ``Scene``, whose ``ground_height`` is the highest surface a
+        foot could stand on): contacts move onto it. Default: the level floor or
+        the slope the source's footprints lie on.
     max_iterations : int
         Iterations per IK solve.
     plant_height, plant_speed : float

@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from .._arrays import Array
 from ..contacts import UP
+from ..environment.shapes import Shape, as_shape
 from ..kinematics import Pose
 from ..skeleton import Skeleton
 from .base import Task
@@ -45,27 +46,23 @@ class Ground:
     clearance : ndarray, shape (K,) or (F, K)
         Height each point keeps above the surface (a joint sits above the sole);
         per frame for a character whose proportions change over the clip.
-    surface : object
-        A float for a flat floor, a shape or scene of :mod:`retarget.environment`
-        (its ``ground_height``), or anything with ``height(xz (..., 2)) -> (...,)``.
+    surface : Shape or float
+        The ground (:mod:`retarget.environment`; a number is the height of a level
+        :class:`~retarget.environment.Floor`).
     """
 
     points: NDArray[np.intp]
     clearance: Array
-    surface: Any = 0.0
+    surface: Shape = 0.0  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "surface", as_shape(self.surface, name="surface"))
 
     def height(self, xz: Array) -> Array:
-        """Surface height under horizontal positions ``xz (..., 2)``.
-
-        A number is a flat floor; an :mod:`retarget.environment` shape or scene
-        answers with its ``ground_height`` (the highest surface a foot could
-        stand on); anything else with a ``height(xz)`` method is asked that.
-        """
-        if isinstance(self.surface, (int, float)):
-            return np.full(xz.shape[:-1], float(self.surface))
-        if hasattr(self.surface, "ground_height"):
-            return np.asarray(self.surface.ground_height(xz), dtype=np.float64)
-        return np.asarray(self.surface.height(xz), dtype=np.float64)
+        """The ground's height under horizontal positions ``xz (..., 2)``: the
+        surface's :meth:`~retarget.environment.Shape.ground_height` (the highest
+        surface a foot could stand on)."""
+        return self.surface.ground_height(xz)
 
     def clearance_at(self, frames: NDArray[np.intp]) -> Array:
         """The clearances at ``frames``, shape (N, K)."""

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._arrays import Array
+from ..environment.shapes import Shape, as_shape
 from ..kinematics import Pose
 from .base import Task, _frozen_array, _wrench_vjp
 
-__all__ = ["GroundTask", "HeightFn"]
-
-HeightFn = Callable[[Array], Array]
+__all__ = ["GroundTask"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -26,23 +25,21 @@ class GroundTask(Task):
     ----------
     points : array_like of int, shape (K,)
         Point indices (toes, heels, ankles...).
-    ground : float, callable or object, default 0.0
-        A floor height (flat floor, Y up); or ``height(xz (..., 2)) -> (...)``;
-        or any object with a ``height(xz)`` method and optionally
-        ``gradient(xz) -> (..., 2)`` (``retarget.environment`` height fields).
+    ground : Shape or float, default 0.0
+        The ground (:mod:`retarget.environment`): ``h`` is its
+        :meth:`~retarget.environment.Shape.ground_height` and the normal of each
+        row ``(−h_x, 1, −h_z)`` comes from its
+        :meth:`~retarget.environment.Shape.ground_gradient`; a number is the
+        height of a level :class:`~retarget.environment.Floor`.
     clearance : array_like, shape (..., K), default 0
         Distance each point must keep above the ground; per batch element,
         NaN = inactive for that point and element.
-    gradient : callable, optional
-        ``∂h/∂(x, z)``, ``(..., 2) -> (..., 2)``; without one (and without a
-        ``ground.gradient``), central differences of ``height``.
     weight : float, keyword-only
     """
 
     points: NDArray[np.intp]
-    ground: Any = 0.0
+    ground: Shape = 0.0  # type: ignore[assignment]
     clearance: Array = 0.0  # type: ignore[assignment]
-    gradient: HeightFn | None = None
     inequality: bool = field(default=True, init=False)
     batched_fields: ClassVar[Mapping[str, int]] = {"clearance": 1}
 
@@ -56,46 +53,16 @@ class GroundTask(Task):
         if clearance.ndim == 0 or clearance.shape[-1] != len(points):
             clearance = np.broadcast_to(clearance, (len(points),))
         object.__setattr__(self, "clearance", _frozen_array(clearance, "clearance", (len(points),)))
-        g = self.ground
-        if not (isinstance(g, (int, float, np.floating, np.integer)) or callable(g)):
-            if not callable(getattr(g, "height", None)):
-                raise ValueError(
-                    "Expected `ground` to be a floor height, a height function h(xz), or an "
-                    f"object with a height(xz) method; got {type(g).__name__}"
-                )
-        if isinstance(g, (int, float, np.floating, np.integer)):
-            object.__setattr__(self, "ground", float(g))
+        object.__setattr__(self, "ground", as_shape(self.ground))
 
     @property
     def size(self) -> int:
         return len(self.points)
 
-    def _height(self, xz: Array) -> Array:
-        g = self.ground
-        if isinstance(g, float):
-            return np.full(xz.shape[:-1], g)
-        fn = g if callable(g) and not hasattr(g, "height") else g.height
-        return np.asarray(fn(xz), dtype=np.float64)
-
-    def _slope(self, xz: Array) -> Array:
-        g = self.ground
-        if isinstance(g, float):
-            return np.zeros(xz.shape)
-        fn = self.gradient or getattr(g, "gradient", None)
-        if fn is not None:
-            return np.asarray(fn(xz), dtype=np.float64)
-        h = 1e-6 * np.maximum(1.0, np.abs(xz))
-        out = np.empty(xz.shape)
-        for c in range(2):
-            step = np.zeros(xz.shape)
-            step[..., c] = h[..., c]
-            out[..., c] = (self._height(xz + step) - self._height(xz - step)) / (2 * h[..., c])
-        return out
-
     def _raw(self, pose: Pose) -> tuple[Array, Array, NDArray[np.bool_]]:
         p = pose.positions[..., self.points, :]
         xz = p[..., [0, 2]]
-        r = p[..., 1] - self._height(xz) - self.clearance
+        r = p[..., 1] - self.ground.ground_height(xz) - self.clearance
         active = np.isfinite(r)
         return r, xz, active
 
@@ -106,7 +73,7 @@ class GroundTask(Task):
     def _normals(self, pose: Pose) -> tuple[Array, NDArray[np.bool_]]:
         """``∂r/∂p`` per point, ``(−h_x, 1, −h_z)``, shape (..., K, 3)."""
         r, xz, active = self._raw(pose)
-        slope = self._slope(xz)
+        slope = self.ground.ground_gradient(xz)
         n = np.stack([-slope[..., 0], np.ones(r.shape), -slope[..., 1]], axis=-1)
         return np.where(active[..., None], n, 0.0), active
 
