@@ -172,6 +172,14 @@ class Presets:
         return len(self._names())
 
 
+def writes_motion(p: argparse.ArgumentParser) -> None:
+    """``-o/--output`` (required) and ``--report``, then :func:`motion_options`: a
+    command that reads motion files and writes a motion and its report."""
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--report", metavar="REPORT.json")
+    motion_options(p)
+
+
 def motion_options(p: argparse.ArgumentParser) -> None:
     """``--skeleton``, ``--fps``, ``--unit``, ``--up``: how motion files are read."""
     p.add_argument("--skeleton", help="the .asf of an .amc input (default: the .asf beside it)")

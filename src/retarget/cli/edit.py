@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import RetargetError
 from ..run import dumps_json, frame_slice, read_input, require_humanoid
-from ._common import _write_result, motion_options
+from ._common import _write_result, motion_options, writes_motion
 
 __all__ = ["add_parsers"]
 
@@ -144,9 +144,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--free-feet", action="store_true", help="do not hold the motion's footplants")
     p.add_argument("--approximate", action="store_true", help="skip the final exact IK pass")
     p.add_argument("--frames", metavar="A:B", help="only these frames")
-    p.add_argument("-o", "--output", required=True)
-    p.add_argument("--report", metavar="REPORT.json")
-    motion_options(p)
+    writes_motion(p)
     p.set_defaults(func=cmd_edit)
 
     p = sub.add_parser(
@@ -158,9 +156,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("source")
     p.add_argument("--positions", required=True, metavar="P.npz")
     p.add_argument("--frames", metavar="A:B", help="only these frames (the positions' frames)")
-    p.add_argument("-o", "--output", required=True)
-    p.add_argument("--report", metavar="REPORT.json")
-    motion_options(p)
+    writes_motion(p)
     p.set_defaults(func=cmd_enhance)
 
     p = sub.add_parser(

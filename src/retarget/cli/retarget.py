@@ -17,8 +17,8 @@ from ._common import (
     _measure_table,
     _write_result,
     method_options,
-    motion_options,
     run_options,
+    writes_motion,
 )
 
 if TYPE_CHECKING:
@@ -351,9 +351,7 @@ def add_parsers(sub: Any) -> None:
     )
     p.add_argument("--iterations", type=int, default=3, help="Kalman updates per application")
     p.add_argument("--frames", metavar="A:B", help="only these frames")
-    p.add_argument("-o", "--output", required=True)
-    p.add_argument("--report", metavar="REPORT.json")
-    motion_options(p)
+    writes_motion(p)
     p.set_defaults(func=cmd_physics)
 
     p = sub.add_parser(
