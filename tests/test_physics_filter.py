@@ -169,6 +169,61 @@ def test_cli_physics_writes_motion_and_report(tmp_path, data_dir, run_cli):
     assert len(data["curves"]["result"]["zmp_outside"]) == 100
 
 
+def test_cli_physics_form_chooses_how_dynamic_applications_run(tmp_path, data_dir, run_cli):
+    """``--form paper|curve`` (``retarget physics`` and ``run --method physics``): the
+    report says which ran, and the two write different motions."""
+    from retarget.io import read_bvh
+
+    written = {}
+    for form in ("curve", "paper"):
+        out, report = tmp_path / f"{form}.bvh", tmp_path / f"{form}.json"
+        code, _ = run_cli(
+            "physics",
+            str(data_dir / "lafan_walk.bvh"),
+            "--frames",
+            "100:160",
+            "--passes",
+            "1D",
+            "--form",
+            form,
+            "-o",
+            str(out),
+            "--report",
+            str(report),
+        )
+        assert code == 0
+        assert json.loads(report.read_text())["settings"]["form"] == form
+        written[form] = read_bvh(out)
+    assert np.abs(written["curve"].rotations - written["paper"].rotations).max() > 1e-3
+    code, _ = run_cli(
+        "run",
+        str(data_dir / "lafan_walk.bvh"),
+        "--frames",
+        "100:160",
+        "--method",
+        "physics",
+        "--target-preset",
+        "blubby",
+        "--passes",
+        "1D",
+        "--form",
+        "paper",
+        "-o",
+        str(tmp_path / "run.bvh"),
+        "--report",
+        str(tmp_path / "run.json"),
+    )
+    assert code == 0
+    assert json.loads((tmp_path / "run.json").read_text())["settings"]["form"] == "paper"
+    from retarget.methods.physics import filter_motion
+
+    walk = read_bvh(data_dir / "lafan_walk.bvh")[100:110]
+    with pytest.raises(
+        RetargetError, match="--form: unknown form 'printed'; choose curve or paper"
+    ):
+        filter_motion(walk, name="walk", form="printed")
+
+
 @pytest.mark.parametrize("target", ["preset", "vicon.asf"])
 def test_cli_physics_on_another_character(tmp_path, data_dir, run_cli, target):
     """``--target-preset`` / ``--target``: the source is carried onto the character

@@ -128,6 +128,7 @@ def cmd_physics(args: argparse.Namespace) -> int:
         momentum=not args.no_momentum,
         spacing=args.spacing,
         iterations=args.iterations,
+        form=args.form,
     )
     inputs = [args.source, *([args.target] if args.target else []), *read]
     if args.hint:
@@ -350,6 +351,13 @@ def add_parsers(sub: Any) -> None:
         help="frames per knot of the B-spline (default 4; 2 for fast motion)",
     )
     p.add_argument("--iterations", type=int, default=3, help="Kalman updates per application")
+    p.add_argument(
+        "--form",
+        choices=("curve", "paper"),
+        default="curve",
+        help="dynamic applications on one B-spline displacement (curve, the default) or as "
+        "printed: per-frame Kalman stage, then the least-squares filter (paper)",
+    )
     p.add_argument("--frames", metavar="A:B", help="only these frames")
     writes_motion(p)
     p.set_defaults(func=cmd_physics)

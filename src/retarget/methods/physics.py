@@ -27,7 +27,10 @@ from ..result import Result
 from ..skeleton import Skeleton
 from ._base import Option
 
-__all__ = ["OPTIONS", "filter_motion", "parse_named", "physics_retarget"]
+__all__ = ["FORMS", "OPTIONS", "filter_motion", "parse_named", "physics_retarget"]
+
+#: How dynamic applications run (:attr:`retarget.physics.filter.FilterSettings.form`).
+FORMS = ("curve", "paper")
 
 
 def parse_named(items: Sequence[str], option: str, unit: str) -> dict[str, float]:
@@ -65,6 +68,7 @@ def filter_motion(
     momentum: bool = True,
     spacing: float = 4.0,
     iterations: int = 3,
+    form: str = "curve",
 ) -> tuple[Result, list[str]]:
     """The physics filter of a Y-up ``source`` (``retarget physics`` after it is turned
     upright or retargeted); the result and the files read (constraints, hint).
@@ -72,7 +76,9 @@ def filter_motion(
     ``name`` is the character named in errors; ``constraints`` a file of position
     goals (as for ``retarget edit``) on ``frame`` (default ``source``), whose axes
     ``turn`` (a quaternion; default none) carries to Y up; ``hint`` reads the
-    kinematic hint, the first prior (with the source's joints and frames).
+    kinematic hint, the first prior (with the source's joints and frames). ``form``
+    is how dynamic applications run (:class:`~retarget.physics.filter.FilterSettings`):
+    ``"curve"`` (the default) or ``"paper"`` (§§5–6 as printed).
     """
     from .. import quat
     from ..contacts import detect_contacts
@@ -120,7 +126,9 @@ def filter_motion(
     goals = PhysicsGoals(
         contacts, positions, balance=balance, torque_limits=limits, momentum=momentum
     )
-    settings = FilterSettings(spacing=spacing, iterations=iterations)
+    if form not in FORMS:
+        raise RetargetError(f"--form: unknown form {form!r}; choose {' or '.join(FORMS)}")
+    settings = FilterSettings(spacing=spacing, iterations=iterations, form=form)
     return physics_filter(source, body, goals, passes, settings, hint=prior), inputs
 
 
@@ -141,6 +149,7 @@ def physics_retarget(
     momentum: bool = True,
     spacing: float = 4.0,
     iterations: int = 3,
+    form: str = "curve",
 ) -> Result:
     """Retarget ``source`` onto ``target`` (hierarchical), then the physics filter.
 
@@ -179,6 +188,7 @@ def physics_retarget(
         momentum=momentum,
         spacing=spacing,
         iterations=iterations,
+        form=form,
     )
     return result
 
@@ -257,4 +267,10 @@ OPTIONS = (
         type=float,
     ),
     Option("iterations", "--iterations", "Kalman updates per application (default 3)", type=int),
+    Option(
+        "form",
+        "--form",
+        "dynamic applications on one curve (curve, the default) or as printed (paper)",
+        choices=FORMS,
+    ),
 )

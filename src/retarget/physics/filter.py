@@ -757,6 +757,7 @@ def physics_filter(
             "spacing": st.spacing,
             "beta": st.beta,
             "window": st.window,
+            "form": st.form,
             "dynamic_joints": [body.skeleton.names[j] for j in joints_d],
         },
         "seconds": total,
