@@ -15,6 +15,16 @@ default ``../shared/data``), the wide-steps goals (feet 15 % of height outward):
 4. **inverse dynamics**, ours batched over frames against pinocchio's ``rnea``
    called once per frame from Python, on the same model.
 
+5. **the two forms side by side** (``form="curve"``, the default, and ``"paper"``,
+   §§5–6 as printed) on the issue's scenarios, each run once, its quality and
+   frames/s in one table: wide steps (frames 100-360, feet 15 % out, 2D+1K), 8 kg
+   in the right hand (frames 100-220, 1D), torque limits at 80 % of the source's
+   peak at a hip and a knee (frames 100-360, 2D+1K), the synthetic jump of the tests
+   (the root lifted 20 cm over 30 of 120 walking frames, a knot every second frame,
+   2D+1K) and CMU 01_01's forward jumps (``real/01_01.amc``, its first 600 frames,
+   a knot every 8th frame at 120 fps, 2D+1K), and 30 kg in the right hand on the
+   first 900 frames (1K+3D+1K).
+
 Medians of ``REPEATS`` runs; the table is printed and appended to
 ``benchmarks/results/YYYY-MM-DD-physics.md``. The paper: 150 frames/s
 kinematic, 10-15 dynamic (Pentium 4); the issue's goals 5000 and 500.
@@ -28,8 +38,9 @@ import statistics
 import _common as common
 import numpy as np
 
-from retarget import detect_contacts, quat, read_bvh
+from retarget import Motion, detect_contacts, quat, read_bvh
 from retarget.filters import unscented_update
+from retarget.metrics import evaluate
 from retarget.physics import body_model
 from retarget.physics.dynamics import inverse_dynamics
 from retarget.physics.filter import (
@@ -37,6 +48,7 @@ from retarget.physics.filter import (
     PhysicsGoals,
     footplant_goals,
     physics_filter,
+    physics_measures,
 )
 
 REPEATS = 3
@@ -53,6 +65,126 @@ def _ukf_problem(batch: int, n: int = 66, m: int = 12):
 
     z = h(x[:, None, :])[:, 0] + 0.01
     return x, p, h, z
+
+
+def _scenarios(walk):
+    """(name, clip, body, goals, passes, settings) of the forms table (docstring, 5)."""
+    from retarget.io import read_asf_amc
+
+    wide_clip = walk[100:360]
+    contacts = detect_contacts(wide_clip)
+    out = [
+        (
+            "wide steps, 2D+1K",
+            wide_clip,
+            body_model(wide_clip.skeleton, 70.0),
+            PhysicsGoals(contacts, footplant_goals(wide_clip, contacts, 0.15)),
+            "2D+1K",
+            {},
+        )
+    ]
+    heavy = walk[100:220]
+    c = detect_contacts(heavy)
+    out.append(
+        (
+            "8 kg in the right hand, 1D",
+            heavy,
+            body_model(heavy.skeleton, 70.0, loads={"RightHand": 8.0}),
+            PhysicsGoals(c, footplant_goals(heavy, c)),
+            "1D",
+            {},
+        )
+    )
+    sk = wide_clip.skeleton
+    body = body_model(sk, 70.0)
+    joints = [sk.index("RightUpLeg"), sk.index("LeftLeg")]
+    feet = footplant_goals(wide_clip, contacts)
+    probe = PhysicsGoals(contacts, feet, torque_limits=dict.fromkeys(joints, 1.0))
+    peaks = physics_measures(body, probe, wide_clip)["torque"]
+    limits = {j: 0.8 * peaks[sk.names[j]]["peak"] for j in joints}
+    out.append(
+        (
+            "torque limits at 80 % of the source's peak, 2D+1K",
+            wide_clip,
+            body,
+            PhysicsGoals(contacts, feet, torque_limits=limits),
+            "2D+1K",
+            {},
+        )
+    )
+    root = np.array(wide_clip.root_position[:120])
+    t = np.arange(120)
+    u = np.clip((t - 40) / 30, 0, 1)
+    root[:, 1] += 20.0 * np.where((t >= 40) & (t <= 70), np.sin(np.pi * u) ** 2, 0.0)
+    jump = Motion(sk, root, wide_clip.rotations[:120], wide_clip.fps)
+    c = detect_contacts(jump)
+    out.append(
+        (
+            "synthetic jump, 2D+1K",
+            jump,
+            body,
+            PhysicsGoals(c, footplant_goals(jump, c)),
+            "2D+1K",
+            {"spacing": 2.0},
+        )
+    )
+    data = common.clip_path().parent
+    cmu = read_asf_amc(data / "real" / "01.asf", data / "real" / "01_01.amc")[:600]
+    c = detect_contacts(cmu)
+    out.append(
+        (
+            "CMU 01_01 forward jumps (600 frames, 120 fps), 2D+1K",
+            cmu,
+            body_model(cmu.skeleton, 70.0),
+            PhysicsGoals(c, footplant_goals(cmu, c)),
+            "2D+1K",
+            {"spacing": 8.0},
+        )
+    )
+    load = walk[:900]
+    c = detect_contacts(load)
+    out.append(
+        (
+            "30 kg in the right hand, frames 0-900, 1K+3D+1K",
+            load,
+            body_model(load.skeleton, 70.0, loads={"RightHand": 30.0}),
+            PhysicsGoals(c, footplant_goals(load, c)),
+            "1K+3D+1K",
+            {},
+        )
+    )
+    return out
+
+
+def _forms_table(walk) -> list[str]:
+    """Both forms on every scenario (docstring, 5): one run each."""
+    lines = [
+        "| scenario | form | ZMP outside (source → after) | feet max, % of height | "
+        "torque worst ratio | flight force, moment ÷ | foot skate ÷ source's | frames/s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, clip, body, goals, passes, extra in _scenarios(walk):
+        for form in ("curve", "paper"):
+            result = physics_filter(clip, body, goals, passes, FilterSettings(form=form, **extra))
+            stages = result.report["stages"]
+            first, last = stages[0], stages[-1]
+            torque = last.get("torque") or {}
+            worst = max((v["worst_ratio"] for v in torque.values()), default=float("nan"))
+            if first["flight_frames"] and "momentum_force" in last:
+                flight = (
+                    f"{first['momentum_force'] / max(last['momentum_force'], 1e-12):.1f}, "
+                    f"{first['momentum_moment'] / max(last['momentum_moment'], 1e-12):.1f}"
+                )
+            else:
+                flight = "no flight"
+            skate = evaluate(clip, result.motion).get("skate_ratio")
+            frames = len(clip) * len(stages[1:])
+            lines.append(
+                f"| {name} | {form} | {first['zmp_outside']:.1%} → {last['zmp_outside']:.1%} "
+                f"| {last['kinematic_error_max']:.3f} | {worst:.3f} | {flight} "
+                f"| {common.fmt(skate)} | {frames / result.report['seconds']:,.0f} |"
+            )
+    return lines
 
 
 def main() -> None:
@@ -163,6 +295,12 @@ def main() -> None:
         *(f"| {label} | {fps:,.0f} | {ms:.4f} |" for label, fps, ms in rows),
         "",
         "Paper: 150 frames/s kinematic, 10-15 dynamic. Goals: 5000 and 500.",
+        "",
+        "## The two forms on the issue's scenarios (one run each)",
+        "",
+        *_forms_table(walk),
+        "",
+        "frames/s: frames × applications over the filter's own time (all applications).",
     ]
     common.publish(lines, "physics", save=True)
 
