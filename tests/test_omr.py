@@ -418,7 +418,7 @@ def test_holds_engage_and_let_go_smoothly(lafan, fps):
     )
 
 
-# -- the online contract (retarget.online.contract) -------------------------------------------
+# -- the online contract (retarget.frames) -----------------------------------------------------
 
 
 def test_omr_retargeter_steps_are_omr_retarget(lafan):

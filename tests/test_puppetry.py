@@ -761,7 +761,7 @@ def test_stream_falls_back_for_other_shapes(lafan, characters):
     assert np.abs(np.array([o.rotations for o in out]) - ref.rotations).max() <= 1e-9
 
 
-# -- the online contract (retarget.online.contract) -------------------------------------------
+# -- the online contract (retarget.frames) -----------------------------------------------------
 
 
 def test_puppeteer_steps_are_puppetry_retarget(lafan, characters):

@@ -80,8 +80,8 @@ def _puppeteer(args: argparse.Namespace):
 
 
 def cmd_puppet(args: argparse.Namespace) -> int:
+    from ..frames import SensorFrame
     from ..io.sensors import format_pose, read_sensor_frames
-    from ..online.contract import SensorFrame
     from ..online.puppetry import EFFECTORS
 
     puppeteer = _puppeteer(args)

@@ -67,9 +67,9 @@ from numpy.typing import ArrayLike
 from .._arrays import Array
 from ..cuts import find_cuts
 from ..errors import RetargetError
+from ..frames import GoalFrame, PoseFrame
 from ..kinematics import positions
 from ..motion import Motion
-from ..online.contract import GoalFrame, PoseFrame
 from ..online.omr import Effector, OnlineRetargeter
 from ..online.omr_plan import GOALS, SETUPS, OMRPlan, OMRRetargeter, omr_plan
 from ..result import Result
@@ -197,7 +197,7 @@ def run_method(
     method: OMRRetargeter, source: Motion, cuts: ArrayLike = ()
 ) -> tuple[Array, Array, Array]:
     """A clip through :class:`~retarget.online.omr_plan.OMRRetargeter`, the offline shape
-    as a loop over the online one (:mod:`retarget.online.contract`): ``reset()``, then
+    as a loop over the online one (:mod:`retarget.frames`): ``reset()``, then
     ``step(PoseFrame)`` for every source frame, ``reset(restart=True)`` at the ``cuts``
     (:func:`run_filter`).
 
@@ -241,7 +241,7 @@ def run_filter(
     cuts: ArrayLike = (),
 ) -> tuple[Array, Array, Array]:
     """Feed a clip to the filter frame by frame, the offline shape as a loop over the
-    online one (:mod:`retarget.online.contract`): ``reset()``, then ``step(frame)`` for
+    online one (:mod:`retarget.frames`): ``reset()``, then ``step(frame)`` for
     every :class:`~retarget.online.GoalFrame`.
 
     At the frames ``cuts`` (:func:`retarget.cuts.find_cuts`: the source jumps to another

@@ -38,9 +38,9 @@ from ..cuts import find_cuts, segments
 from ..environment import Floor, Shape
 from ..errors import RetargetError
 from ..filters import KalmanParameters, SensorEstimate, filter_stream
+from ..frames import SensorFrame
 from ..kinematics import forward_kinematics
 from ..motion import Motion
-from ..online.contract import SensorFrame
 from ..online.puppetry import (
     DEFAULT_SMOOTHING,
     EFFECTORS,
@@ -269,7 +269,7 @@ def run_puppeteer(
     puppeteer: Puppeteer, positions: Array, orientations: Array, pieces: Sequence[slice] = ()
 ) -> PuppetFrames:
     """A sensor recording through :class:`~retarget.online.puppetry.Puppeteer`, the
-    offline shape as a loop over the online one (:mod:`retarget.online.contract`):
+    offline shape as a loop over the online one (:mod:`retarget.frames`):
     ``reset()`` at the start of every piece, then ``step(SensorFrame)`` for each of its
     frames.
 

@@ -1,4 +1,4 @@
-"""Online (causal, frame-by-frame) retargeting: one contract, :mod:`.contract`.
+"""Online (causal, frame-by-frame) retargeting: one contract, :mod:`retarget.frames`.
 
 Every online method is an object with ``reset()`` and ``step(frame) -> frame``
 (:class:`OnlineMethod`); its frames are :class:`SensorFrame`, :class:`PoseFrame`
@@ -9,7 +9,7 @@ frames in). The live adapters of ``retarget serve`` (:mod:`.stream`) parse
 messages into these frames and call ``step``.
 """
 
-from .contract import GoalFrame, OnlineMethod, PoseFrame, SensorFrame
+from ..frames import GoalFrame, OnlineMethod, PoseFrame, SensorFrame
 from .omr import BaseSwitching, Effector, Foot, OnlineRetargeter
 from .omr_plan import OMRRetargeter
 

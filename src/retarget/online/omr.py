@@ -2,10 +2,10 @@
 
 Each frame, the source's pose mapped onto the target (``θ_src``: its joint
 rotations by name, its root placed for the target's size) and the goals of
-the end-effectors (``x1``) go in, a :class:`~retarget.online.contract.GoalFrame`;
-the target's pose comes out, a :class:`~retarget.online.contract.PoseFrame`,
+the end-effectors (``x1``) go in, a :class:`~retarget.frames.GoalFrame`;
+the target's pose comes out, a :class:`~retarget.frames.PoseFrame`,
 from the previous output and these inputs only (:meth:`OnlineRetargeter.step`,
-the contract of :mod:`retarget.online.contract`; how a source's frames become
+the contract of :mod:`retarget.frames`; how a source's frames become
 these inputs: :mod:`retarget.online.omr_plan`). The
 update is closed-loop inverse rate control with the secondary task "imitate
 the source's joints" (eq. 21; :func:`retarget.ik.rate.rate_step`): the
@@ -86,11 +86,11 @@ from numpy.typing import ArrayLike, NDArray
 from .._arrays import Array
 from .._kinematics_kernels import _fk_kernel
 from ..dofs import channel_axes, project_to_dofs
+from ..frames import GoalFrame, PoseFrame
 from ..ik.rate import rate_settings
 from ..result import speed
 from ..skeleton import Skeleton
 from ._kernel import _hold_weights, _shape_goals, _update
-from .contract import GoalFrame, PoseFrame
 
 __all__ = ["BaseSwitching", "Effector", "Foot", "OnlineRetargeter"]
 
@@ -217,9 +217,9 @@ class BaseSwitching:
 class OnlineRetargeter:
     """Closed-loop inverse rate control, frame by frame (Choi & Ko 2000, eq. 21).
 
-    An :class:`~retarget.online.contract.OnlineMethod` of
-    :class:`~retarget.online.contract.GoalFrame` in and
-    :class:`~retarget.online.contract.PoseFrame` out: :meth:`reset`, :meth:`step`.
+    An :class:`~retarget.frames.OnlineMethod` of
+    :class:`~retarget.frames.GoalFrame` in and
+    :class:`~retarget.frames.PoseFrame` out: :meth:`reset`, :meth:`step`.
 
     Parameters
     ----------
@@ -372,7 +372,7 @@ class OnlineRetargeter:
         self._restart = False
         self._settle = 1000
 
-    # -- the contract (retarget.online.contract) -----------------------------------------------
+    # -- the contract (retarget.frames) -----------------------------------------------
     def reset(self, *, restart: bool = False, settle: int = 1000) -> None:
         """Forget the past: the next :meth:`step` is a first frame. It starts from that
         frame's source pose and steps toward its goals until the pose stops changing

@@ -1,6 +1,6 @@
 """Choi & Ko 2000 on a source's frames: how each source pose becomes the filter's
 inputs (:class:`OMRPlan`), and the online method that does it frame by frame
-(:class:`OMRRetargeter`: a source :class:`~retarget.online.contract.PoseFrame` in,
+(:class:`OMRRetargeter`: a source :class:`~retarget.frames.PoseFrame` in,
 the target's out).
 
 Every input of frame ``n`` comes from source frame ``n`` and, for the floor and
@@ -18,7 +18,7 @@ the origin of scaling, the first frame (:func:`omr_plan`; the mapping itself:
   goals of the feet where the heels are held.
 
 The filter (:class:`~retarget.online.omr.OnlineRetargeter`) takes them as a
-:class:`~retarget.online.contract.GoalFrame`, so ``OMRRetargeter.step`` is
+:class:`~retarget.frames.GoalFrame`, so ``OMRRetargeter.step`` is
 ``filter.step(GoalFrame(*plan.inputs(pose)))``; the offline
 :func:`retarget.methods.omr.omr_retarget` is a loop over it.
 """
@@ -35,10 +35,10 @@ from numpy.typing import ArrayLike, NDArray
 from .._arrays import Array
 from ..contacts import UP
 from ..errors import RetargetError
+from ..frames import GoalFrame, PoseFrame
 from ..kinematics import Pose, forward_kinematics
 from ..roles import find_roles, height, leg_length
 from ..skeleton import Skeleton
-from .contract import GoalFrame, PoseFrame
 from .omr import BaseSwitching, Effector, Foot, OnlineRetargeter
 
 __all__ = ["GOALS", "SETUPS", "OMRPlan", "OMRRetargeter", "omr_plan"]
@@ -357,9 +357,9 @@ def _split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
 
 class OMRRetargeter:
     """Online motion retargeting (Choi & Ko 2000) of a source's frames: a
-    :class:`~retarget.online.contract.OnlineMethod` of
-    :class:`~retarget.online.contract.PoseFrame` (the source's pose) in and
-    :class:`~retarget.online.contract.PoseFrame` (the target's) out.
+    :class:`~retarget.frames.OnlineMethod` of
+    :class:`~retarget.frames.PoseFrame` (the source's pose) in and
+    :class:`~retarget.frames.PoseFrame` (the target's) out.
 
     The first frame fixes the :class:`OMRPlan` (the floor and the origin of
     scaling, :func:`omr_plan`), kept for good: :meth:`reset` restarts the filter

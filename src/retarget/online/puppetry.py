@@ -142,7 +142,7 @@ stage 5 (the tests check it).
 Per frame this adds two lag updates and a Newton solve of a 3-unknown convex
 problem (a few iterations, about a microsecond).
 
-**The online method** (:mod:`retarget.online.contract`): :class:`Puppeteer`,
+**The online method** (:mod:`retarget.frames`): :class:`Puppeteer`,
 ``reset()`` and ``step(SensorFrame) -> PoseFrame``; the offline
 :func:`retarget.methods.puppetry.puppetry_retarget` is a loop over it. Stages
 2-9 of a frame depend only on that frame's filtered sensors and the state of
@@ -179,6 +179,7 @@ from .._arrays import Array, frozen
 from ..contacts import UP
 from ..environment import Floor, Shape, shape_arrays
 from ..filters import KalmanParameters, SensorEstimate, SensorFilter
+from ..frames import PoseFrame, SensorFrame
 from ..ik.limb import Limb, free_joint, hinge_angle, limb_from_roles, limb_geometry, solve_limb
 from ..ik.posture import solve_body_posture
 from ..ik.root import estimate_root
@@ -197,7 +198,6 @@ from ._puppet_kernel import (
     radius_weights,
     smooth_root,
 )
-from .contract import PoseFrame, SensorFrame
 
 __all__ = [
     "DEFAULT_SMOOTHING",
@@ -1111,9 +1111,9 @@ def _solve_compiled(plan: FramePlan, sensors: Array, state: Array) -> PuppetFram
 
 class Puppeteer:
     """The online object: one sensor frame in, one character pose out (causal): an
-    :class:`~retarget.online.contract.OnlineMethod` of
-    :class:`~retarget.online.contract.SensorFrame` in and
-    :class:`~retarget.online.contract.PoseFrame` out (:meth:`reset`, :meth:`step`).
+    :class:`~retarget.frames.OnlineMethod` of
+    :class:`~retarget.frames.SensorFrame` in and
+    :class:`~retarget.frames.PoseFrame` out (:meth:`reset`, :meth:`step`).
     What else a frame gives (importance, goals, iterations, stage times) is
     :attr:`last`, a one-frame :class:`PuppetFrames`.
 

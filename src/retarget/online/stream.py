@@ -54,10 +54,10 @@ import numpy as np
 from .._arrays import Array
 from .._json import strict_json
 from ..errors import FormatError, RetargetError
+from ..frames import PoseFrame, SensorFrame
 from ..io.sensors import frame_time, pose_frame, sensor_frame, skeleton_message
 from ..kinematics import forward_kinematics
 from ..skeleton import Skeleton
-from .contract import PoseFrame, SensorFrame
 from .omr_plan import OMRRetargeter
 from .puppetry import EFFECTORS, Puppeteer
 
@@ -92,7 +92,7 @@ class LiveRetargeter(Protocol):
 
 class PuppetryLive:
     """Computer puppetry on a stream of sensor frames: parses a message into a
-    :class:`~retarget.online.contract.SensorFrame` and steps
+    :class:`~retarget.frames.SensorFrame` and steps
     :class:`~retarget.online.Puppeteer` with it (its :attr:`~Puppeteer.last`
     gives the pose message's importance and iterations)."""
 
@@ -129,7 +129,7 @@ class PuppetryLive:
 
 class OMRLive:
     """Online motion retargeting (Choi & Ko 2000) on a stream of source pose frames:
-    parses a message into a :class:`~retarget.online.contract.PoseFrame` and steps
+    parses a message into a :class:`~retarget.frames.PoseFrame` and steps
     :class:`~retarget.online.omr_plan.OMRRetargeter` with it.
 
     The first frame fixes the floor and the origin of scaling

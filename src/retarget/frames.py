@@ -43,7 +43,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-from .._arrays import Array, frozen
+from ._arrays import Array, frozen
 
 __all__ = ["GoalFrame", "OnlineMethod", "PoseFrame", "SensorFrame"]
 
