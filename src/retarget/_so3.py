@@ -47,7 +47,6 @@ __all__ = [
 _kernels = loader("retarget._so3_kernels")
 
 
-
 def cross(a: Array, b: Array) -> Array:
     """``a × b`` over the last axis, broadcast (``np.cross`` without its overhead)."""
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]

@@ -41,7 +41,6 @@ _NUMPY_POINTS = 1 << 18
 _kernels = loader("retarget._kinematics_kernels")
 
 
-
 def forward_kinematics(
     skeleton: Skeleton,
     root_position: ArrayLike,

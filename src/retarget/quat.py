@@ -75,7 +75,6 @@ _NUMPY_BATCH = 1 << 18
 _kernels = loader("retarget._quat_kernels")
 
 
-
 def _compiled(*arrays: Array) -> bool:
     """Whether to call the kernels: numba is loaded anyway, or the batch is large."""
     return "numba" in sys.modules or max(a.size for a in arrays) > _NUMPY_BATCH

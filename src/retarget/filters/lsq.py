@@ -28,11 +28,11 @@ the caller (the physics filter), as the paper does.
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from .._arrays import Array
 
-__all__ = ["bspline_basis", "lsq_filter"]
+__all__ = ["bspline_basis", "lsq_filter", "window_control_point", "window_frames"]
 
 
 def bspline_basis(num_frames: int, spacing: float, fps: float) -> tuple[Array, Array, Array]:
@@ -128,17 +128,53 @@ def lsq_filter(
 def _windowed(b0: Array, big_b: Array, w: Array, data: Array, spacing: float, window: int) -> Array:
     """Each control point from the frames within ``window`` of its knot (Figure 5)."""
     n, m = b0.shape
-    frames = np.arange(n)
-    control = np.empty((m, data.shape[1]))
-    for j in range(m):
-        centre = (j - 1) * spacing  # control point j peaks at knot j - 1
-        near = (frames >= centre - window / 2) & (frames <= centre + window / 2)
-        if not near.any():
-            near = np.abs(frames - centre) == np.abs(frames - centre).min()
-        rows = np.concatenate([np.flatnonzero(near) + k * n for k in range(3)])
-        cols = np.flatnonzero(np.abs(big_b[rows]).sum(axis=0) > 0)
-        sub = big_b[np.ix_(rows, cols)]
-        normal = sub.T @ (w[rows, None] * sub)
-        local = np.linalg.lstsq(normal, sub.T @ (w[rows, None] * data[rows]), rcond=None)[0]
-        control[j] = local[int(np.flatnonzero(cols == j)[0])] if j in cols else 0.0
-    return control
+    bases = (b0, big_b[n : 2 * n], big_b[2 * n :])
+    weights = (float(w[0]), float(w[n]), float(w[2 * n]))
+    profile = (data[:n], data[n : 2 * n], data[2 * n :])
+    return np.array(
+        [window_control_point(j, bases, weights, profile, spacing, window) for j in range(m)]
+    )
+
+
+def window_frames(j: int, num_frames: int, spacing: float, window: int) -> NDArray[np.intp]:
+    """The frames control point ``j`` is solved from (Figure 5): those within
+    ``window / 2`` of its knot, frame ``(j − 1) · spacing`` (the nearest, when none is)."""
+    frames = np.arange(num_frames)
+    centre = (j - 1) * spacing  # control point j peaks at knot j - 1
+    near = (frames >= centre - window / 2) & (frames <= centre + window / 2)
+    if not near.any():
+        near = np.abs(frames - centre) == np.abs(frames - centre).min()
+    return np.flatnonzero(near)
+
+
+def window_control_point(
+    j: int,
+    bases: tuple[Array, Array, Array],
+    weights: tuple[float, float, float],
+    profile: tuple[Array, Array, Array],
+    spacing: float,
+    window: int,
+) -> Array:
+    """Control point ``j`` of the sliding least-squares filter (Figure 5), shape (D,).
+
+    Parameters
+    ----------
+    bases : (b, ḃ, b̈), each ndarray (F, M)
+        :func:`bspline_basis` at the frames read so far (F; any M > j + 3).
+    weights : (1, β, β²)
+    profile : (q, q̇, q̈), each ndarray (F, D)
+    spacing, window : as :func:`lsq_filter`
+
+    It reads the frames up to ``(j − 1) · spacing + window / 2`` only: a filter that
+    scans the motion can solve it as soon as that frame is in, and gets the
+    global sliding fit's numbers.
+    """
+    rows = window_frames(j, len(bases[0]), spacing, window)
+    sub = np.vstack([b[rows] for b in bases])
+    cols = np.flatnonzero(np.abs(sub).sum(axis=0) > 0)
+    sub = sub[:, cols]
+    w = np.concatenate([np.full(len(rows), wk) for wk in weights])
+    data = np.vstack([d[rows] for d in profile])
+    normal = sub.T @ (w[:, None] * sub)
+    local = np.linalg.lstsq(normal, sub.T @ (w[:, None] * data), rcond=None)[0]
+    return local[int(np.flatnonzero(cols == j)[0])] if j in cols else np.zeros(data.shape[1])

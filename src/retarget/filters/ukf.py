@@ -154,11 +154,14 @@ def unscented_update(
     if noise is not None:
         p_zz = p_zz + np.asarray(noise, dtype=np.float64)
     p_xz = np.swapaxes(dx * w[:, None], -1, -2) @ dz
-    # rows switched off: no cross-covariance, unit variance, no innovation
+    # rows switched off: no cross-covariance, no innovation
     off = ~on
     p_xz = np.where(off[:, None, :], 0.0, p_xz)
     p_zz = np.where(off[:, :, None] | off[:, None, :], 0.0, p_zz)
-    p_zz = p_zz + np.einsum("bi,ij->bij", off.astype(np.float64), np.eye(m))
+    # rows switched off get the active rows' mean variance (decoupled: their gain is 0)
+    count = np.maximum(on.sum(axis=-1), 1)
+    scale = np.maximum(np.einsum("bii,bi->b", p_zz, on.astype(np.float64)) / count, 1e-300)
+    p_zz = p_zz + np.einsum("bi,ij->bij", off * scale[:, None], np.eye(m))
     innovation = target - z_hat
     if at is not None:  # Hₛ (x̂⁻ − at) with Hₛ = P_xzᵀ P⁻¹
         if given.ndim == 2:  # one P⁻ for the batch: one solve, a column per frame
@@ -167,13 +170,15 @@ def unscented_update(
             step = np.linalg.solve(p, (x - centre)[..., None])[..., 0]
         innovation = innovation - np.einsum("bnm,bn->bm", p_xz, step)
     innovation = np.where(on, innovation, 0.0)
-    # K = P_xz P_zz⁻¹: solve P_zzᵀ Kᵀ = P_xzᵀ (P_zz symmetric). A ridge of 1e-12 of the
-    # active rows' mean variance keeps a rank-deficient P_zz (goals the chosen DOFs
-    # cannot move, or cannot reach together) from turning into an enormous gain
-    count = np.maximum(on.sum(axis=-1), 1)
-    scale = np.einsum("bii,bi->b", p_zz, on.astype(np.float64)) / count
-    ridge = 1e-12 * np.maximum(scale, 1e-300)[:, None, None] * np.eye(m)
-    gain = np.swapaxes(np.linalg.solve(p_zz + ridge, np.swapaxes(p_xz, -1, -2)), -1, -2)
+    # K = P_xz P_zz⁺: P_zz is rank-deficient when goals are redundant (three points of
+    # one rigid foot) or the chosen DOFs cannot move them; its pseudo-inverse (eigen-
+    # values under 1e-10 of the largest dropped) gives such directions no gain, where an
+    # inverse would turn round-off in them into arbitrary corrections
+    values, vectors = np.linalg.eigh(p_zz)
+    kept = values > 1e-10 * values[:, -1:]
+    inverse = np.where(kept, 1.0 / np.where(kept, values, 1.0), 0.0)
+    p_zz_pinv = (vectors * inverse[:, None, :]) @ np.swapaxes(vectors, -1, -2)
+    gain = p_xz @ p_zz_pinv
     post = x + np.einsum("bnm,bm->bn", gain, innovation)
-    cov = p - gain @ (p_zz + ridge) @ np.swapaxes(gain, -1, -2)
+    cov = p - gain @ p_zz @ np.swapaxes(gain, -1, -2)
     return UnscentedResult(post, cov, z_hat, measure, target)

@@ -89,7 +89,6 @@ __all__ = [
 ]
 
 
-
 def omr_retarget(
     source: Motion,
     target: Skeleton,

@@ -482,9 +482,11 @@ def _apply(
     joints: Sequence[int],
     dynamic: bool,
     st: FilterSettings,
+    only: slice | None = None,
 ) -> tuple[Motion, Array, Array]:
-    """The Kalman stage over every frame; returns the motion and its posterior rates
-    ``q̇, q̈`` (F, 3 + 3J) (the prior's where the state does not reach)."""
+    """The Kalman stage over every frame (or the frames ``only``, the others left as
+    the prior has them); returns the motion and its posterior rates ``q̇, q̈``
+    (F, 3 + 3J) (the prior's where the state does not reach)."""
     sk = s.body.skeleton
     n_j = sk.num_joints
     metres = s.body.metres
@@ -523,8 +525,9 @@ def _apply(
     out_root = np.array(prior.root_position)
     out_rot = np.array(prior.rotations)
     out_qd, out_qdd = qd0.copy(), qdd0.copy()
-    for start in range(0, num, st.chunk):
-        fr = slice(start, min(start + st.chunk, num))
+    first, stop = (0, num) if only is None else (only.start, only.stop)
+    for start in range(first, stop, st.chunk):
+        fr = slice(start, min(start + st.chunk, stop))
         root0, rot0 = prior.root_position[fr], prior.rotations[fr]
         measure = _measurement(s, rows, root0, rot0, qd0[fr], qdd0[fr], fr, moved, dynamic)
         goal = goal_all[fr]

@@ -1,0 +1,316 @@
+"""Tak & Ko's filter online: it scans the motion frame by frame (2005, §6, Figure 5).
+
+The paper presents its method as a filter that "sequentially scans the input
+motion to produce a stream of output motion frames": the Kalman stage is per
+frame, and the least-squares filter solves each control point from a window of
+``W`` frames centred on its knot, so it trails the Kalman stage by half a window.
+:class:`OnlinePhysicsFilter` is one application in that form (``form="paper"``,
+:mod:`retarget.physics.filter`), an online method of the library's contract
+(:mod:`retarget.frames`): ``reset()``, ``step(PoseFrame) -> PoseFrame | None`` and,
+at the end of a stream, ``flush()``. Its output is the batch application's
+(:func:`retarget.physics.filter.physics_filter`) to round-off, frame for frame,
+because it computes the same numbers from the same frames:
+
+* **Kalman stage** (§5): frame ``k``'s rows (the prior's ZMP, support polygon,
+  torques) and its state's rates are central differences of the prior, so frame
+  ``k`` is filtered when frame ``k + 1`` is in (frame 0 when frame 2 is: the
+  batch repeats frame 1's second difference there). A kinematic application reads
+  positions only: it filters frame ``k`` at once.
+* **Least-squares filter** (§6): control point ``j`` peaks at knot ``j − 1``, frame
+  ``(j − 1) s``, and is solved from the Kalman frames within ``W / 2`` of it
+  (:func:`retarget.filters.lsq.window_control_point`, the batch's own function);
+  frame ``t`` is the curve of control points ``⌊t / s⌋ … ⌊t / s⌋ + 3``.
+
+**Lag** (:attr:`OnlinePhysicsFilter.lag`): a dynamic application gives frame ``t``
+when frame ``t + ⌈2 s + W / 2⌉ + 1`` is in: 41 frames at the paper's ``s = 4``,
+``W = 64`` (1.4 s at 30 fps; the paper reports "a delay of about one second"),
+the window's half plus the two knots the curve at ``t`` reaches ahead plus the
+central difference. A kinematic application has no lag. :class:`OnlineFilters`
+chains applications (``"2D+1K"``): their lags add.
+
+The goals are given for the whole stream (:class:`~retarget.physics.filter.PhysicsGoals`
+arrays, as the batch takes them), and frame ``k``'s are read when frame ``k`` or
+``k + 1`` is in, never later ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from .. import quat
+from .._arrays import Array
+from ..errors import RetargetError
+from ..filters.lsq import bspline_basis, window_control_point
+from ..frames import PoseFrame
+from ..motion import Motion
+from ..roles import find_roles, height
+from ..skeleton import Skeleton
+from .body import Body
+from .filter import (
+    FilterSettings,
+    PhysicsGoals,
+    _ancestors,
+    _apply,
+    _rows,
+    _Setting,
+    dynamic_joints,
+    parse_passes,
+)
+
+__all__ = ["OnlineFilters", "OnlinePhysicsFilter"]
+
+
+class OnlinePhysicsFilter:
+    """One application of Tak & Ko's filter as printed, frame by frame (module docstring).
+
+    Parameters
+    ----------
+    body : Body
+    goals : PhysicsGoals
+        Over the whole stream (frame ``k``'s read when frame ``k`` or ``k + 1`` is in).
+    kind : {"D", "K"}
+        A dynamic or a kinematic application.
+    settings : FilterSettings, optional
+        ``form`` must be ``"paper"`` and ``window`` set (the sliding least-squares
+        filter).
+    fps : float
+        Frames per second of the stream.
+    """
+
+    def __init__(
+        self,
+        body: Body,
+        goals: PhysicsGoals,
+        kind: str = "D",
+        settings: FilterSettings | None = None,
+        *,
+        fps: float,
+    ) -> None:
+        st = settings or FilterSettings(form="paper")
+        if st.form != "paper" or st.window is None:
+            raise RetargetError(
+                "the online filter is the paper's form with a sliding window "
+                "(FilterSettings(form='paper', window=64))"
+            )
+        if kind not in ("D", "K"):
+            raise RetargetError(f"an application is 'D' or 'K', got {kind!r}")
+        sk = body.skeleton
+        roles = find_roles(sk)
+        self._s = _Setting(body, goals, roles, height(sk))
+        self._st = st
+        self._window: int = st.window
+        self._fps = float(fps)
+        self.dynamic = kind == "D"
+        if self.dynamic:
+            chosen = st.joints if st.joints is not None else dynamic_joints(roles)
+            self._joints = [0, *(j for j in chosen if j != 0)]
+        else:
+            reach = [p for p, g in goals.positions.items() if np.isfinite(g).any()]
+            self._joints = sorted(_ancestors(sk, reach) | {0})
+        #: Frames between an input and the output of the same frame.
+        self.lag = math.ceil(2 * st.spacing + self._window / 2) + 1 if self.dynamic else 0
+        self.reset()
+
+    # -- the contract ------------------------------------------------------------------
+    def reset(self) -> None:
+        """Forget the stream: the next frame is frame 0."""
+        self._root: list[Array] = []  # the input (prior), per frame
+        self._rot: list[Array] = []
+        self._out_root: list[Array] = []  # the Kalman stage's, per filtered frame
+        self._out_rot: list[Array] = []
+        self._profile: list[list[Array]] = [[], [], []]  # LSQ data (q, q̇, q̈) per frame
+        self._flip = 0  # the quaternions' sign parity along time (quat.unroll)
+        self._last_raw: Array | None = None
+        self._controls: list[Array] = []
+        self._given = 0  # frames given out
+
+    def step(self, frame: PoseFrame) -> PoseFrame | None:
+        """Take frame ``k``; give frame ``k − lag`` once it is final (None before)."""
+        self._root.append(np.asarray(frame.root_position, dtype=np.float64))
+        self._rot.append(np.asarray(frame.rotations, dtype=np.float64))
+        n = len(self._root)
+        if not self.dynamic:
+            self._kalman(n - 1, n)
+            return self._give(n)
+        if n >= 3:
+            for k in range(len(self._out_root), n - 1):
+                self._kalman(k, n)
+        self._solve_controls(len(self._out_root), final=False)
+        out = self._give(n)
+        return out
+
+    def flush(self) -> list[PoseFrame]:
+        """The frames still held, at the end of the stream (the batch's last frames)."""
+        n = len(self._root)
+        if n == 0:
+            return []
+        if self.dynamic and n < 3:
+            raise RetargetError("a dynamic application needs at least 3 frames")
+        for k in range(len(self._out_root), n):
+            self._kalman(k, n)
+        if self.dynamic:
+            self._solve_controls(n, final=True)
+        out = []
+        while self._given < n:
+            out.append(self._frame(self._given, n))
+            self._given += 1
+        return out
+
+    # -- the two stages ----------------------------------------------------------------
+    def _kalman(self, k: int, n: int) -> None:
+        """The Kalman stage of frame ``k`` from the prior frames around it (of ``n``)."""
+        if self.dynamic:  # the central differences at k: the batch's, from k − 1 .. k + 1
+            a = 0 if k == 0 else max(0, min(k - 1, n - 3))
+            b = a + 3
+        else:
+            a, b = k, k + 1
+        skeleton: Skeleton = self._s.body.skeleton
+        prior = Motion(skeleton, np.array(self._root[a:b]), np.array(self._rot[a:b]), self._fps)
+        s = dataclasses.replace(self._s, goals=_goals_slice(self._s.goals, a, b))
+        rows = _rows(s, prior, self.dynamic, self._st)
+        motion, qd, qdd = _apply(
+            s, prior, rows, self._joints, self.dynamic, self._st, only=slice(k - a, k - a + 1)
+        )
+        self._out_root.append(motion.root_position[k - a])
+        self._out_rot.append(motion.rotations[k - a])
+        if self.dynamic:
+            self._append_profile(motion, qd[k - a], qdd[k - a], k - a)
+
+    def _append_profile(self, motion: Motion, qd: Array, qdd: Array, i: int) -> None:
+        """Frame ``i`` of ``motion`` as the least-squares filter fits it: root translation
+        in metres, the moved joints' quaternion components (one hemisphere along time)
+        and their first two derivatives (``_least_squares``'s)."""
+        metres = self._s.body.metres
+        n_j = motion.skeleton.num_joints
+        raw = motion.rotations[i, self._joints]
+        if self._last_raw is not None:
+            flips = np.sum(raw * self._last_raw, axis=-1) < 0.0
+            self._flip = self._flip + flips.astype(int)
+        self._last_raw = raw
+        sign = np.where(np.asarray(self._flip) % 2 == 1, -1.0, 1.0)[..., None]
+        q = raw * sign
+        w = qd[3:].reshape(n_j, 3)[self._joints]
+        wd = qdd[3:].reshape(n_j, 3)[self._joints]
+        half = np.concatenate([np.zeros((len(w), 1)), 0.5 * w], axis=-1)
+        half_d = np.concatenate([np.zeros((len(wd), 1)), 0.5 * wd], axis=-1)
+        dq = quat.multiply(q, half)
+        ddq = quat.multiply(q, quat.multiply(half, half) + half_d)
+        root = motion.root_position[i] * metres
+        for part, value in zip(
+            self._profile,
+            (
+                np.concatenate([root, q.ravel()]),
+                np.concatenate([qd[:3], dq.ravel()]),
+                np.concatenate([qdd[:3], ddq.ravel()]),
+            ),
+            strict=True,
+        ):
+            part.append(value)
+
+    def _solve_controls(self, done: int, *, final: bool) -> None:
+        """Every control point whose window the ``done`` filtered frames cover."""
+        st = self._st
+        s, half = st.spacing, self._window / 2
+        if done == 0:
+            return
+        count = math.ceil((done - 1) / s) + 3 if final else None
+        while True:
+            j = len(self._controls)
+            if final:
+                if j >= count:  # type: ignore[operator]
+                    return
+            elif (j - 1) * s + half > done - 1:  # its window reaches beyond the frames in
+                return
+            bases = bspline_basis(done, s, self._fps)
+            q, qd, qdd = (np.array(part[:done]) for part in self._profile)
+            weights = (1.0, st.beta, st.beta**2)
+            root = window_control_point(
+                j, bases, weights, (q[:, :3], qd[:, :3], qdd[:, :3]), s, self._window
+            )
+            quats = window_control_point(
+                j, bases, weights, (q[:, 3:], qd[:, 3:], qdd[:, 3:]), s, self._window
+            )
+            self._controls.append(np.concatenate([root, quats]))
+
+    def _give(self, n: int) -> PoseFrame | None:
+        """The next frame out, if it is final."""
+        t = self._given
+        if t >= len(self._out_root):
+            return None
+        if self.dynamic:
+            i = math.floor(t / self._st.spacing)
+            if i + 3 >= len(self._controls):
+                return None
+        self._given += 1
+        return self._frame(t, n)
+
+    def _frame(self, t: int, n: int) -> PoseFrame:
+        """Output frame ``t`` (the stream has ``n`` frames so far)."""
+        root = np.array(self._out_root[t])
+        rot = np.array(self._out_rot[t])
+        if self.dynamic:
+            b0 = bspline_basis(n, self._st.spacing, self._fps)[0][t]
+            cols = np.flatnonzero(b0[: len(self._controls)])
+            fit = b0[cols] @ np.array([self._controls[j] for j in cols])
+            root = fit[:3] / self._s.body.metres
+            q = fit[3:].reshape(len(self._joints), 4)
+            rot[self._joints] = quat.normalize(q)
+        return PoseFrame(root, rot)
+
+
+def _goals_slice(goals: PhysicsGoals, a: int, b: int) -> PhysicsGoals:
+    """The goals of frames ``a .. b − 1``."""
+    contacts = dataclasses.replace(goals.contacts, mask=np.array(goals.contacts.mask[a:b]))
+    return dataclasses.replace(
+        goals,
+        contacts=contacts,
+        positions={p: g[a:b] for p, g in goals.positions.items()},
+    )
+
+
+class OnlineFilters:
+    """Applications in sequence (``"2D+1K"``), each an :class:`OnlinePhysicsFilter` fed
+    the previous one's frames; the lags add (:attr:`lag`)."""
+
+    def __init__(
+        self,
+        body: Body,
+        goals: PhysicsGoals,
+        passes: str | Sequence[str] = "2D+1K",
+        settings: FilterSettings | None = None,
+        *,
+        fps: float,
+    ) -> None:
+        sequence = parse_passes(passes) if isinstance(passes, str) else tuple(passes)
+        self.stages = [
+            OnlinePhysicsFilter(body, goals, kind, settings, fps=fps) for kind in sequence
+        ]
+        #: Frames between an input and the output of the same frame.
+        self.lag = sum(stage.lag for stage in self.stages)
+
+    def reset(self) -> None:
+        for stage in self.stages:
+            stage.reset()
+
+    def step(self, frame: PoseFrame) -> PoseFrame | None:
+        out: PoseFrame | None = frame
+        for stage in self.stages:
+            if out is None:
+                return None
+            out = stage.step(out)
+        return out
+
+    def flush(self) -> list[PoseFrame]:
+        pending: list[PoseFrame] = []
+        for stage in self.stages:
+            out = []
+            for frame in pending:
+                got = stage.step(frame)
+                if got is not None:
+                    out.append(got)
+            pending = out + stage.flush()
+        return pending
