@@ -25,10 +25,11 @@ point of every frame, batched; pinocchio works one configuration per call
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from .. import quat
 from .._arrays import Array
@@ -56,6 +57,20 @@ __all__ = [
 #: m/s², Y up.
 GRAVITY = np.array([0.0, -9.81, 0.0])
 GRAVITY.setflags(write=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _depth_levels(parents: tuple[int, ...]) -> tuple[NDArray[np.intp], ...]:
+    """The joints below the root by depth (1, 2, ...): a level's parents are all in the
+    levels before it, so the recursion over joints runs a level at a time."""
+    depth = [0] * len(parents)
+    for j in range(1, len(parents)):
+        depth[j] = depth[parents[j]] + 1
+    top = max(depth, default=0)
+    return tuple(
+        np.array([j for j in range(1, len(parents)) if depth[j] == d], dtype=np.intp)
+        for d in range(1, top + 1)
+    )
 
 
 def _cross(a: Array, b: Array) -> Array:
@@ -138,9 +153,9 @@ def body_motion(
     w[:, 0] = rel_w[:, 0]
     alpha[:, 0] = rel_a[:, 0]
     acc[:, 0] = flat(acceleration, (3,))
-    parents = sk.parents
-    for j in range(1, n):
-        p = int(parents[j])
+    parents = sk.parents[:n]
+    for j in _depth_levels(tuple(int(p) for p in parents)):  # a level's joints at once
+        p = parents[j]
         r = pos[:, j] - pos[:, p]
         acc[:, j] = acc[:, p] + _cross(alpha[:, p], r) + _cross(w[:, p], _cross(w[:, p], r))
         w[:, j] = w[:, p] + rel_w[:, j]
