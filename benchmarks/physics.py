@@ -67,93 +67,49 @@ def _ukf_problem(batch: int, n: int = 66, m: int = 12):
     return x, p, h, z
 
 
+def _scenario(name, clip, passes, *, loads=None, widen=0.0, limits=None, **settings):
+    """One row of the forms table: (name, clip, body, goals, passes, settings)."""
+    contacts = detect_contacts(clip)
+    body = body_model(clip.skeleton, 70.0, loads=loads or {})
+    goals = PhysicsGoals(
+        contacts, footplant_goals(clip, contacts, widen), torque_limits=limits or {}
+    )
+    return name, clip, body, goals, passes, settings
+
+
 def _scenarios(walk):
-    """(name, clip, body, goals, passes, settings) of the forms table (docstring, 5)."""
+    """The forms table's scenarios (docstring, 5)."""
     from retarget.io import read_asf_amc
 
-    wide_clip = walk[100:360]
-    contacts = detect_contacts(wide_clip)
-    out = [
-        (
-            "wide steps, 2D+1K",
-            wide_clip,
-            body_model(wide_clip.skeleton, 70.0),
-            PhysicsGoals(contacts, footplant_goals(wide_clip, contacts, 0.15)),
-            "2D+1K",
-            {},
-        )
-    ]
-    heavy = walk[100:220]
-    c = detect_contacts(heavy)
-    out.append(
-        (
-            "8 kg in the right hand, 1D",
-            heavy,
-            body_model(heavy.skeleton, 70.0, loads={"RightHand": 8.0}),
-            PhysicsGoals(c, footplant_goals(heavy, c)),
-            "1D",
-            {},
-        )
-    )
-    sk = wide_clip.skeleton
-    body = body_model(sk, 70.0)
+    wide = walk[100:360]
+    sk = wide.skeleton
     joints = [sk.index("RightUpLeg"), sk.index("LeftLeg")]
-    feet = footplant_goals(wide_clip, contacts)
-    probe = PhysicsGoals(contacts, feet, torque_limits=dict.fromkeys(joints, 1.0))
-    peaks = physics_measures(body, probe, wide_clip)["torque"]
-    limits = {j: 0.8 * peaks[sk.names[j]]["peak"] for j in joints}
-    out.append(
-        (
-            "torque limits at 80 % of the source's peak, 2D+1K",
-            wide_clip,
-            body,
-            PhysicsGoals(contacts, feet, torque_limits=limits),
-            "2D+1K",
-            {},
-        )
-    )
-    root = np.array(wide_clip.root_position[:120])
-    t = np.arange(120)
-    u = np.clip((t - 40) / 30, 0, 1)
-    root[:, 1] += 20.0 * np.where((t >= 40) & (t <= 70), np.sin(np.pi * u) ** 2, 0.0)
-    jump = Motion(sk, root, wide_clip.rotations[:120], wide_clip.fps)
-    c = detect_contacts(jump)
-    out.append(
-        (
-            "synthetic jump, 2D+1K",
-            jump,
-            body,
-            PhysicsGoals(c, footplant_goals(jump, c)),
-            "2D+1K",
-            {"spacing": 2.0},
-        )
-    )
+    probe = _scenario("", wide, "", limits=dict.fromkeys(joints, 1.0))
+    peaks = physics_measures(probe[2], probe[3], wide)["torque"]
+    root = np.array(wide.root_position[:120])  # the tests' jump: the root lifted 20 cm
+    u = np.clip((np.arange(120) - 40) / 30, 0, 1)
+    root[:, 1] += 20.0 * np.where(u < 1, np.sin(np.pi * u) ** 2, 0.0)  # frames 40-70
+    jump = Motion(sk, root, wide.rotations[:120], wide.fps)
     data = common.clip_path().parent
     cmu = read_asf_amc(data / "real" / "01.asf", data / "real" / "01_01.amc")[:600]
-    c = detect_contacts(cmu)
-    out.append(
-        (
-            "CMU 01_01 forward jumps (600 frames, 120 fps), 2D+1K",
-            cmu,
-            body_model(cmu.skeleton, 70.0),
-            PhysicsGoals(c, footplant_goals(cmu, c)),
+    return [
+        _scenario("wide steps, 2D+1K", wide, "2D+1K", widen=0.15),
+        _scenario("8 kg in the right hand, 1D", walk[100:220], "1D", loads={"RightHand": 8.0}),
+        _scenario(
+            "torque limits at 80 % of the source's peak, 2D+1K",
+            wide,
             "2D+1K",
-            {"spacing": 8.0},
-        )
-    )
-    load = walk[:900]
-    c = detect_contacts(load)
-    out.append(
-        (
+            limits={j: 0.8 * peaks[sk.names[j]]["peak"] for j in joints},
+        ),
+        _scenario("synthetic jump, 2D+1K", jump, "2D+1K", spacing=2.0),
+        _scenario("CMU 01_01 jumps, 600 frames at 120 fps, 2D+1K", cmu, "2D+1K", spacing=8.0),
+        _scenario(
             "30 kg in the right hand, frames 0-900, 1K+3D+1K",
-            load,
-            body_model(load.skeleton, 70.0, loads={"RightHand": 30.0}),
-            PhysicsGoals(c, footplant_goals(load, c)),
+            walk[:900],
             "1K+3D+1K",
-            {},
-        )
-    )
-    return out
+            loads={"RightHand": 30.0},
+        ),
+    ]
 
 
 def _forms_table(walk) -> list[str]:
