@@ -82,3 +82,75 @@ def test_online_filter_is_the_paper_form_with_a_window(wide):
         )
     with pytest.raises(RetargetError, match="'D' or 'K'"):
         OnlinePhysicsFilter(body, goals, "X", pf.FilterSettings(form="paper"), fps=clip.fps)
+
+
+def test_serve_physics_streams_the_online_filter(lafan):
+    """``retarget serve --method physics``: pose messages start ``lag`` frames behind and
+    carry the number of the frame they are; each is the online filter's frame on the
+    footplants the contact tracker found so far (the same goals given whole)."""
+    import json
+
+    from retarget.contacts import Contacts, ContactTracker
+    from retarget.kinematics import positions
+    from retarget.methods.physics import PhysicsLive
+    from retarget.online.stream import LiveStream, pose_arrays
+
+    clip = lafan[100:190]
+    live = PhysicsLive(clip.skeleton, fps=clip.fps, passes="1D+1K")
+    stream = LiveStream(live, fps=clip.fps)
+    assert live.lag == 41
+    got = {}
+    for k in range(len(clip)):
+        message = {
+            "frame": 1000 + k,
+            "time": k / clip.fps,
+            "root_position": clip.root_position[k].tolist(),
+            "rotations": clip.rotations[k].tolist(),
+        }
+        text = stream.receive(json.dumps(message))
+        if k < live.lag:
+            assert text is None
+            continue
+        frame, root, rot, _ = pose_arrays(text)
+        assert frame == 1000 + k - live.lag and json.loads(text)["time"] == pytest.approx(
+            (k - live.lag) / clip.fps
+        )
+        got[k - live.lag] = (root, rot)
+    assert stream.stats.poses == len(clip) - live.lag
+
+    tracker = ContactTracker(clip.skeleton, fps=clip.fps)
+    pos = positions(clip)
+    mask = np.array([tracker.step(p) for p in pos])
+    points = [int(p) for p in tracker.points]
+    contacts = Contacts(
+        tracker.points, tracker.sides, mask, tracker.floor, tracker.clearance, tracker.height
+    )
+    goals = pf.PhysicsGoals(
+        contacts, {p: np.where(mask[:, [k]], pos[:, p], np.nan) for k, p in enumerate(points)}
+    )
+    assert mask.any() and not mask.all()  # plants and swings
+    body = body_model(clip.skeleton, 70.0)
+    online = OnlineFilters(
+        body, goals, "1D+1K", pf.FilterSettings(form="paper"), fps=clip.fps, points=points
+    )
+    root, rot, _ = stream_frames(online, clip)
+    for t, (r, q) in got.items():
+        np.testing.assert_allclose(r, root[t], atol=1e-5)
+        np.testing.assert_allclose(q, rot[t], atol=1e-6)
+    assert np.abs(rot[: len(got)] - clip.rotations[: len(got)]).max() > 1e-3
+
+
+def stream_frames(method, clip):
+    return stream(method, clip)
+
+
+def test_serve_physics_refuses_a_target_and_an_unknown_load(data_dir, capsys):
+    from retarget.cli import main
+
+    walk = str(data_dir / "lafan_walk.bvh")
+    assert (
+        main(["serve", "--method", "physics", "--performer", walk, "--target-preset", "sally"]) == 2
+    )
+    assert "no --target" in capsys.readouterr().err
+    assert main(["serve", "--method", "physics", "--performer", walk, "--load", "Tail=3"]) == 2
+    assert "no joint named 'Tail'" in capsys.readouterr().err

@@ -33,7 +33,14 @@ from .motion import Motion
 from .roles import Roles, find_roles, height
 from .skeleton import Skeleton
 
-__all__ = ["Contacts", "detect_contacts", "estimate_floor", "estimate_ground", "foot_points"]
+__all__ = [
+    "ContactTracker",
+    "Contacts",
+    "detect_contacts",
+    "estimate_floor",
+    "estimate_ground",
+    "foot_points",
+]
 
 UP = 1  # y
 
@@ -296,3 +303,70 @@ def detect_contacts(
         else np.zeros((len(feet), 0), bool)
     )
     return Contacts(points, tuple(s for s, _ in side_points), mask, float(floor), clearance, h)
+
+
+class ContactTracker:
+    """Footplants frame by frame, from the past only: :func:`detect_contacts` for a live
+    stream (``retarget serve --method physics``).
+
+    The first frame calibrates: the floor is its lowest foot point and each point's
+    clearance its height above the floor then (a performer starts standing). A point
+    is planted from a frame where it is within ``height_tol`` × height of its
+    clearance and moves horizontally slower than ``speed_tol`` × height per second
+    (the backward difference: a stream has no next frame), and stays planted until
+    either exceeds ``release`` × its threshold. Unlike :func:`detect_contacts`, short
+    contacts are not dropped nor short gaps closed (that needs the frames after).
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+    fps : float
+    height_tol, speed_tol, release : float
+        As :func:`detect_contacts`.
+    """
+
+    def __init__(
+        self,
+        skeleton: Skeleton,
+        *,
+        fps: float,
+        height_tol: float = 0.04,
+        speed_tol: float = 0.25,
+        release: float = 1.25,
+    ) -> None:
+        roles = find_roles(skeleton)
+        side_points = foot_points(skeleton, roles)
+        self.points = np.array([p for _, p in side_points], dtype=np.intp)
+        self.sides = tuple(s for s, _ in side_points)
+        self.height = float(height(skeleton, roles))
+        self._fps = float(fps)
+        self._tol = (height_tol * self.height, speed_tol * self.height)
+        self._release = float(release)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the stream: the next frame calibrates again."""
+        self.floor: float | None = None
+        self.clearance = np.zeros(len(self.points))
+        self._last: NDArray[np.float64] | None = None
+        self._planted = np.zeros(len(self.points), dtype=bool)
+
+    def step(self, positions: ArrayLike) -> NDArray[np.bool_]:
+        """The planted foot points of one frame, shape (K,), from its point positions
+        ``(P, 3)`` (the skeleton's unit)."""
+        feet = np.asarray(positions, dtype=np.float64)[self.points]
+        if self.floor is None:
+            self.floor = float(feet[:, UP].min())
+            self.clearance = feet[:, UP] - self.floor
+        above = feet[:, UP] - self.floor - self.clearance
+        if self._last is None:
+            speed = np.zeros(len(self.points))
+        else:
+            step = np.delete(feet - self._last, UP, axis=-1)
+            speed = np.linalg.norm(step, axis=-1) * self._fps
+        self._last = feet
+        h_tol, s_tol = self._tol
+        enter = (above <= h_tol) & (speed <= s_tol)
+        stay = (above <= self._release * h_tol) & (speed <= self._release * s_tol)
+        self._planted = np.where(self._planted, stay, enter)
+        return self._planted.copy()

@@ -114,6 +114,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if args.method == "puppetry":
         live: Any = PuppetryLive(_puppeteer(args))
+    elif args.method == "physics":
+        from ..methods.physics import PhysicsLive, parse_named
+
+        if args.target or args.target_preset:
+            raise RetargetError("--method physics filters the performer's own body: no --target")
+        take = read_input(args.performer)
+        require_humanoid(args.performer, take.skeleton)
+        live = PhysicsLive(
+            take.skeleton,
+            fps=args.fps,
+            passes=args.passes,
+            mass=args.mass,
+            loads=parse_named(args.load, "--load", "kg"),
+        )
     else:
         take = read_input(args.performer)
         require_humanoid(args.performer, take.skeleton)
@@ -225,12 +239,12 @@ def add_parsers(sub: Any) -> None:
         "line in, one JSON pose per message out; late, duplicated and malformed frames are "
         "counted and skipped, gaps predicted through (schema: README 'Live server').",
     )
-    p.add_argument("--method", choices=("puppetry", "omr"), default="puppetry")
+    p.add_argument("--method", choices=("puppetry", "omr", "physics"), default="puppetry")
     p.add_argument(
         "--performer",
         required=True,
         help="the performer: its skeleton wears the sensors (puppetry) or is the source "
-        "skeleton of the poses (omr); its frames calibrate puppetry",
+        "skeleton of the poses (omr, physics); its frames calibrate puppetry",
     )
     p.add_argument(
         "--target", help="the character: a motion file's skeleton (.bvh, .amc, .npz) or an .asf"
@@ -256,6 +270,14 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--terrain", metavar="FILE", help="puppetry: the environment (.json scene)")
     p.add_argument("--setup", choices=("lower", "full"), help="omr: end-effectors (default lower)")
     p.add_argument("--scaled-goals", action="store_true", help="omr: goals scaled to the target")
+    p.add_argument(
+        "--passes",
+        default="2D+1K",
+        help="physics: Tak & Ko's applications, the paper's form online (default 2D+1K: "
+        "poses 82 frames behind)",
+    )
+    p.add_argument("--mass", type=float, default=70.0, help="physics: body mass in kg")
+    p.add_argument("--load", action="append", default=[], metavar="JOINT=KG", help="physics")
     p.set_defaults(func=cmd_serve, target_from=None, target_to=None, skeleton=None)
 
     p = sub.add_parser(

@@ -27,7 +27,7 @@ from ..result import Result
 from ..skeleton import Skeleton
 from ._base import Option
 
-__all__ = ["FORMS", "OPTIONS", "filter_motion", "parse_named", "physics_retarget"]
+__all__ = ["FORMS", "OPTIONS", "PhysicsLive", "filter_motion", "parse_named", "physics_retarget"]
 
 #: How dynamic applications run (:attr:`retarget.physics.filter.FilterSettings.form`).
 FORMS = ("curve", "paper")
@@ -191,6 +191,122 @@ def physics_retarget(
         form=form,
     )
     return result
+
+
+# -- live: `retarget serve --method physics` ------------------------------------------------
+
+
+class PhysicsLive:
+    """Tak & Ko's filter on a stream of pose frames (``retarget serve --method physics``):
+    the performer's own body made physically plausible, the paper's form frame by
+    frame (:class:`retarget.physics.online.OnlineFilters`).
+
+    Footplants come as the stream goes (:class:`retarget.contacts.ContactTracker`:
+    the first frame calibrates the floor): a planted foot point's goal is where the
+    performer has it, balance is on in support and momentum in flight. A pose
+    message gives frame ``t`` when frame ``t + lag`` is in (:attr:`lag`: 41 frames a
+    dynamic application at a knot every 4 frames). A gap is bridged, not predicted:
+    the next frame follows the last one directly.
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+        The performer's (frames are its poses; the output is on it too).
+    fps : float
+    passes : str
+        Applications, ``"2D+1K"`` by default (lag 82 frames).
+    mass : float
+        Kilograms, loads excluded.
+    loads : mapping of joint name to kg, optional
+    """
+
+    method = "physics"
+
+    def __init__(
+        self,
+        skeleton: Skeleton,
+        *,
+        fps: float,
+        passes: str = "2D+1K",
+        mass: float = 70.0,
+        loads: Mapping[str, float] | None = None,
+    ) -> None:
+        from ..contacts import ContactTracker
+        from ..physics import body_model
+        from ..physics.filter import FilterSettings, PhysicsGoals
+        from ..physics.online import OnlineFilters
+
+        for joint_name in loads or {}:
+            if joint_name not in skeleton.names:
+                raise RetargetError(f"--load: no joint named {joint_name!r} in the performer")
+        self.character = skeleton
+        self.fps = float(fps)
+        self._tracker = ContactTracker(skeleton, fps=fps)
+        points = [int(p) for p in self._tracker.points]
+        self._points = points
+        body = body_model(skeleton, mass, loads=dict(loads or {}))
+        empty = PhysicsGoals(self._contacts(0), {p: np.zeros((0, 3)) for p in points})
+        self._filters = OnlineFilters(
+            body, empty, passes, FilterSettings(form="paper"), fps=fps, points=points
+        )
+        #: Frames between an input frame and its pose message.
+        self.lag = self._filters.lag
+        self._goals_type = PhysicsGoals
+        self.reset()
+
+    def _contacts(self, n: int) -> Any:
+        from ..contacts import Contacts
+
+        tracker = self._tracker
+        mask = self._mask[:n] if n else np.zeros((0, len(tracker.points)), dtype=bool)
+        return Contacts(
+            tracker.points,
+            tracker.sides,
+            mask,
+            float(tracker.floor or 0.0),
+            np.array(tracker.clearance),
+            tracker.height,
+        )
+
+    def reset(self) -> None:
+        self._tracker.reset()
+        self._mask = np.zeros((256, len(self._points)), dtype=bool)
+        self._goal = np.full((256, len(self._points), 3), np.nan)
+        self._count = 0
+        if hasattr(self, "_filters"):
+            self._filters.reset()
+
+    def parse(self, data: dict[str, Any], where: tuple[str, int]) -> tuple[int | None, Any]:
+        from ..frames import PoseFrame
+        from ..io.sensors import pose_frame
+
+        number, root, rotations = pose_frame(data, self.character.num_joints, where=where)
+        return number, PoseFrame(root, rotations)
+
+    def step(self, frame: Any) -> tuple[Any, Any, dict[str, Any]] | None:
+        from ..kinematics import forward_kinematics
+
+        pos = forward_kinematics(self.character, frame.root_position[None], frame.rotations[None])[
+            0
+        ][0]
+        n = self._count
+        if n == len(self._mask):  # room for twice as many frames
+            self._mask = np.concatenate([self._mask, np.zeros_like(self._mask)])
+            self._goal = np.concatenate([self._goal, np.full_like(self._goal, np.nan)])
+        planted = self._tracker.step(pos)
+        self._mask[n] = planted
+        self._goal[n] = np.where(planted[:, None], pos[self._points], np.nan)
+        self._count = n + 1
+        self._filters.goals = self._goals_type(
+            self._contacts(n + 1), {p: self._goal[: n + 1, k] for k, p in enumerate(self._points)}
+        )
+        out = self._filters.step(frame)
+        if out is None:
+            return None
+        return out.root_position, out.rotations, {}
+
+    def predict(self) -> None:
+        """A gap is bridged: nothing to do (module docstring)."""
 
 
 # -- options: what `retarget run --method physics` and RunJob.method_options offer ------------

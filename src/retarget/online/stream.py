@@ -45,6 +45,7 @@ counts each case.
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -71,19 +72,23 @@ __all__ = [
 ]
 
 
-#: Methods a live stream runs.
-METHODS = ("puppetry", "omr")
+#: Methods a live stream runs (``physics``: :class:`retarget.methods.physics.PhysicsLive`).
+METHODS = ("puppetry", "omr", "physics")
 
 
 class LiveRetargeter(Protocol):
-    """What :class:`LiveStream` drives: a causal retargeter of one kind of input frame."""
+    """What :class:`LiveStream` drives: a causal retargeter of one kind of input frame.
+
+    ``step`` gives the pose of the frame ``lag`` frames back (an attribute, 0 when
+    absent), or None while it has none yet (a filter that trails its input, as
+    Tak & Ko's least-squares window does)."""
 
     method: str
     character: Skeleton
 
     def parse(self, data: dict[str, Any], where: tuple[str, int]) -> tuple[int | None, Any]: ...
 
-    def step(self, frame: Any) -> tuple[Array, Array, dict[str, Any]]: ...
+    def step(self, frame: Any) -> tuple[Array, Array, dict[str, Any]] | None: ...
 
     def predict(self) -> None: ...
 
@@ -245,6 +250,7 @@ class LiveStream:
         self.last_frame: int | None = None
         self.last_pose: dict[str, Any] | None = None
         self._character = live.character
+        self._pending: deque[tuple[int, float | None, int]] = deque()  # (frame, time, predicted)
 
     def header(self) -> str:
         """The skeleton message (sent once per connection)."""
@@ -285,6 +291,7 @@ class LiveStream:
             if missing > self.max_gap:
                 stats.restarts += 1
                 self.live.reset()
+                self._pending.clear()
             elif missing > 0:
                 stats.gaps += 1
                 for _ in range(missing):
@@ -292,16 +299,22 @@ class LiveStream:
                 predicted = missing
                 stats.predicted += missing
         self.last_frame = number
+        self._pending.append((number, stamp, predicted))
         reason = "the retargeter gave no finite pose"
         try:
-            root, rotations, extra = self.live.step(frame)
+            out = self.live.step(frame)
         except (RetargetError, np.linalg.LinAlgError) as exc:  # e.g. no calibration pose
-            root = rotations = np.array([np.nan])
+            out = (np.array([np.nan]), np.array([np.nan]), {})
             reason = str(exc)
+        if out is None:  # a trailing filter: nothing final yet
+            return None
+        root, rotations, extra = out
+        number, stamp, predicted = self._pending.popleft()  # the frame ``lag`` back
         if not (np.isfinite(root).all() and np.isfinite(rotations).all()):
             stats.failed += 1
             stats.last_error = f"{where[0]}: frame {number}: {reason}"
             self.live.reset()
+            self._pending.clear()
             return None
         positions = forward_kinematics(self._character, root[None], rotations[None])[0][0]
         pose = {

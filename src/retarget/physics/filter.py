@@ -444,14 +444,17 @@ def _measurement(
     points = [p for p, _ in rows.kinematic]
     frame, kept = (sk, np.arange(n_j)) if dynamic or not points else sk.restricted(points)
     tasks = [(frame.index(sk.point_names[p]), g[fr][:, None]) for p, g in rows.kinematic]
-    turned = np.searchsorted(kept, moved)
+    # the state's joints on the goals' chains turn (the others cannot move a goal point:
+    # a frame where a foot has no goal, in an application whose state has its joints)
+    inside = np.isin(moved, kept)
+    turned = np.searchsorted(kept, moved[inside])
     rest = rot0[:, kept]
 
     def measure(x: Array) -> Array:
         b, m = x.shape[:2]
         root = root0[:, None] + x[..., :3] / metres
-        # only the state's joints turn
-        rot = oplus_joints(rest[:, None], x[..., 3:n].reshape(b, m, len(moved), 3), turned)
+        turns = x[..., 3:n].reshape(b, m, len(moved), 3)
+        rot = oplus_joints(rest[:, None], turns if inside.all() else turns[:, :, inside], turned)
         pose = Pose.of(frame, root, rot)
         parts = [PositionTask(p, g).residual(pose) / s.height for p, g in tasks]
         if dynamic and physical:

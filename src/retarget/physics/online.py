@@ -79,6 +79,10 @@ class OnlinePhysicsFilter:
         filter).
     fps : float
         Frames per second of the stream.
+    points : sequence of int, optional
+        The points a kinematic application may be given goals for (its state is the
+        joints they hang from); default: those with a goal somewhere in ``goals``.
+        A live stream, whose goals come as it goes (:attr:`goals`), names them.
     """
 
     def __init__(
@@ -89,6 +93,7 @@ class OnlinePhysicsFilter:
         settings: FilterSettings | None = None,
         *,
         fps: float,
+        points: Sequence[int] | None = None,
     ) -> None:
         st = settings or FilterSettings(form="paper")
         if st.form != "paper" or st.window is None:
@@ -109,11 +114,22 @@ class OnlinePhysicsFilter:
             chosen = st.joints if st.joints is not None else dynamic_joints(roles)
             self._joints = [0, *(j for j in chosen if j != 0)]
         else:
-            reach = [p for p, g in goals.positions.items() if np.isfinite(g).any()]
-            self._joints = sorted(_ancestors(sk, reach) | {0})
+            if points is None:
+                points = [p for p, g in goals.positions.items() if np.isfinite(g).any()]
+            self._joints = sorted(_ancestors(sk, list(points)) | {0})
         #: Frames between an input and the output of the same frame.
         self.lag = math.ceil(2 * st.spacing + self._window / 2) + 1 if self.dynamic else 0
         self.reset()
+
+    @property
+    def goals(self) -> PhysicsGoals:
+        """The goals (frame ``k``'s are read when frame ``k`` or ``k + 1`` is in): a live
+        stream sets them anew as they grow."""
+        return self._s.goals
+
+    @goals.setter
+    def goals(self, goals: PhysicsGoals) -> None:
+        self._s = dataclasses.replace(self._s, goals=goals)
 
     # -- the contract ------------------------------------------------------------------
     def reset(self) -> None:
@@ -284,13 +300,25 @@ class OnlineFilters:
         settings: FilterSettings | None = None,
         *,
         fps: float,
+        points: Sequence[int] | None = None,
     ) -> None:
         sequence = parse_passes(passes) if isinstance(passes, str) else tuple(passes)
         self.stages = [
-            OnlinePhysicsFilter(body, goals, kind, settings, fps=fps) for kind in sequence
+            OnlinePhysicsFilter(body, goals, kind, settings, fps=fps, points=points)
+            for kind in sequence
         ]
         #: Frames between an input and the output of the same frame.
         self.lag = sum(stage.lag for stage in self.stages)
+
+    @property
+    def goals(self) -> PhysicsGoals:
+        """The goals every application reads (set anew by a live stream as they grow)."""
+        return self.stages[0].goals
+
+    @goals.setter
+    def goals(self, goals: PhysicsGoals) -> None:
+        for stage in self.stages:
+            stage.goals = goals
 
     def reset(self) -> None:
         for stage in self.stages:
