@@ -323,3 +323,25 @@ def test_dynamic_tasks_are_the_filters_rows(body, lafan):
     np.testing.assert_array_equal(momentum[:, 3:], moment / (weight * height))
     with pytest.raises(ValueError, match="weight"):
         ZMPTask(weight=-1.0)
+
+
+def test_compiled_forward_pass_is_the_numpy_one(lafan):
+    """body_motion's kernel (physics/_dynamics_kernels.py) against its numpy twin, on
+    random states of the walk's body: the same formulas, to round-off."""
+    from retarget.physics import dynamics
+
+    sk = lafan.skeleton
+    body = body_model(sk, 70.0, loads={"RightHand": 5.0})
+    rng = np.random.default_rng(4)
+    frames, n = 40, sk.num_joints
+    rot = quat.normalize(rng.normal(size=(frames, n, 4)))
+    root = rng.normal(scale=50.0, size=(frames, 3))
+    omega, omega_dot = rng.normal(size=(2, frames, n, 3))
+    acc = rng.normal(size=(frames, 3))
+    bm = dynamics.body_motion(body, root, rot, np.zeros(3), omega, acc, omega_dot)
+    pos, mats = bm.origins, bm.frames
+    w, alpha, centres, acc_c = dynamics._forward_pass_numpy(body, pos, mats, omega, omega_dot, acc)
+    for got, want in ((bm.omega, w), (bm.alpha, alpha), (bm.centres, centres)):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(bm.accelerations, acc_c, rtol=0, atol=1e-9)
+    assert np.abs(acc_c).max() > 1.0

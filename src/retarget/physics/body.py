@@ -45,6 +45,7 @@ per-joint inertial parameters that :mod:`retarget.physics.dynamics` uses.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -109,6 +110,11 @@ class Body:
     def total_mass(self) -> float:
         """kg."""
         return float(self.mass.sum())
+
+    @functools.cached_property
+    def metric_skeleton(self) -> Skeleton:
+        """The skeleton in metres (``skeleton.scaled(metres)``), made once."""
+        return self.skeleton.scaled(self.metres)
 
 
 def _rest(skeleton: Skeleton) -> tuple[Array, Array]:

@@ -33,6 +33,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import quat
 from .._arrays import Array
+from .._lazy import loader, numpy_twins
 from .._so3 import cross
 from ..kinematics import forward_kinematics
 from ..motion import Motion
@@ -57,6 +58,9 @@ __all__ = [
 #: m/s², Y up.
 GRAVITY = np.array([0.0, -9.81, 0.0])
 GRAVITY.setflags(write=False)
+
+
+_kernels = loader("retarget.physics._dynamics_kernels")
 
 
 @functools.lru_cache(maxsize=64)
@@ -135,7 +139,7 @@ def body_motion(
     rot = np.asarray(rotations, dtype=np.float64)
     batch = rot.shape[:-2]
     root = np.broadcast_to(np.asarray(root_position, dtype=np.float64), (*batch, 3))
-    pos, world = forward_kinematics(sk.scaled(body.metres), root * body.metres, rot)
+    pos, world = forward_kinematics(body.metric_skeleton, root * body.metres, rot)
     pos = pos[..., :n, :].reshape(-1, n, 3)
     mats = quat.matrix_from_quat(world[..., :n, :]).reshape(-1, n, 3, 3)
     count = len(pos)
@@ -145,15 +149,53 @@ def body_motion(
             count, *tail
         )
 
-    rel_w = np.einsum("fjab,fjb->fja", mats, flat(angular_velocity, (n, 3)))
-    rel_a = np.einsum("fjab,fjb->fja", mats, flat(angular_acceleration, (n, 3)))
+    omega_local = flat(angular_velocity, (n, 3))
+    alpha_local = flat(angular_acceleration, (n, 3))
+    root_acc = flat(acceleration, (3,))
+    if numpy_twins():  # numba not loaded: the same formulas in numpy
+        w, alpha, centres, acc_c = _forward_pass_numpy(
+            body, pos, mats, omega_local, alpha_local, root_acc
+        )
+    else:
+        w, alpha, centres, acc_c = (np.empty_like(pos) for _ in range(4))
+        pos = np.ascontiguousarray(pos)
+        _kernels()._body_motion_kernel(
+            pos,
+            np.ascontiguousarray(mats),
+            np.ascontiguousarray(omega_local),
+            np.ascontiguousarray(alpha_local),
+            np.ascontiguousarray(root_acc),
+            np.ascontiguousarray(sk.parents[:n], dtype=np.intp),
+            np.ascontiguousarray(body.com, dtype=np.float64),
+            w,
+            alpha,
+            centres,
+            acc_c,
+        )
+
+    def shaped(a: Array) -> Array:
+        return a.reshape(*batch, *a.shape[1:])
+
+    return BodyMotion(
+        shaped(pos), shaped(mats), shaped(w), shaped(alpha), shaped(centres), shaped(acc_c)
+    )
+
+
+def _forward_pass_numpy(
+    body: Body, pos: Array, mats: Array, omega_local: Array, alpha_local: Array, root_acc: Array
+) -> tuple[Array, Array, Array, Array]:
+    """:func:`body_motion`'s forward pass in numpy (``_dynamics_kernels`` compiles it):
+    world angular velocities and accelerations, centres and their accelerations,
+    (N, J, 3) each, a depth level of joints at a time."""
+    rel_w = np.einsum("fjab,fjb->fja", mats, omega_local)
+    rel_a = np.einsum("fjab,fjb->fja", mats, alpha_local)
     w = np.empty_like(rel_w)
     alpha = np.empty_like(rel_w)
     acc = np.empty_like(rel_w)  # joint origins' accelerations
     w[:, 0] = rel_w[:, 0]
     alpha[:, 0] = rel_a[:, 0]
-    acc[:, 0] = flat(acceleration, (3,))
-    parents = sk.parents[:n]
+    acc[:, 0] = root_acc
+    parents = body.skeleton.parents[: pos.shape[1]]
     for j in _depth_levels(tuple(int(p) for p in parents)):  # a level's joints at once
         p = parents[j]
         r = pos[:, j] - pos[:, p]
@@ -162,13 +204,7 @@ def body_motion(
         alpha[:, j] = alpha[:, p] + _cross(w[:, p], rel_w[:, j]) + rel_a[:, j]
     s = np.einsum("fjab,jb->fja", mats, body.com)  # joint origin → body CM, world
     acc_c = acc + _cross(alpha, s) + _cross(w, _cross(w, s))
-
-    def shaped(a: Array) -> Array:
-        return a.reshape(*batch, *a.shape[1:])
-
-    return BodyMotion(
-        shaped(pos), shaped(mats), shaped(w), shaped(alpha), shaped(pos + s), shaped(acc_c)
-    )
+    return w, alpha, pos + s, acc_c
 
 
 def _body_wrenches(body: Body, bm: BodyMotion, gravity: Array) -> tuple[Array, Array]:
@@ -357,7 +393,7 @@ def body_centres(body: Body, motion: Motion) -> Array:
     """World centre of mass of every body, shape (F, J, 3), metres."""
     sk = body.skeleton
     pos, world = forward_kinematics(
-        sk.scaled(body.metres), motion.root_position * body.metres, motion.rotations
+        body.metric_skeleton, motion.root_position * body.metres, motion.rotations
     )
     n = sk.num_joints
     return pos[:, :n] + quat.rotate(world[:, :n], body.com)
