@@ -9,13 +9,15 @@ default ``../shared/data``), the wide-steps goals (feet 15 % of height outward):
    three iterated updates per frame, and the paper's single update;
 2. **dynamic filtering** (1D): 27 DOFs (wrists, elbows, ankles, neck out),
    balance and footplants, with the least-squares filter;
-3. **UKF update**, ours (all frames' sigma points in one call) against
+3. **online** (:mod:`retarget.physics.online`): one dynamic application of the paper's
+   form scanning the frames, with its lag;
+4. **UKF update**, ours (all frames' sigma points in one call) against
    filterpy's ``UnscentedKalmanFilter.update`` (one frame at a time, the
    measurement function once per sigma point), 66 states, 12 measurements;
-4. **inverse dynamics**, ours batched over frames against pinocchio's ``rnea``
+5. **inverse dynamics**, ours batched over frames against pinocchio's ``rnea``
    called once per frame from Python, on the same model.
 
-5. **the two forms side by side** (``form="curve"``, the default, and ``"paper"``,
+6. **the two forms side by side** (``form="curve"``, the default, and ``"paper"``,
    §§5–6 as printed) on the issue's scenarios, each run once, its quality and
    frames/s in one table: wide steps (frames 100-360, feet 15 % out, 2D+1K), 8 kg
    in the right hand (frames 100-220, 1D), torque limits at 80 % of the source's
@@ -42,6 +44,7 @@ import numpy as np
 
 from retarget import Motion, detect_contacts, quat, read_bvh
 from retarget.filters import unscented_update
+from retarget.frames import PoseFrame
 from retarget.metrics import evaluate
 from retarget.physics import body_model
 from retarget.physics.dynamics import inverse_dynamics
@@ -52,6 +55,7 @@ from retarget.physics.filter import (
     physics_filter,
     physics_measures,
 )
+from retarget.physics.online import OnlinePhysicsFilter
 
 REPEATS = 3
 
@@ -80,7 +84,7 @@ def _scenario(name, clip, passes, *, loads=None, widen=0.0, limits=None, **setti
 
 
 def _scenarios(walk):
-    """The forms table's scenarios (docstring, 5)."""
+    """The forms table's scenarios (docstring, 6)."""
     from retarget.io import read_asf_amc
 
     wide = walk[100:360]
@@ -116,7 +120,7 @@ def _scenarios(walk):
 
 
 def _forms_table(walk) -> list[str]:
-    """Both forms on every scenario (docstring, 5): one run each."""
+    """Both forms on every scenario (docstring, 6): one run each."""
     lines = [
         "| scenario | form | ZMP outside (source → after) | feet max, % of height | "
         "torque worst ratio | flight force, moment ÷ | foot skate ÷ source's | frames/s |",
@@ -180,6 +184,35 @@ def main() -> None:
     ):
         t = stage_time(passes, st)
         rows.append((label, n / t, t / n * 1e3))
+
+    for label, st, block in (
+        (
+            "online 1D, paper form, 1 update, Kalman blocks of 8",
+            FilterSettings(form="paper", iterations=1),
+            8,
+        ),
+        (
+            "online 1D, paper form, 1 update, frame by frame",
+            FilterSettings(form="paper", iterations=1),
+            1,
+        ),
+        (
+            "online 1D, paper form, 3 iterations, Kalman blocks of 8",
+            FilterSettings(form="paper"),
+            8,
+        ),
+    ):
+        online = OnlinePhysicsFilter(body, goals, "D", st, fps=clip.fps, block=block)
+        frames = [PoseFrame(clip.root_position[k], clip.rotations[k]) for k in range(n)]
+
+        def scan(online=online, frames=frames):
+            online.reset()
+            for frame in frames:
+                online.step(frame)
+            online.flush()
+
+        t = common.median_seconds(scan, REPEATS, warm_up=True)
+        rows.append((f"{label} (lag {online.lag})", n / t, t / n * 1e3))
 
     x, p, h, z = _ukf_problem(n)
     t_ours = common.median_seconds(lambda: unscented_update(x, p, h, z), REPEATS, warm_up=True)

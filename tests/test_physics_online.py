@@ -37,18 +37,20 @@ def stream(method, clip):
     return root, rot, first
 
 
-@pytest.mark.parametrize("passes", ["1K", "1D", "2D+1K"])
-def test_online_filter_gives_the_batch_frames(wide, passes):
+@pytest.mark.parametrize(("passes", "block"), [("1K", 1), ("1D", 1), ("2D+1K", 1), ("2D+1K", 8)])
+def test_online_filter_gives_the_batch_frames(wide, passes, block):
     """Every frame equals the batch filter's (form "paper", sliding window of 64) to
     1e-9 of the unit; a dynamic application gives frame t when frame t + 41 is in
-    (the window's half, two knots, one central difference), a kinematic one at once."""
+    (the window's half, two knots, one central difference), a kinematic one at once;
+    Kalman blocks of 8 frames add 7 frames of lag to each."""
     clip, body, goals = wide
     settings = pf.FilterSettings(form="paper")
     batch = pf.physics_filter(clip, body, goals, passes, settings).motion
-    online = OnlineFilters(body, goals, passes, settings, fps=clip.fps)
+    online = OnlineFilters(body, goals, passes, settings, fps=clip.fps, block=block)
     assert isinstance(online.stages[0], OnlineMethod)
     root, rot, first = stream(online, clip)
-    assert online.lag == 41 * pf.parse_passes(passes).count("D")
+    sequence = pf.parse_passes(passes)
+    assert online.lag == 41 * sequence.count("D") + (block - 1) * len(sequence)
     assert first == online.lag and len(root) == len(clip)
     np.testing.assert_allclose(root, batch.root_position, rtol=0, atol=1e-9)
     np.testing.assert_allclose(rot, batch.rotations, rtol=0, atol=1e-9)

@@ -83,6 +83,9 @@ class OnlinePhysicsFilter:
         The points a kinematic application may be given goals for (its state is the
         joints they hang from); default: those with a goal somewhere in ``goals``.
         A live stream, whose goals come as it goes (:attr:`goals`), names them.
+    block : int
+        Frames filtered together by the Kalman stage (one batched call): ``block − 1``
+        frames more lag for fewer, larger calls (the same numbers to round-off).
     """
 
     def __init__(
@@ -94,8 +97,12 @@ class OnlinePhysicsFilter:
         *,
         fps: float,
         points: Sequence[int] | None = None,
+        block: int = 1,
     ) -> None:
         st = settings or FilterSettings(form="paper")
+        if block < 1:
+            raise RetargetError(f"block must be at least 1 frame, got {block}")
+        self._block = int(block)
         if st.form != "paper" or st.window is None:
             raise RetargetError(
                 "the online filter is the paper's form with a sliding window "
@@ -118,7 +125,8 @@ class OnlinePhysicsFilter:
                 points = [p for p, g in goals.positions.items() if np.isfinite(g).any()]
             self._joints = sorted(_ancestors(sk, list(points)) | {0})
         #: Frames between an input and the output of the same frame.
-        self.lag = math.ceil(2 * st.spacing + self._window / 2) + 1 if self.dynamic else 0
+        reach = math.ceil(2 * st.spacing + self._window / 2) + 1 if self.dynamic else 0
+        self.lag = reach + self._block - 1
         self.reset()
 
     @property
@@ -149,15 +157,13 @@ class OnlinePhysicsFilter:
         self._root.append(np.asarray(frame.root_position, dtype=np.float64))
         self._rot.append(np.asarray(frame.rotations, dtype=np.float64))
         n = len(self._root)
-        if not self.dynamic:
-            self._kalman(n - 1, n)
-            return self._give(n)
-        if n >= 3:
-            for k in range(len(self._out_root), n - 1):
-                self._kalman(k, n)
-        self._solve_controls(len(self._out_root), final=False)
-        out = self._give(n)
-        return out
+        done = len(self._out_root)
+        ready = n if not self.dynamic else (n - 1 if n >= 3 else 0)  # filterable frames
+        if ready - done >= self._block:
+            self._kalman(done, ready, n)
+        if self.dynamic:
+            self._solve_controls(len(self._out_root), final=False)
+        return self._give(n)
 
     def flush(self) -> list[PoseFrame]:
         """The frames still held, at the end of the stream (the batch's last frames)."""
@@ -166,8 +172,8 @@ class OnlinePhysicsFilter:
             return []
         if self.dynamic and n < 3:
             raise RetargetError("a dynamic application needs at least 3 frames")
-        for k in range(len(self._out_root), n):
-            self._kalman(k, n)
+        if len(self._out_root) < n:
+            self._kalman(len(self._out_root), n, n)
         if self.dynamic:
             self._solve_controls(n, final=True)
         out = []
@@ -177,24 +183,25 @@ class OnlinePhysicsFilter:
         return out
 
     # -- the two stages ----------------------------------------------------------------
-    def _kalman(self, k: int, n: int) -> None:
-        """The Kalman stage of frame ``k`` from the prior frames around it (of ``n``)."""
+    def _kalman(self, first: int, stop: int, n: int) -> None:
+        """The Kalman stage of frames ``first .. stop − 1`` from the prior frames around
+        them (of the ``n`` in)."""
         if self.dynamic:  # the central differences at k: the batch's, from k − 1 .. k + 1
-            a = 0 if k == 0 else max(0, min(k - 1, n - 3))
-            b = a + 3
+            a = 0 if first == 0 else max(0, min(first - 1, n - 3))
+            b = max(min(n, stop + 1), a + 3)
         else:
-            a, b = k, k + 1
+            a, b = first, stop
         skeleton: Skeleton = self._s.body.skeleton
         prior = Motion(skeleton, np.array(self._root[a:b]), np.array(self._rot[a:b]), self._fps)
         s = dataclasses.replace(self._s, goals=_goals_slice(self._s.goals, a, b))
         rows = _rows(s, prior, self.dynamic, self._st)
-        motion, qd, qdd = _apply(
-            s, prior, rows, self._joints, self.dynamic, self._st, only=slice(k - a, k - a + 1)
-        )
-        self._out_root.append(motion.root_position[k - a])
-        self._out_rot.append(motion.rotations[k - a])
-        if self.dynamic:
-            self._append_profile(motion, qd[k - a], qdd[k - a], k - a)
+        only = slice(first - a, stop - a)
+        motion, qd, qdd = _apply(s, prior, rows, self._joints, self.dynamic, self._st, only=only)
+        for i in range(only.start, only.stop):
+            self._out_root.append(motion.root_position[i])
+            self._out_rot.append(motion.rotations[i])
+            if self.dynamic:
+                self._append_profile(motion, qd[i], qdd[i], i)
 
     def _append_profile(self, motion: Motion, qd: Array, qdd: Array, i: int) -> None:
         """Frame ``i`` of ``motion`` as the least-squares filter fits it: root translation
@@ -255,7 +262,7 @@ class OnlinePhysicsFilter:
     def _give(self, n: int) -> PoseFrame | None:
         """The next frame out, if it is final."""
         t = self._given
-        if t >= len(self._out_root):
+        if t >= len(self._out_root) or n - 1 - t < self.lag:  # (a constant lag: block)
             return None
         if self.dynamic:
             i = math.floor(t / self._st.spacing)
@@ -301,10 +308,11 @@ class OnlineFilters:
         *,
         fps: float,
         points: Sequence[int] | None = None,
+        block: int = 1,
     ) -> None:
         sequence = parse_passes(passes) if isinstance(passes, str) else tuple(passes)
         self.stages = [
-            OnlinePhysicsFilter(body, goals, kind, settings, fps=fps, points=points)
+            OnlinePhysicsFilter(body, goals, kind, settings, fps=fps, points=points, block=block)
             for kind in sequence
         ]
         #: Frames between an input and the output of the same frame.
