@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import missing
 
 from retarget.characters import make_character
 from retarget.cli import main
@@ -42,10 +43,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 @pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).is_file():
-        msg = "Chromium not found (Debian's chromium package: .ci/run installs it)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
+        missing("Chromium not found (Debian's chromium package: .ci/run installs it)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
