@@ -92,11 +92,11 @@ def test_omr_stream_equals_the_whole_clip(walk, blubby):
 def test_order_duplicates_gaps_and_malformed(walk, blubby):
     """Late and duplicated frames are ignored, gaps predicted through, junk counted; after a
     gap the poses come back to within 0.5 % of height of those of the gap-free stream within
-    10 frames, with the foot hold (the default of ``retarget serve``): 0.000, 0.071 and
-    0.182 % at the tenth frame after each gap. Before the hold waited on predicted frames
-    (``_puppet_kernel.hold_feet``) it held the jump from the prediction back to the
-    measurement as if the performer's foot had slid: the last gap's foot, rising onto its
-    toes unseen, stayed 2.1 % of height away until the end."""
+    10 frames, with the foot hold (the default of ``retarget serve``): 0.000, 0.009 and
+    0.170 % at the tenth frame after each gap. Before, the hold took the jump from the
+    prediction back to the measurement for a slide of the performer's foot, about the
+    prediction's pivot (``_puppet_kernel.hold_feet``): the last gap's foot, risen onto
+    its toes unseen, turned about its heel and stayed 2.1 % of height away to the end."""
     messages = _sensor_messages(walk)
     reference = _puppetry_stream(walk, blubby)
     want = {k: pose_arrays(reference.receive(m))[3] for k, m in messages.items()}

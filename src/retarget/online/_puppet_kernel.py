@@ -314,15 +314,17 @@ def hold_feet(
 ):  # pragma: no cover - jitted
     """Stage 4b, the foot hold (:mod:`retarget.online.puppetry`), over ``F`` frames in order.
 
-    A foot whose sensors were not measured at a frame (the filter predicted them: a
-    gap in a stream, a sensor lost) is not held by the prediction: its goal keeps
-    the offset it had and its plant weight waits. At its next measured frame the
-    step from its last measured one is held as much as the foot was planted both
-    then and now (``min(s_before, raw plant weight now)``), and turns about the
-    pivot of now (the last one is that of the frame before the gap). The
-    prediction's own step, and the jump back to the measurement, are never held:
-    held, a foot landing unseen was planted where the prediction carried it, and
-    kept there (docs/architecture.md, "Gaps").
+    Where a foot's sensors were not measured (the filter predicted them: a gap in
+    a stream, a sensor lost) the hold goes on with the prediction, which is close
+    over a frame or two. The step back to the first measured frame after, though,
+    holds the jump from the prediction to the measurement, which is no slide of
+    the performer's foot: it is held only as much as the foot was planted both
+    before it and now (``min(s_before, s)``), and turns about the pivot of now
+    (the last one is the prediction's, from velocities carried on through the
+    gap). Held in full about the old pivot, a foot the prediction carried on while
+    the performer's landed was planted where the prediction was, and one that rose
+    onto its toes unseen turned about its heel, and kept there while planted
+    (docs/architecture.md, "Gaps").
 
     Parameters
     ----------
@@ -350,8 +352,8 @@ def hold_feet(
         ``α`` of the plant weight's three lags (:func:`_lag3`; 1: none).
     state : (2, HOLD_COLUMNS)
         Per foot: offset (x, z), last tracked goal (x, z), started (0 or 1), last
-        orientation (4), last pivot ``u``, the plant weight's three lags, frames
-        not measured since the last tracked goal. Updated in place; zeros: no past.
+        orientation (4), last pivot ``u``, the plant weight's three lags, whether
+        the last frame was predicted (0 or 1). Updated in place; zeros: no past.
     planted : (F, 2)
         Written: each foot's plant weight ``s``.
     """
@@ -375,24 +377,18 @@ def hold_feet(
                 continue
             if state[i, 4] == 0.0:  # no past: the weight ramps in from 0 (not planted)
                 state[i, 10], state[i, 11], state[i, 12], state[i, 13] = 0.0, 0.0, 0.0, 0.0
-            if not measured[f, i]:  # predicted: the offset kept, the weight waits
-                if state[i, 4] != 0.0:
-                    goals[f, i, 0] = gx + state[i, 0]
-                    goals[f, i, 2] = gz + state[i, 1]
-                    state[i, 13] += 1.0
-                planted[f, i] = state[i, 12]
-                continue
             before = state[i, 12]
             s = _lag3(state[i], 10, raw, smooth)
             planted[f, i] = s
             ox, oz = 0.0, 0.0
             if state[i, 4] != 0.0:
-                w, pivot, hold = s, state[i, 9], decay**lifted
-                if state[i, 13] > 0.0:  # the step across a gap (docstring)
-                    w, pivot, hold = min(before, raw), u, decay ** (lifted * (state[i, 13] + 1))
+                w, pivot = s, state[i, 9]
+                if measured[f, i] and state[i, 13] != 0.0:  # back from predicted frames
+                    w, pivot = min(before, s), u
                 last = (state[i, 5], state[i, 6], state[i, 7], state[i, 8])
                 rel = _scale(_rotate(last, _vrow(arms, i)), -pivot)  # ankle - pivot
                 roll = _sub(_rotate(_qmul(q, _conj(last)), rel), rel)
+                hold = decay**lifted
                 ox = w * (state[i, 0] - (gx - state[i, 2]) + roll[0]) + (1 - w) * hold * state[i, 0]
                 oz = w * (state[i, 1] - (gz - state[i, 3]) + roll[2]) + (1 - w) * hold * state[i, 1]
             goals[f, i, 0] = gx + ox
@@ -402,7 +398,7 @@ def hold_feet(
             for c in range(4):
                 state[i, 5 + c] = q[c]
             state[i, 9] = u
-            state[i, 13] = 0.0
+            state[i, 13] = 0.0 if measured[f, i] else 1.0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -955,7 +951,7 @@ def _frame(
         The filter's frame: position, orientation, velocity, angular velocity.
     measured : (S,) bool
         Whether each sensor was measured at the frame (else predicted): the foot
-        hold waits on a foot that was not (:func:`hold_feet`).
+        hold's step back from predicted frames (:func:`hold_feet`).
     out : tuple
         ``(root, rotations, importance, goals, captured_root, captured, residual,
         fixed, state, planted)``. Written, as the fields of

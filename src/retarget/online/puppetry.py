@@ -69,10 +69,12 @@ only. The stages, in the paper's order:
    the goal returns to the performer's foot. A planted foot's importance is
    ``s`` in union with the foot's own, ``1 − (1 − w)(1 − s)``: 1 when planted
    (the limb IK reaches its goal). Causal: the state is the last frame's
-   offset, goal, orientation, pivot and the lags of ``s``. A foot whose
-   sensors were not measured at a frame (a gap in a stream, a sensor lost: the
-   filter predicted them) is not held by the prediction: it keeps its offset
-   and its ``s`` until it is measured again (``_puppet_kernel.hold_feet``);
+   offset, goal, orientation, pivot and the lags of ``s``. Through frames whose
+   sensors the filter predicted (a gap in a stream, a sensor lost) the hold goes
+   on with the prediction; the step back to the next measured frame is held
+   only as much as the foot was planted before it and is now, about the pivot
+   of now: the jump from prediction to measurement is no slide of the foot
+   (``_puppet_kernel.hold_feet``);
 5. **root position** (section 5.1, eqs. 16-17, Appendix), made C2 in time
    (beyond the paper; below, "The smooth root"):
 
@@ -771,7 +773,7 @@ def solve_frames(
         previous call's :class:`PuppetFrames`); default: no past.
     measured : array_like of bool, shape (F, S), optional
         Whether each sensor was measured at each frame (else the filter predicted
-        it); the foot hold waits on a foot that was not
+        it): the foot hold's step back from predicted frames
         (:func:`~retarget.online._puppet_kernel.hold_feet`). Default: all measured.
 
     Returns
