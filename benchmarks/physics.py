@@ -15,8 +15,8 @@ default ``../shared/data``), the wide-steps goals (feet 15 % of height outward):
 4. **inverse dynamics**, ours batched over frames against pinocchio's ``rnea``
    called once per frame from Python, on the same model.
 
-Medians of ``REPEATS`` runs; the table is printed and appended to
-``benchmarks/results/YYYY-MM-DD-physics.md``. The paper: 150 frames/s
+Medians of ``--repeats`` runs (3); the table is printed and appended to
+``benchmarks/results/YYYY-MM-DD-physics.md`` (not with ``--no-save``). The paper: 150 frames/s
 kinematic, 10-15 dynamic (Pentium 4); the issue's goals 5000 and 500.
 """
 
@@ -39,8 +39,6 @@ from retarget.physics.filter import (
     physics_filter,
 )
 
-REPEATS = 3
-
 
 def _ukf_problem(batch: int, n: int = 66, m: int = 12):
     rng = np.random.default_rng(0)
@@ -55,7 +53,9 @@ def _ukf_problem(batch: int, n: int = 66, m: int = 12):
     return x, p, h, z
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    args = common.parse_args(__doc__, 3, argv)
+    repeats = args.repeats
     walk = read_bvh(common.clip_path())
     clip = walk[100:700]
     body = body_model(clip.skeleton, 70.0)
@@ -70,7 +70,7 @@ def main() -> None:
 
         times = []
         run()
-        for _ in range(REPEATS):
+        for _ in range(repeats):
             run()
             times.append(run.seconds)  # type: ignore[attr-defined]
         return statistics.median(times)
@@ -91,7 +91,7 @@ def main() -> None:
         rows.append((label, n / t, t / n * 1e3))
 
     x, p, h, z = _ukf_problem(n)
-    t_ours = common.median_seconds(lambda: unscented_update(x, p, h, z), REPEATS, warm_up=True)
+    t_ours = common.median_seconds(lambda: unscented_update(x, p, h, z), repeats, warm_up=True)
     rows.append(("UKF update 66x12, ours (batched)", n / t_ours, t_ours / n * 1e3))
     try:
         from filterpy.kalman import JulierSigmaPoints, UnscentedKalmanFilter
@@ -109,7 +109,7 @@ def main() -> None:
                 ukf.sigmas_f = points.sigma_points(x[b], p)
                 ukf.update(z[b])
 
-        t_peer = common.median_seconds(peer, REPEATS, warm_up=True)
+        t_peer = common.median_seconds(peer, repeats, warm_up=True)
         rows.append(("UKF update 66x12, filterpy", a_rows / t_peer, t_peer / a_rows * 1e3))
     except ImportError:
         rows.append(("UKF update 66x12, filterpy", float("nan"), float("nan")))
@@ -121,7 +121,7 @@ def main() -> None:
     v, a = rng.normal(size=(2, n, 3))
     w, wd = rng.normal(size=(2, n, nj, 3))
     t_rnea = common.median_seconds(
-        lambda: inverse_dynamics(body, root, rot, v, w, a, wd), REPEATS, warm_up=True
+        lambda: inverse_dynamics(body, root, rot, v, w, a, wd), repeats, warm_up=True
     )
     rows.append(("RNEA, ours (batched)", n / t_rnea, t_rnea / n * 1e3))
     try:
@@ -148,7 +148,7 @@ def main() -> None:
             for f in range(n):
                 pin.rnea(model, data, qs[f], vs[f], accs[f])
 
-        t_pin = common.median_seconds(pin_loop, REPEATS, warm_up=True)
+        t_pin = common.median_seconds(pin_loop, repeats, warm_up=True)
         rows.append(("RNEA, pinocchio (Python loop)", n / t_pin, t_pin / n * 1e3))
     except ImportError:
         rows.append(("RNEA, pinocchio (Python loop)", float("nan"), float("nan")))
@@ -156,7 +156,7 @@ def main() -> None:
     lines = [
         f"# physics filter benchmark, {datetime.date.today().isoformat()}",
         "",
-        f"lafan_walk.bvh frames 100-700 ({n}), wide-steps goals; median of {REPEATS} runs.",
+        f"lafan_walk.bvh frames 100-700 ({n}), wide-steps goals; median of {repeats} runs.",
         "",
         "| contender | frames/s | ms/frame |",
         "|---|---:|---:|",
@@ -164,7 +164,7 @@ def main() -> None:
         "",
         "Paper: 150 frames/s kinematic, 10-15 dynamic. Goals: 5000 and 500.",
     ]
-    common.publish(lines, "physics", save=True)
+    common.publish(lines, "physics", save=not args.no_save)
 
 
 if __name__ == "__main__":
