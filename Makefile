@@ -52,6 +52,9 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/puppetry.py
 	$(BIN)/python benchmarks/batch.py
 	$(BIN)/python benchmarks/real_files.py
+	$(BIN)/python benchmarks/physics.py
+	$(BIN)/python benchmarks/verbs.py
+	$(BIN)/python benchmarks/startup.py
 
 # Blender's BVH importer as a reference (bpy needs numpy<2: its own venv).
 BLENDER_VENV := .venv-blender

@@ -29,8 +29,8 @@ default ``../shared/data``), the wide-steps goals (feet 15 % of height outward):
    capture's noise, and the source's own ZMP is outside on 77 % of its support
    frames), and 30 kg in the right hand on the first 900 frames (1K+3D+1K).
 
-Medians of ``REPEATS`` runs; the table is printed and appended to
-``benchmarks/results/YYYY-MM-DD-physics.md``. The paper: 150 frames/s
+Medians of ``--repeats`` runs (3); the table is printed and appended to
+``benchmarks/results/YYYY-MM-DD-physics.md`` (not with ``--no-save``). The paper: 150 frames/s
 kinematic, 10-15 dynamic (Pentium 4); the issue's goals 5000 and 500.
 """
 
@@ -56,8 +56,6 @@ from retarget.physics.filter import (
     physics_measures,
 )
 from retarget.physics.online import OnlinePhysicsFilter
-
-REPEATS = 3
 
 
 def _ukf_problem(batch: int, n: int = 66, m: int = 12):
@@ -150,7 +148,9 @@ def _forms_table(walk) -> list[str]:
     return lines
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    args = common.parse_args(__doc__, 3, argv)
+    repeats = args.repeats
     walk = read_bvh(common.clip_path())
     clip = walk[100:700]
     body = body_model(clip.skeleton, 70.0)
@@ -165,7 +165,7 @@ def main() -> None:
 
         times = []
         run()
-        for _ in range(REPEATS):
+        for _ in range(repeats):
             run()
             times.append(run.seconds)  # type: ignore[attr-defined]
         return statistics.median(times)
@@ -211,11 +211,11 @@ def main() -> None:
                 online.step(frame)
             online.flush()
 
-        t = common.median_seconds(scan, REPEATS, warm_up=True)
+        t = common.median_seconds(scan, repeats, warm_up=True)
         rows.append((f"{label} (lag {online.lag})", n / t, t / n * 1e3))
 
     x, p, h, z = _ukf_problem(n)
-    t_ours = common.median_seconds(lambda: unscented_update(x, p, h, z), REPEATS, warm_up=True)
+    t_ours = common.median_seconds(lambda: unscented_update(x, p, h, z), repeats, warm_up=True)
     rows.append(("UKF update 66x12, ours (batched)", n / t_ours, t_ours / n * 1e3))
     try:
         from filterpy.kalman import JulierSigmaPoints, UnscentedKalmanFilter
@@ -233,7 +233,7 @@ def main() -> None:
                 ukf.sigmas_f = points.sigma_points(x[b], p)
                 ukf.update(z[b])
 
-        t_peer = common.median_seconds(peer, REPEATS, warm_up=True)
+        t_peer = common.median_seconds(peer, repeats, warm_up=True)
         rows.append(("UKF update 66x12, filterpy", a_rows / t_peer, t_peer / a_rows * 1e3))
     except ImportError:
         rows.append(("UKF update 66x12, filterpy", float("nan"), float("nan")))
@@ -245,7 +245,7 @@ def main() -> None:
     v, a = rng.normal(size=(2, n, 3))
     w, wd = rng.normal(size=(2, n, nj, 3))
     t_rnea = common.median_seconds(
-        lambda: inverse_dynamics(body, root, rot, v, w, a, wd), REPEATS, warm_up=True
+        lambda: inverse_dynamics(body, root, rot, v, w, a, wd), repeats, warm_up=True
     )
     rows.append(("RNEA, ours (batched)", n / t_rnea, t_rnea / n * 1e3))
     try:
@@ -272,7 +272,7 @@ def main() -> None:
             for f in range(n):
                 pin.rnea(model, data, qs[f], vs[f], accs[f])
 
-        t_pin = common.median_seconds(pin_loop, REPEATS, warm_up=True)
+        t_pin = common.median_seconds(pin_loop, repeats, warm_up=True)
         rows.append(("RNEA, pinocchio (Python loop)", n / t_pin, t_pin / n * 1e3))
     except ImportError:
         rows.append(("RNEA, pinocchio (Python loop)", float("nan"), float("nan")))
@@ -280,7 +280,7 @@ def main() -> None:
     lines = [
         f"# physics filter benchmark, {datetime.date.today().isoformat()}",
         "",
-        f"lafan_walk.bvh frames 100-700 ({n}), wide-steps goals; median of {REPEATS} runs.",
+        f"lafan_walk.bvh frames 100-700 ({n}), wide-steps goals; median of {repeats} runs.",
         "",
         "| contender | frames/s | ms/frame |",
         "|---|---:|---:|",
@@ -294,7 +294,7 @@ def main() -> None:
         "",
         "frames/s: frames × applications over the filter's own time (all applications).",
     ]
-    common.publish(lines, "physics", save=True)
+    common.publish(lines, "physics", save=not args.no_save)
 
 
 if __name__ == "__main__":

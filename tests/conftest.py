@@ -1,14 +1,19 @@
-"""Shared fixtures: the real captured clips of RETARGET_DATA.
+"""Shared fixtures: the real captured clips of RETARGET_DATA, and the reference libraries.
 
-Tests that need the clips take the ``data_dir`` fixture. When the folder is
-missing they are skipped locally with the reason shown, and fail under CI
-(``CI=true``), so a missing data set can never pass silently.
+Tests that need the clips take the ``data_dir`` fixture; tests that compare with
+another library (pyacclaim, pinocchio) import it with :func:`reference`. When
+either is missing they are skipped locally with the reason shown, and fail under
+CI (``CI=true``), so a missing data set or library can never pass silently: both
+go through :func:`missing`.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
+from types import ModuleType
+from typing import NoReturn
 
 import pytest
 
@@ -33,21 +38,29 @@ def _data_dir() -> Path | None:
     return None
 
 
+def missing(msg: str) -> NoReturn:
+    """What a test does when something it needs is not there (data, a reference
+    library, a browser): skipped locally with ``msg``, failed under ``CI=true``."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+def reference(module: str) -> ModuleType:
+    """The reference library ``module`` (a test extra of pyproject.toml), imported;
+    :func:`missing` when it is not installed."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        missing(f"reference library {module!r} not installed ({exc}): pip install -e '.[test]'")
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     found = _data_dir()
     if found is None:
-        msg = f"real clips {CLIPS} not found (set RETARGET_DATA to their folder)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
+        missing(f"real clips {CLIPS} not found (set RETARGET_DATA to their folder)")
     return found
-
-
-def _missing(msg: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(msg)
-    pytest.skip(msg)
 
 
 #: Files of ``RETARGET_DATA/real`` (real files from other people's tools, its README).
@@ -59,7 +72,7 @@ def real_dir(data_dir) -> Path:
     """``RETARGET_DATA/real``: skipped locally when missing, a failure under ``CI=true``."""
     real = data_dir / "real"
     if not all((real / f).is_file() for f in REAL):
-        _missing(f"real files {REAL} not found in {real}")
+        missing(f"real files {REAL} not found in {real}")
     return real
 
 

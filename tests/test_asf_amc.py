@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest import reference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
@@ -216,7 +217,7 @@ def test_replace_keeps_the_acclaim_fields(small):
 
 def test_vicon_against_pyacclaim(data_dir, vicon):
     """World positions of every bone's end agree with pyacclaim on all its frames."""
-    pyacclaim = pytest.importorskip("pyacclaim")
+    pyacclaim = reference("pyacclaim")
     with contextlib.redirect_stdout(io.StringIO()):  # it prints even when not verbose
         asf = pyacclaim.loadASF(str(data_dir / "vicon.asf"), verbose=False)
         frames = pyacclaim.loadAMC(asf, str(data_dir / "vicon.amc"))
@@ -275,7 +276,7 @@ def test_vicon_through_amc(tmp_path, data_dir, vicon):
     assert ours.keys() == theirs.keys()
     for bone, values in theirs.items():
         np.testing.assert_allclose(ours[bone], values, atol=2e-5, err_msg=bone)
-    pyacclaim = pytest.importorskip("pyacclaim")
+    pyacclaim = reference("pyacclaim")
     with contextlib.redirect_stdout(io.StringIO()):
         asf = pyacclaim.loadASF(str(data_dir / "vicon.asf"), verbose=False)
         frames = pyacclaim.loadAMC(asf, str(path))

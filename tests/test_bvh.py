@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import missing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
@@ -831,7 +832,7 @@ def test_real_file_with_a_frame_more_than_declared(data_dir):
     assimp read it): the 3069 frames are read, the last line named."""
     path = data_dir / "real" / "assimp_boxing_toes.bvh"
     if not path.is_file():
-        pytest.skip(f"{path} not found")
+        missing(f"{path} not found")
     with pytest.warns(RetargetWarning) as caught:
         motion = read_bvh(path)
     assert motion.num_frames == 3069

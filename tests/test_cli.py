@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import missing
 
 from retarget._json import GENERIC_NOTE
 from retarget.cli import main
@@ -204,7 +205,7 @@ def test_a_file_with_a_frame_more_than_declared_warns_on_one_line(capsys, data_d
     the 3069 frames, prints one warning line naming the file and the line, and exits 0."""
     path = data_dir / "real" / "assimp_boxing_toes.bvh"
     if not path.is_file():
-        pytest.skip(f"{path} not found")
+        missing(f"{path} not found")
     expected = (
         f"retarget: warning: {path}:3199: more motion data than 'Frames: 3069': 1 more frame "
         "from this line on, ignored (the 3069 declared are read)"

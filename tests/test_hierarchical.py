@@ -259,12 +259,15 @@ def test_knot_spacings():
 
 
 def test_joint_limits_hold_on_every_frame_of_vicon(data_dir):
+    """The whole clip, 2751 frames (about 3 s)."""
     from retarget.dofs import limit_violation
     from retarget.io import read_asf_amc
 
-    m = read_asf_amc(data_dir / "vicon.asf", data_dir / "vicon.amc")[:600:2]
+    m = read_asf_amc(data_dir / "vicon.asf", data_dir / "vicon.amc")
+    assert m.num_frames == 2751
     target = make_character(m.skeleton, preset="blubby")
     result = get_method("hierarchical").run(m, target)
+    assert result.motion.num_frames == m.num_frames
     # within rounding of the Euler <-> quaternion round trip (the source itself
     # breaks its limits, e.g. lwrist by up to 31 degrees); absent channels count
     # too, so hinge knees stay hinges
@@ -274,7 +277,20 @@ def test_joint_limits_hold_on_every_frame_of_vicon(data_dir):
 
 
 def test_rough_terrain_walk(lafan):
-    """Issue acceptance on a random height field, bumps up to 10 % of the height."""
+    """Issue acceptance on a random height field, bumps up to 10 % of the height.
+
+    Stance knees: the acceptance asked for the largest difference from the source's
+    knee flexion, which was 17.4° when first measured and is now 15.2° (left, frame
+    7013) and 15.4° (right, frame 2819); the mean (2.2°, 2.1°) and the 95th
+    percentile (6.6°, 6.0°) are well under 10°, the largest cannot be. Those frames
+    are double support with the source's legs nearly straight (hip to ankle 99.8 % of
+    the leg's reach at 7013) on bumps of different heights: at 7013 the bumps lift
+    the left footprint 5.1 cm and the right 3.8, the root rises 3.6 (the right leg
+    then at 99.3 % of its reach), and the left leg must shorten by the 1.5 cm left
+    over, 0.9 % of height. Near full extension the knee angle is steepest in the
+    leg's length (two nearly equal bones: 99.8 % of the reach is a 7° knee, 98.2 % a
+    22° one), so holding both footprints on the surface bends that knee 15° more than
+    the source's. The test holds the maximum as measured, with 0.6° to spare."""
     from retarget.environment import random_height_field
     from retarget.ik.limb import hinge_angle, limb_from_roles
 
@@ -310,7 +326,12 @@ def test_rough_terrain_walk(lafan):
         diff = np.degrees(
             np.abs(hinge_angle(limb, result.motion.rotations) - hinge_angle(limb, walk.rotations))
         )[contacts.foot(side)]
+        print(
+            f"{side} stance knee minus the source's: mean {diff.mean():.2f}, 95th "
+            f"percentile {np.percentile(diff, 95):.2f}, max {diff.max():.2f} deg"
+        )
         assert diff.mean() < 3.0 and np.percentile(diff, 95) < 10.0, side
+        assert diff.max() < 16.0, side
 
 
 @pytest.mark.parametrize("target", ["blubby", "sally"])

@@ -104,3 +104,39 @@ def test_no_private_name_crosses_a_package() -> None:
     paths = sorted(PACKAGE.rglob("*.py"))
     bad = [b for path in paths for b in _private_names_from_other_packages(path)]
     assert not bad, "\n".join(bad)
+
+
+# -- the tests themselves: nothing needed is skipped silently under CI ------------------------
+
+#: Calls that skip a test whatever ``CI`` says (conftest's ``missing`` and ``reference``
+#: fail instead under ``CI=true``).
+SILENT_SKIPS = {"importorskip", "skip", "skipif"}
+
+
+def _silent_skips(source: str, name: str) -> list[str]:
+    """``pytest.importorskip(…)``, ``pytest.skip(…)``, ``pytest.mark.skip(if)`` in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in SILENT_SKIPS:
+            base = node.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id == "pytest":
+                found.append(f"{name}:{node.lineno} pytest...{node.attr}")
+    return found
+
+
+def test_no_test_skips_what_ci_needs() -> None:
+    """A test that needs data, a reference library or a browser goes through conftest's
+    ``missing`` (or ``reference``): skipped locally, failed under ``CI=true``."""
+    tests = Path(__file__).resolve().parent
+    bad = [
+        b
+        for path in sorted(tests.glob("*.py"))
+        if path.name != "conftest.py"
+        for b in _silent_skips(path.read_text(encoding="utf-8"), path.name)
+    ]
+    assert not bad, "\n".join(bad)
+    bad_test = "import pytest\n\ndef test_x():\n    pin = pytest.importorskip('pinocchio')\n"
+    assert _silent_skips(bad_test, "t.py") == ["t.py:4 pytest...importorskip"]
+    assert _silent_skips("@pytest.mark.skipif(True, reason='')\ndef f(): pass\n", "t.py")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,7 +42,7 @@ def test_mass_model_is_de_leva_scaled(body, lafan):
 
 
 def _pinocchio_model(body):
-    pin = pytest.importorskip("pinocchio")
+    pin = reference("pinocchio")
     sk = body.skeleton
     model = pin.Model()
     model.gravity = pin.Motion(np.array([0.0, -9.81, 0.0]), np.zeros(3))

@@ -91,14 +91,16 @@ def test_omr_stream_equals_the_whole_clip(walk, blubby):
 
 def test_order_duplicates_gaps_and_malformed(walk, blubby):
     """Late and duplicated frames are ignored, gaps predicted through, junk counted; after a
-    gap the poses come back to those of the gap-free stream within 10 frames. The foot hold
-    is off here: with it a foot planted during a gap, at the predicted frames' place, stays
-    where it was planted until it lifts (on this clip's last gap, 2 % of height away until
-    the end, where the performer stands), as a planted foot should."""
+    gap the poses come back to within 0.5 % of height of those of the gap-free stream within
+    10 frames, with the foot hold (the default of ``retarget serve``): 0.000, 0.009 and
+    0.170 % at the tenth frame after each gap. Before, the hold took the jump from the
+    prediction back to the measurement for a slide of the performer's foot, about the
+    prediction's pivot (``_puppet_kernel.hold_feet``): the last gap's foot, risen onto
+    its toes unseen, turned about its heel and stayed 2.1 % of height away to the end."""
     messages = _sensor_messages(walk)
-    reference = _puppetry_stream(walk, blubby, hold_feet=False)
+    reference = _puppetry_stream(walk, blubby)
     want = {k: pose_arrays(reference.receive(m))[3] for k, m in messages.items()}
-    stream = _puppetry_stream(walk, blubby, hold_feet=False)
+    stream = _puppetry_stream(walk, blubby)
     junk = [
         b"{not json",
         b"[1, 2]",
@@ -128,8 +130,7 @@ def test_order_duplicates_gaps_and_malformed(walk, blubby):
     tall = np.ptp(want[0][:, 1])
     for _, b in gaps:
         errors = [np.abs(out[k] - want[k]).max() / tall for k in range(b, b + 10)]
-        assert min(errors) < 1e-3  # back within 0.1 % of height
-        assert errors[-1] < 1e-3
+        assert errors[-1] < 5e-3, (b, errors)  # back within 0.5 % of height
     for k in range(0, 50):
         np.testing.assert_allclose(out[k], want[k], atol=1e-9)
 
@@ -211,6 +212,29 @@ def test_serve_stdin_to_stdout(start_server, walk):
     assert "1 malformed" in err
 
 
+def test_serve_no_foot_hold(start_server, lafan, blubby):
+    """``serve --no-foot-hold`` is ``run --method puppetry --no-foot-hold``: the poses served
+    are those of a Puppeteer with ``hold_feet=False``, not those with the hold (the
+    default), which on these 150 frames differ by up to 2.7 % of height."""
+    messages = list(_sensor_messages(lafan, range(150)).values())
+    want = {}
+    for hold in (True, False):
+        puppeteer = Puppeteer(
+            lafan.skeleton, blubby, fps=lafan.fps, calibration=lafan, hold_feet=hold
+        )
+        stream = LiveStream(PuppetryLive(puppeteer), fps=lafan.fps)
+        want[hold] = np.array([pose_arrays(stream.receive(m))[3] for m in messages])
+    proc, _ = start_server("blubby", "--in", "stdin", "--out", "stdout", "--no-foot-hold")
+    out, err = proc.communicate("\n".join(messages) + "\n", timeout=120)
+    assert proc.returncode == 0, err
+    got = np.array([pose_arrays(line)[3] for line in out.splitlines()[1:]])
+    tall = np.ptp(want[True][0, :, 1])
+    off = np.abs(got - want[False]).max() / tall
+    held = np.abs(got - want[True]).max() / tall
+    print(f"served vs no hold {off:.2e}, vs the hold {held:.2e} of height")
+    assert off < 1e-6 and held > 1e-2
+
+
 def test_serve_usage_errors(data_dir, capsys):
     performer = str(data_dir / "lafan_walk.bvh")
     assert (
@@ -229,6 +253,11 @@ def test_serve_usage_errors(data_dir, capsys):
     )
     assert "expected udp://HOST:PORT or stdin" in capsys.readouterr().err
     assert main(["serve", "--performer", performer, "--in", "stdin"]) == 2
+    capsys.readouterr()
+    omr = ["serve", "--performer", performer, "--target-preset", "blubby", "--method", "omr"]
+    assert main([*omr, "--in", "stdin", "--no-foot-hold"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--no-foot-hold is puppetry's" in err
 
 
 def test_a_frame_that_cannot_be_posed_is_counted(walk, blubby):

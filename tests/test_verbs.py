@@ -3,6 +3,7 @@ of pseudo-examples, the paper's 3-link arm and a reach verb from captured data."
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -149,16 +150,30 @@ def reach(lafan):
 def test_reach_verb_from_captured_data(reach, lafan):
     """Adverbs measured on the examples (the wrist relative to the shoulder), every
     example exact, the hybrid refinement under 1 % of the arm's length on average with
-    at most 50 pseudo-examples, and the stored verb answers the same."""
+    at most 50 pseudo-examples, and the stored verb answers the same.
+
+    The hybrid is needed (the plain blend's error is 10.5 % on average, 36 % at most)
+    and the pseudo-examples help: from the runtime search's 0.318 % mean and 16.8 %
+    maximum to 0.025 % and 7.3 % (12.7 and 2.3 times lower), each insertion lowering
+    the mean without raising the maximum."""
     sk = lafan.skeleton
     assert reach.effector is not None
     assert sk.names[reach.effector.point] == "RightHand"
     assert sk.names[reach.effector.base] == "RightArm"
     assert reach.scale == pytest.approx(sk.path_length("RightArm", "RightHand"))
     np.testing.assert_allclose(reach.achieved(reach.adverbs), reach.adverbs, atol=1e-9)
+    plain = error_map(reach)
     refined, history = refine(reach, 50, hybrid=True)
-    assert refined.pseudo_examples <= 50
-    assert history[-1][0] <= 1.0 < history[0][0] * 5
+    assert refined.pseudo_examples <= 50 and len(history) == refined.pseudo_examples + 1
+    (mean0, max0), (mean1, max1) = history[0], history[-1]
+    print(
+        f"blend {plain.mean:.3f}/{plain.max:.2f}, hybrid {mean0:.3f}/{max0:.2f} -> "
+        f"{mean1:.4f}/{max1:.3f} % (mean/max) with {refined.pseudo_examples} pseudo-examples"
+    )
+    assert mean1 <= 1.0 < plain.mean
+    assert mean1 < 0.2 * mean0 and max1 < 0.6 * max0
+    for (a0, b0), (a1, b1) in itertools.pairwise(history):
+        assert a1 < a0 and b1 <= b0 + 1e-12
     reference, arrays = verb_arrays(refined)
     again = verb_from_arrays(reference, arrays)
     goals = error_map(refined).grid[:30]

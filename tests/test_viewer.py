@@ -15,12 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import missing
 
 from retarget.characters import make_character
 from retarget.cli import main
-from retarget.io import write_bvh
-from retarget.kinematics import forward_kinematics
+from retarget.io import read_bvh, write_bvh
 from retarget.methods import get_method
+from retarget.roles import height
 from retarget.viz.viewer import viewer_html
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -42,10 +43,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 @pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).is_file():
-        msg = "Chromium not found (Debian's chromium package: .ci/run installs it)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
+        missing("Chromium not found (Debian's chromium package: .ci/run installs it)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -59,6 +57,58 @@ def walk_and_blubby(lafan):
     """lafan_walk, whole, and the hierarchical method's blubby of it."""
     blubby = make_character(lafan.skeleton, preset="blubby")
     return lafan, get_method("hierarchical").run(lafan, blubby).motion
+
+
+def _fk(motion, n):
+    """World positions (P, 3) of frame ``n``'s joints and end sites, in the file's unit
+    and axes: parent by parent from the offsets and local rotations, with scipy's
+    rotations (none of ``retarget.kinematics``, which the page's data comes from)."""
+    from scipy.spatial.transform import Rotation
+
+    sk = motion.skeleton
+    offsets = np.array(sk.point_offsets)
+    if motion.translations is not None:
+        offsets[: sk.num_joints] = motion.translations[n]
+    local = Rotation.from_quat(motion.rotations[n][:, [1, 2, 3, 0]])  # w x y z -> x y z w
+    world = [local[0]]
+    pos = np.zeros((sk.num_points, 3))
+    pos[0] = motion.root_position[n]
+    for p in range(1, sk.num_points):
+        a = int(sk.point_parents[p])
+        pos[p] = pos[a] + world[a].apply(offsets[p])
+        if p < sk.num_joints:
+            world.append(world[a] * local[p])
+    return pos
+
+
+#: Motion k's drawn points (the "points k" spheres' centres) and bone ends (the "bones k"
+#: cylinders' y = -1/2 and +1/2 ends), world positions of what three.js draws.
+DRAWN = """k => {
+  const read = (mesh, ends) => {
+    const m = new THREE.Matrix4();
+    const v = new THREE.Vector3();
+    const out = [];
+    for (let i = 0; i < mesh.count; i++) {
+      mesh.getMatrixAt(i, m);
+      m.premultiply(mesh.matrixWorld);
+      for (const y of ends) out.push(v.set(0, y, 0).applyMatrix4(m).toArray());
+    }
+    return out;
+  };
+  const scene = window.viewer.scene;
+  return {
+    points: read(scene.getObjectByName(`points ${k}`), [0]),
+    bones: read(scene.getObjectByName(`bones ${k}`), [-0.5, 0.5]),
+  };
+}"""
+
+
+def _drawn(page, k):
+    """(points (P, 3), bone ends (B, 2, 3)) of motion ``k`` as drawn, after a new frame."""
+    before = page.evaluate("viewer.drawn()")
+    page.wait_for_function(f"viewer.drawn() > {before + 1}", timeout=10_000)
+    drawn = page.evaluate(DRAWN, k)
+    return np.array(drawn["points"]), np.array(drawn["bones"]).reshape(-1, 2, 3)
 
 
 def _open(browser, path, errors):
@@ -78,13 +128,17 @@ def _shots(tmp_path):
     return tmp_path
 
 
-def test_viewer_plays_scrubs_and_shows_the_library_pose(browser, walk_and_blubby, tmp_path):
+def test_viewer_plays_scrubs_and_draws_the_pose(browser, walk_and_blubby, tmp_path):
+    """The page plays and scrubs; at frame N three.js draws each motion's pose of frame N:
+    the world positions of the drawn spheres and bone ends are the test's own forward
+    kinematics of the motion read back from its written file (centimetres to metres, Y
+    up), moved by one horizontal offset per motion for all frames, the first motion's
+    root over the origin at frame 0, the second beside it (0.7 of the taller height)."""
     source, result = walk_and_blubby
+    written = write_bvh(tmp_path / "blubby.bvh", result)
+    motions = [("lafan_walk.bvh", source), ("blubby (hierarchical)", read_bvh(written))]
     path = tmp_path / "view.html"
-    path.write_text(
-        viewer_html([("lafan_walk.bvh", source), ("blubby (hierarchical)", result)]),
-        encoding="utf-8",
-    )
+    path.write_text(viewer_html(motions), encoding="utf-8")
     errors: list[str] = []
     page, seconds = _open(browser, path, errors)
     print(f"\nviewer start-up, {source.num_frames} frames x 2 skeletons: {seconds:.2f} s")
@@ -114,17 +168,34 @@ def test_viewer_plays_scrubs_and_shows_the_library_pose(browser, walk_and_blubby
     assert not page.evaluate("viewer.playing()")
     assert int(label.inner_text().split()[1]) == page.evaluate("viewer.frame()") > 5
 
-    # scrubbing to frame N shows the pose of frame N (the library's FK, the file's unit)
+    # scrubbing to frame N draws the pose of frame N
+    offsets, worst = {}, 0.0
     for n in (0, 1234, source.num_frames - 1):
         page.locator("#scrub").fill(str(n))
         assert page.evaluate("viewer.frame()") == n
         assert label.inner_text().startswith(f"frame {n} ")
-        for k, motion in enumerate((source, result)):
-            pos, _ = forward_kinematics(
-                motion.skeleton, motion.root_position[n], motion.rotations[n]
-            )
-            shown = np.array(page.evaluate(f"viewer.points({k})")).reshape(-1, 3)
-            np.testing.assert_allclose(shown, pos, rtol=0, atol=1e-3)
+        for k, (_, motion) in enumerate(motions):
+            sk = motion.skeleton
+            assert sk.unit == "cm"
+            want = 0.01 * _fk(motion, n)  # metres, Y up as the file
+            points, bones = _drawn(page, k)
+            assert points.shape == want.shape
+            offset = points - want
+            assert np.abs(offset - offset[0]).max() < 1e-5, (n, k)  # one shift for all
+            offsets.setdefault(k, offset[0])
+            np.testing.assert_allclose(offset[0], offsets[k], rtol=0, atol=1e-5)  # every frame
+            assert abs(offset[0, 1]) < 1e-6  # none up: the floor stays
+            bone = [(int(sk.point_parents[p]), p) for p in range(1, sk.num_points)]
+            ends = want[np.array([b for b in bone if b[0] >= 0])] + offsets[k]
+            assert np.abs(bones - ends).max() < 1e-5, (n, k)
+            worst = max(worst, np.abs(offset - offsets[k]).max(), np.abs(bones - ends).max())
+    print(f"drawn points and bone ends off the test's FK by at most {worst:.1e} m")
+    # side by side: the first motion's root starts over the origin, the second beside it
+    roots = [offsets[k] + 0.01 * _fk(motion, 0)[0] for k, (_, motion) in enumerate(motions)]
+    np.testing.assert_allclose(roots[0][[0, 2]], 0.0, atol=1e-6)
+    apart = np.linalg.norm((roots[1] - roots[0])[[0, 2]])
+    tallest = max(height(m.skeleton) for _, m in motions) * 0.01
+    assert apart == pytest.approx(0.7 * tallest, abs=1e-5)
 
     page.locator("#scrub").fill("2200")
     page.screenshot(path=str(_shots(tmp_path) / "viewer-lafan-walk-blubby.png"))

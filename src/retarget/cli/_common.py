@@ -15,6 +15,7 @@ from ..errors import RetargetError, RetargetWarning
 from ..run import frame_slice, read_input, write_json
 
 if TYPE_CHECKING:
+    from ..methods import Option
     from ..motion import Motion
 
 EXIT_USAGE = 2
@@ -240,20 +241,26 @@ def method_options(p: argparse.ArgumentParser) -> None:
 
     group = p.add_argument_group("method options (refused by a method that does not take them)")
     for option, methods in declared().values():
-        kwargs: dict[str, Any] = {"help": f"{', '.join(methods)}: {option.help}"}
-        if option.const is not None:
-            kwargs.update(action="store_const", const=option.const, default=option.default)
-        else:
-            kwargs.update(default=option.default)
-            if option.many:
-                kwargs["action"] = "append"
-            if option.type is not None:
-                kwargs["type"] = option.type
-            if option.choices is not None:
-                kwargs["choices"] = option.choices
-            if option.metavar is not None:
-                kwargs["metavar"] = option.metavar
-        group.add_argument(option.flag, **kwargs)
+        add_option(group, option, f"{', '.join(methods)}: {option.help}")
+
+
+def add_option(p: Any, option: Option, help: str) -> None:
+    """A method's declared option (:class:`retarget.methods.Option`) on the parser or
+    argument group ``p``, shown with ``help``; parsed into ``args.<option.dest>``."""
+    kwargs: dict[str, Any] = {"help": help}
+    if option.const is not None:
+        kwargs.update(action="store_const", const=option.const, default=option.default)
+    else:
+        kwargs.update(default=option.default)
+        if option.many:
+            kwargs["action"] = "append"
+        if option.type is not None:
+            kwargs["type"] = option.type
+        if option.choices is not None:
+            kwargs["choices"] = option.choices
+        if option.metavar is not None:
+            kwargs["metavar"] = option.metavar
+    p.add_argument(option.flag, **kwargs)
 
 
 def read_report(path: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import RetargetError
 from ..run import frame_slice, read_input, require_humanoid, target_skeleton, write_json
-from ._common import Presets, motion_options
+from ._common import Presets, add_option, motion_options
 
 __all__ = ["add_parsers"]
 
@@ -45,9 +45,24 @@ def _noise_model(path: str | None):
         raise RetargetError(f"{path}: {exc}") from None
 
 
+def _foot_hold(args: argparse.Namespace) -> dict[str, Any]:
+    """``{"hold_feet": False}`` when ``--no-foot-hold`` was given (``serve``), else {}."""
+    from ..methods import FOOT_HOLD
+
+    given = getattr(args, FOOT_HOLD.dest, None)
+    return {FOOT_HOLD.name: FOOT_HOLD.value(given)} if FOOT_HOLD.given(given) else {}
+
+
+def _serve_options(p: argparse.ArgumentParser) -> None:
+    """``serve``'s options declared by the puppetry method (added when it parses)."""
+    from ..methods import FOOT_HOLD
+
+    add_option(p, FOOT_HOLD, f"puppetry: {FOOT_HOLD.help}")
+
+
 def _puppeteer(args: argparse.Namespace):
     """The Puppeteer of ``puppet`` and ``serve``: performer (and calibration take),
-    character, objects, noise model and lag."""
+    character, objects, noise model, lag and foot hold."""
     from ..io.scene import read_environment
     from ..online.puppetry import Puppeteer
 
@@ -55,7 +70,7 @@ def _puppeteer(args: argparse.Namespace):
     performer = take.skeleton
     require_humanoid(args.performer, performer)
     target = target_skeleton(args, take)
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = _foot_hold(args)
     if args.terrain:
         options["objects"] = read_environment(args.terrain).shapes
     params = _noise_model(args.noise_model)
@@ -114,6 +129,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if args.method == "puppetry":
         live: Any = PuppetryLive(_puppeteer(args))
+    elif _foot_hold(args):
+        raise RetargetError(
+            "--no-foot-hold is puppetry's (the foot hold): --method omr and physics have none"
+        )
     elif args.method == "physics":
         from ..methods.physics import PhysicsLive, parse_named
 
@@ -235,6 +254,7 @@ def add_parsers(sub: Any) -> None:
         "serve",
         help="live server: sensor or pose frames in (UDP or stdin), character poses out "
         "(WebSocket, UDP or stdout)",
+        complete=_serve_options,
         description="Retarget a live stream frame by frame: one JSON frame per datagram or "
         "line in, one JSON pose per message out; late, duplicated and malformed frames are "
         "counted and skipped, gaps predicted through (schema: README 'Live server').",

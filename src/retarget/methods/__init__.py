@@ -18,12 +18,12 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RetargetError
-from ._base import Method, Option
+from ._base import FOOT_HOLD, Method, Option
 
 if TYPE_CHECKING:
     from ..result import Result
 
-__all__ = ["METHODS", "Method", "Option", "Result", "get_method", "method_options"]
+__all__ = ["FOOT_HOLD", "METHODS", "Method", "Option", "Result", "get_method", "method_options"]
 
 _METHODS = (
     Method(

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ..result import Result
     from ..skeleton import Skeleton
 
-__all__ = ["TERRAIN", "Method", "Option", "check_same_hierarchy", "read_terrain"]
+__all__ = ["FOOT_HOLD", "TERRAIN", "Method", "Option", "check_same_hierarchy", "read_terrain"]
 
 
 def _given(value: Any) -> bool:
@@ -117,6 +117,16 @@ TERRAIN = Option(
     metavar="FILE",
     convert=read_terrain,
     file=True,
+)
+
+#: ``--no-foot-hold``: puppetry's goals are the performer's feet even where planted (the
+#: paper's; stage 4b of :mod:`retarget.online.puppetry` off). ``retarget run --method
+#: puppetry`` and ``retarget serve`` take it.
+FOOT_HOLD = Option(
+    "hold_feet",
+    "--no-foot-hold",
+    "goals are the performer's feet even where planted (the paper's)",
+    const=False,
 )
 
 

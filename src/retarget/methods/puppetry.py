@@ -54,7 +54,7 @@ from ..online.puppetry import (
 )
 from ..result import Result, speed
 from ..skeleton import Skeleton
-from ._base import TERRAIN, Option, check_same_hierarchy
+from ._base import FOOT_HOLD, TERRAIN, Option, check_same_hierarchy
 
 __all__ = ["parse_noise", "puppetry_retarget", "run_puppeteer", "sensor_stream"]
 
@@ -397,11 +397,6 @@ OPTIONS = (
         "start the body from the captured root (Table I's 'without')",
         const=False,
     ),
-    Option(
-        "hold_feet",
-        "--no-foot-hold",
-        "goals are the performer's feet even where planted (the paper's)",
-        const=False,
-    ),
+    FOOT_HOLD,
     Option("seed", "--seed", "seed of the sensor noise", type=int),
 )

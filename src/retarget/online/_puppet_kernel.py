@@ -299,9 +299,32 @@ def _lag3(state, k, x, alpha):  # pragma: no cover - jitted
 
 @numba.njit(cache=True, nogil=True)
 def hold_feet(
-    goals, gaps, velocities, orientations, arms, gates, pivot_eps, decay, smooth, state, planted
+    goals,
+    gaps,
+    velocities,
+    orientations,
+    measured,
+    arms,
+    gates,
+    pivot_eps,
+    decay,
+    smooth,
+    state,
+    planted,
 ):  # pragma: no cover - jitted
     """Stage 4b, the foot hold (:mod:`retarget.online.puppetry`), over ``F`` frames in order.
+
+    Where a foot's sensors were not measured (the filter predicted them: a gap in
+    a stream, a sensor lost) the hold goes on with the prediction, which is close
+    over a frame or two. The step back to the first measured frame after, though,
+    holds the jump from the prediction to the measurement, which is no slide of
+    the performer's foot: it is held only as much as the foot was planted both
+    before it and now (``min(s_before, s)``), and turns about the pivot of now
+    (the last one is the prediction's, from velocities carried on through the
+    gap). Held in full about the old pivot, a foot the prediction carried on while
+    the performer's landed was planted where the prediction was, and one that rose
+    onto its toes unseen turned about its heel, and kept there while planted
+    (docs/architecture.md, "Gaps").
 
     Parameters
     ----------
@@ -314,6 +337,8 @@ def hold_feet(
         The performer's filtered velocities of those points (unit/s; zero: no toe).
     orientations : (F, 2, 4)
         The performer's ankle orientations, the character's foot orientations.
+    measured : (F, 2) bool
+        Whether each foot's sensors (ankle and toe) were measured at the frame.
     arms : (2, 3)
         The character's toe joints in their ankles' frames (zero: no toe).
     gates : (4,)
@@ -327,8 +352,8 @@ def hold_feet(
         ``α`` of the plant weight's three lags (:func:`_lag3`; 1: none).
     state : (2, HOLD_COLUMNS)
         Per foot: offset (x, z), last tracked goal (x, z), started (0 or 1), last
-        orientation (4), last pivot ``u``, the plant weight's three lags. Updated
-        in place; zeros: no past.
+        orientation (4), last pivot ``u``, the plant weight's three lags, whether
+        the last frame was predicted (0 or 1). Updated in place; zeros: no past.
     planted : (F, 2)
         Written: each foot's plant weight ``s``.
     """
@@ -351,17 +376,21 @@ def hold_feet(
                 planted[f, i] = 0.0
                 continue
             if state[i, 4] == 0.0:  # no past: the weight ramps in from 0 (not planted)
-                state[i, 10], state[i, 11], state[i, 12] = 0.0, 0.0, 0.0
+                state[i, 10], state[i, 11], state[i, 12], state[i, 13] = 0.0, 0.0, 0.0, 0.0
+            before = state[i, 12]
             s = _lag3(state[i], 10, raw, smooth)
             planted[f, i] = s
             ox, oz = 0.0, 0.0
             if state[i, 4] != 0.0:
+                w, pivot = s, state[i, 9]
+                if measured[f, i] and state[i, 13] != 0.0:  # back from predicted frames
+                    w, pivot = min(before, s), u
                 last = (state[i, 5], state[i, 6], state[i, 7], state[i, 8])
-                rel = _scale(_rotate(last, _vrow(arms, i)), -state[i, 9])  # ankle - pivot
+                rel = _scale(_rotate(last, _vrow(arms, i)), -pivot)  # ankle - pivot
                 roll = _sub(_rotate(_qmul(q, _conj(last)), rel), rel)
                 hold = decay**lifted
-                ox = s * (state[i, 0] - (gx - state[i, 2]) + roll[0]) + (1 - s) * hold * state[i, 0]
-                oz = s * (state[i, 1] - (gz - state[i, 3]) + roll[2]) + (1 - s) * hold * state[i, 1]
+                ox = w * (state[i, 0] - (gx - state[i, 2]) + roll[0]) + (1 - w) * hold * state[i, 0]
+                oz = w * (state[i, 1] - (gz - state[i, 3]) + roll[2]) + (1 - w) * hold * state[i, 1]
             goals[f, i, 0] = gx + ox
             goals[f, i, 2] = gz + oz
             state[i, 0], state[i, 1], state[i, 2], state[i, 3] = ox, oz, gx, gz
@@ -369,6 +398,7 @@ def hold_feet(
             for c in range(4):
                 state[i, 5 + c] = q[c]
             state[i, 9] = u
+            state[i, 13] = 0.0 if measured[f, i] else 1.0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -412,8 +442,8 @@ def _estimate_root(
 # -- the smooth root (stage 5, beyond the paper) -------------------------------------------
 
 #: columns of the foot hold's state per foot (:func:`hold_feet`)
-HOLD_COLUMNS = 13
-# the rest of the recursion's state (PuppetFrames.state), after the hold's 2 x 13:
+HOLD_COLUMNS = 14
+# the rest of the recursion's state (PuppetFrames.state), after the hold's 2 x 14:
 _W_LAGS = 2 * HOLD_COLUMNS  # the radius weights' three lags per limb (4 x 3), then a flag
 _W_STARTED = _W_LAGS + 12
 _ROOT_LAGS = _W_STARTED + 1  # the root offset's three lags per axis (3 x 3), then a flag
@@ -879,6 +909,7 @@ def _surface_hit(i, influence, objects, start, end, clearance):  # pragma: no co
 @numba.njit(cache=True, nogil=True)
 def _frame(
     sensors,
+    measured,
     out,
     performer_parents,
     sensor_of,
@@ -918,6 +949,9 @@ def _frame(
     ----------
     sensors : (S, 13)
         The filter's frame: position, orientation, velocity, angular velocity.
+    measured : (S,) bool
+        Whether each sensor was measured at the frame (else predicted): the foot
+        hold's step back from predicted frames (:func:`hold_feet`).
     out : tuple
         ``(root, rotations, importance, goals, captured_root, captured, residual,
         fixed, state, planted)``. Written, as the fields of
@@ -999,11 +1033,13 @@ def _frame(
         foot_gaps = np.full((1, 2, 2), np.inf)
         foot_v = np.zeros((1, 2, 2, 3))
         foot_q = np.empty((1, 2, 4))
+        foot_measured = np.ones((1, 2), np.bool_)
         for i in range(2):
             points = (effectors[i], contacts[4 + i] if contacts.shape[0] > 4 else -1)
             for k in range(2):
                 if points[k] < 0:
                     continue
+                foot_measured[0, i] &= measured[points[k]]
                 foot_gaps[0, i, k] = gaps[i if k == 0 else 4 + i]
                 for c in range(3):
                     foot_v[0, i, k, c] = sensors[points[k], 7 + c]
@@ -1015,6 +1051,7 @@ def _frame(
             foot_gaps,
             foot_v,
             foot_q,
+            foot_measured,
             arms,
             gates,
             pivot_eps,

@@ -69,7 +69,12 @@ only. The stages, in the paper's order:
    the goal returns to the performer's foot. A planted foot's importance is
    ``s`` in union with the foot's own, ``1 − (1 − w)(1 − s)``: 1 when planted
    (the limb IK reaches its goal). Causal: the state is the last frame's
-   offset, goal, orientation, pivot and the lags of ``s``;
+   offset, goal, orientation, pivot and the lags of ``s``. Through frames whose
+   sensors the filter predicted (a gap in a stream, a sensor lost) the hold goes
+   on with the prediction; the step back to the next measured frame is held
+   only as much as the foot was planted before it and is now, about the pivot
+   of now: the jump from prediction to measurement is no slide of the foot
+   (``_puppet_kernel.hold_feet``);
 5. **root position** (section 5.1, eqs. 16-17, Appendix), made C2 in time
    (beyond the paper; below, "The smooth root"):
 
@@ -745,7 +750,10 @@ def _surface_hit(
 
 
 def solve_frames(
-    puppet: Puppet, sensors: SensorEstimate, state: Array | None = None
+    puppet: Puppet,
+    sensors: SensorEstimate,
+    state: Array | None = None,
+    measured: ArrayLike | None = None,
 ) -> PuppetFrames:
     """Stages 2-9 for filtered sensor frames (module docstring), vectorised over frames.
 
@@ -763,6 +771,10 @@ def solve_frames(
     state : ndarray, shape (STATE_SIZE,), optional
         The recursions' state after the frame before the first (``state`` of the
         previous call's :class:`PuppetFrames`); default: no past.
+    measured : array_like of bool, shape (F, S), optional
+        Whether each sensor was measured at each frame (else the filter predicted
+        it): the foot hold's step back from predicted frames
+        (:func:`~retarget.online._puppet_kernel.hold_feet`). Default: all measured.
 
     Returns
     -------
@@ -819,8 +831,14 @@ def solve_frames(
             feet[:, :, 1] = gap[:, 4:]
             feet_v[:, :, 1] = sensors.velocities[:, puppet.contacts[4:]]
         feet_q = np.ascontiguousarray(sensors.orientations[:, puppet.effectors[:2]])
+        seen = np.ones((n_frames, 2), dtype=bool)
+        if measured is not None:
+            m = np.broadcast_to(np.asarray(measured, dtype=bool), sensors.positions.shape[:2])
+            seen = m[:, puppet.effectors[:2]].copy()
+            if len(puppet.contacts) > 4:
+                seen &= m[:, puppet.contacts[4:]]
         hold = state[: 2 * HOLD_COLUMNS].reshape(2, HOLD_COLUMNS)  # a view: updated in place
-        hold_feet(goals, feet, feet_v, feet_q, *hold_arguments(puppet), hold, planted)
+        hold_feet(goals, feet, feet_v, feet_q, seen, *hold_arguments(puppet), hold, planted)
         w[:, :2] = 1.0 - (1.0 - w[:, :2]) * (1.0 - planted)
     t2 = time.perf_counter()
     seconds["importance"] += t2 - t1
@@ -1070,7 +1088,9 @@ def hold_arguments(
     )
 
 
-def _solve_compiled(plan: FramePlan, sensors: Array, state: Array) -> PuppetFrames | None:
+def _solve_compiled(
+    plan: FramePlan, sensors: Array, measured: NDArray[np.bool_], state: Array
+) -> PuppetFrames | None:
     """Stages 2-9 of one filtered frame in one compiled call, as :func:`solve_frames`
     gives them for that frame (:mod:`retarget.online._puppet_kernel`).
 
@@ -1081,6 +1101,8 @@ def _solve_compiled(plan: FramePlan, sensors: Array, state: Array) -> PuppetFram
     sensors : ndarray, shape (S, 13)
         The filtered frame as :class:`retarget.filters.SensorFilter` packs it
         (position, orientation, velocity, angular velocity), a writable C array.
+    measured : ndarray of bool, shape (S,)
+        Whether each sensor was measured at the frame (:func:`solve_frames`).
     state : ndarray, shape (STATE_SIZE,)
         The recursions' state after the previous frame (not changed).
 
@@ -1103,7 +1125,7 @@ def _solve_compiled(plan: FramePlan, sensors: Array, state: Array) -> PuppetFram
         "state": np.array(state, dtype=np.float64),
         "planted": np.empty((1, 2)),
     }
-    if _frame(sensors, tuple(out.values()), *plan.arguments) != SOLVED:
+    if _frame(sensors, measured, tuple(out.values()), *plan.arguments) != SOLVED:
         return None
     iterations = np.zeros(1, dtype=np.int64)
     return PuppetFrames(**out, iterations=iterations, seconds=dict.fromkeys(STAGES, 0.0))
@@ -1172,6 +1194,7 @@ class Puppeteer:
         self._given = (puppet, None if puppet is None else frame_plan(puppet))
         self.puppet, self._plan = self._given
         self._state = np.zeros(STATE_SIZE)
+        self._seen: list[NDArray[np.bool_]] = []  # the last lag + 1 frames' measured rows
         self.last: PuppetFrames | None = None
         self.frames = 0
 
@@ -1181,8 +1204,16 @@ class Puppeteer:
         self._filter.reset()
         self.puppet, self._plan = self._given
         self._state = np.zeros(STATE_SIZE)
+        self._seen = []
         self.last = None
         self.frames = 0
+
+    def _measured(self, positions: Array, orientations: Array) -> NDArray[np.bool_]:
+        """Whether each sensor of the estimate the filter just gave was measured (S,):
+        at that frame or, with a lag, at one of the frames that smooth it."""
+        seen = np.isfinite(np.concatenate([positions, orientations], axis=1)).all(axis=1)
+        self._seen = [*self._seen, seen][-(self._filter.parameters.lag + 1) :]
+        return np.logical_or.reduce(self._seen)
 
     def step(self, frame: SensorFrame) -> PoseFrame:
         """Filter one sensor frame and pose the character.
@@ -1206,6 +1237,7 @@ class Puppeteer:
         positions, orientations = frame.positions, frame.orientations  # rows checked there
         t0 = time.perf_counter()
         sensors = self._filter.update_packed(positions, orientations)
+        measured = self._measured(positions, orientations)
         t1 = time.perf_counter()
         if self.puppet is None:
             if self.calibration is not None:
@@ -1228,7 +1260,8 @@ class Puppeteer:
             )
             self._plan = frame_plan(self.puppet)
         t2 = time.perf_counter()
-        out = None if self._plan is None else _solve_compiled(self._plan, sensors, self._state)
+        plan = self._plan
+        out = None if plan is None else _solve_compiled(plan, sensors, measured, self._state)
         t3 = time.perf_counter()
         if out is None:
             est = SensorEstimate(
@@ -1237,7 +1270,7 @@ class Puppeteer:
                 sensors[None, :, 7:10],
                 sensors[None, :, 10:13],
             )
-            out = solve_frames(self.puppet, est, self._state)
+            out = solve_frames(self.puppet, est, self._state, measured[None])
         self._state = out.state
         out.seconds["captured"] += t3 - t2
         out.seconds["filter"] += t1 - t0

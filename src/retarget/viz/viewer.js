@@ -1,5 +1,8 @@
 // retarget's viewer: plays the motions of the page's data with three.js (the global THREE).
-// window.viewer reports what is shown, for the browser test (retarget/viz/viewer.py).
+// window.viewer reports what is shown, for the browser test (retarget/viz/viewer.py); its
+// `scene` is the three.js scene drawn, where motion k is the instanced meshes named
+// "points k" (a sphere per joint and end site, at the point) and "bones k" (a cylinder per
+// bone, the geometry's y = -1/2 end at the parent point, y = +1/2 at the child).
 (function () {
   "use strict";
   const DATA = JSON.parse(document.getElementById("data").textContent);
@@ -49,23 +52,25 @@
   const size = new THREE.Vector3();
   const spin = new THREE.Quaternion();
   const UP = new THREE.Vector3(0, 1, 0);
-  for (const m of motions) {
+  motions.forEach((m, k) => {
     m.sticks = new THREE.InstancedMesh(
       cylinder,
       new THREE.MeshLambertMaterial({ color: new THREE.Color(m.colour) }),
       m.bones.length,
     );
     m.sticks.frustumCulled = false;
+    m.sticks.name = `bones ${k}`;
     scene.add(m.sticks);
     m.dots = new THREE.InstancedMesh(sphere, new THREE.MeshLambertMaterial(), m.points);
     m.dots.frustumCulled = false;
+    m.dots.name = `points ${k}`;
     m.base = new THREE.Color(m.colour);
     for (let p = 0; p < m.points; p++) m.dots.setColorAt(p, m.base);
     scene.add(m.dots);
     m.world = new Float32Array(m.points * 3);
     m.radius = 0.014 * m.height;
     m.thickness = 0.007 * m.height;
-  }
+  });
   const goalDots = goals.map((g) => {
     const mesh = new THREE.Mesh(
       new THREE.SphereGeometry(0.02 * tallest, 12, 10),
@@ -337,6 +342,7 @@
     frames,
     fps,
     revision: THREE.REVISION,
+    scene, // what is drawn: the meshes "points k" and "bones k" (the header)
     frame: () => frame,
     playing: () => playing,
     play: () => setPlaying(true),

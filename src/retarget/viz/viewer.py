@@ -14,8 +14,10 @@ spheres, a floor, as ``retarget`` scene files write them).
 
 The page reports what it shows through ``window.viewer`` (frame, play,
 ``setFrame``, ``points``: a motion's positions at the current frame in its
-file's unit and axes), which the browser test compares with
-:func:`retarget.kinematics.forward_kinematics`.
+file's unit and axes; ``scene``: the three.js scene drawn, motion ``k`` as the
+instanced meshes ``"points k"`` and ``"bones k"``, ``viewer.js``'s header).
+The browser test reads the world positions of those meshes' instances and
+compares them with a forward kinematics of its own.
 """
 
 from __future__ import annotations
