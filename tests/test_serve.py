@@ -312,3 +312,34 @@ def test_wire_messages_and_stats_are_strict_json(lafan, blubby):
     odd = LiveStream(Odd(Puppeteer(still.skeleton, blubby, fps=still.fps)), fps=still.fps)
     pose = strict(odd.receive(_sensor_messages(still, [0])[0]))
     assert pose["iterations"] is None and pose["iterations_note"].startswith(GENERIC_NOTE)
+
+
+def test_warm_up_before_ready_changes_no_pose(walk, blubby):
+    from retarget.methods.physics import PhysicsLive
+
+    """``serve`` steps each retargeter before it says it is ready (its kernels
+    load then, not on the performer's first frame); the stream's poses are those of a
+    cold stream, bit for bit."""
+    clip = walk[:40]
+    poses = [
+        json.dumps(
+            {
+                "frame": k,
+                "root_position": clip.root_position[k].tolist(),
+                "rotations": clip.rotations[k].tolist(),
+            }
+        )
+        for k in range(len(clip))
+    ]
+    sensors = list(_sensor_messages(clip).values())
+    for make, messages in (
+        (
+            lambda: PuppetryLive(Puppeteer(clip.skeleton, blubby, fps=clip.fps, calibration=clip)),
+            sensors,
+        ),
+        (lambda: OMRLive(clip.skeleton, blubby, fps=clip.fps), poses),
+        (lambda: PhysicsLive(clip.skeleton, fps=clip.fps, passes="1K"), poses),
+    ):
+        cold, warm = LiveStream(make(), fps=clip.fps), LiveStream(make(), fps=clip.fps)
+        warm.warm_up()
+        assert [warm.receive(m) for m in messages] == [cold.receive(m) for m in messages]

@@ -308,6 +308,17 @@ class PhysicsLive:
     def predict(self) -> None:
         """A gap is bridged: nothing to do (module docstring)."""
 
+    def warm_up(self) -> None:
+        """Step three rest poses, then reset: the kernels load before a stream's first
+        frame (:meth:`retarget.online.stream.LiveStream.warm_up`)."""
+        from ..frames import PoseFrame
+
+        rotations = np.zeros((self.character.num_joints, 4))
+        rotations[:, 0] = 1.0
+        for _ in range(3):
+            self.step(PoseFrame(np.array(self.character.offsets[0]), rotations))
+        self.reset()
+
 
 # -- options: what `retarget run --method physics` and RunJob.method_options offer ------------
 

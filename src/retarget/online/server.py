@@ -184,6 +184,7 @@ async def serve(
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    stream.warm_up()  # kernels loaded before "ready": the first frame does not wait
     announce = f"retarget serve: ready {source_name} -> {', '.join(names)}"
     (ready or (lambda text: print(text, file=sys.stderr, flush=True)))(announce)
     try:

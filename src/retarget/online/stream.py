@@ -94,6 +94,8 @@ class LiveRetargeter(Protocol):
 
     def reset(self) -> None: ...
 
+    def warm_up(self) -> None: ...
+
 
 class PuppetryLive:
     """Computer puppetry on a stream of sensor frames: parses a message into a
@@ -131,6 +133,15 @@ class PuppetryLive:
     def reset(self) -> None:
         self.puppeteer.reset()
 
+    def warm_up(self) -> None:
+        """Step once on the performer's rest pose, then reset: the compiled kernels load
+        (or compile) before the first frame of a stream arrives."""
+        root, rotations = _rest(self.puppeteer.performer)
+        positions, world = forward_kinematics(self.puppeteer.performer, root, rotations)
+        n = self.puppeteer.performer.num_joints
+        self.puppeteer.step(SensorFrame(positions[0, :n], world[0, :n]))
+        self.reset()
+
 
 class OMRLive:
     """Online motion retargeting (Choi & Ko 2000) on a stream of source pose frames:
@@ -150,6 +161,7 @@ class OMRLive:
         self, source: Skeleton, character: Skeleton, *, fps: float, **options: Any
     ) -> None:
         self.retargeter = OMRRetargeter(source, character, fps=fps, **options)
+        self._options = options
         self.source = source
         self.character = character
         self.fps = float(fps)
@@ -167,6 +179,22 @@ class OMRLive:
 
     def reset(self) -> None:
         self.retargeter.reset()
+
+    def warm_up(self) -> None:
+        """Step a retargeter of the same options once on the source's rest pose
+        (:meth:`PuppetryLive.warm_up`): this one's plan is fixed by its first frame,
+        which must be the stream's."""
+        root, rotations = _rest(self.source)
+        spare = OMRRetargeter(self.source, self.character, fps=self.fps, **self._options)
+        spare.step(PoseFrame(root[0], rotations[0]))
+
+
+def _rest(skeleton: Skeleton) -> tuple[Array, Array]:
+    """The rest pose of ``skeleton`` as one frame: root (1, 3) at its offset, rotations
+    (1, J, 4) the identity."""
+    rotations = np.zeros((1, skeleton.num_joints, 4))
+    rotations[..., 0] = 1.0
+    return np.array(skeleton.offsets[:1], dtype=np.float64), rotations
 
 
 @dataclass
@@ -251,6 +279,13 @@ class LiveStream:
         self.last_pose: dict[str, Any] | None = None
         self._character = live.character
         self._pending: deque[tuple[int, float | None, int]] = deque()  # (frame, time, predicted)
+
+    def warm_up(self) -> None:
+        """Let the retargeter load its compiled kernels before the first frame (a cold
+        cache compiles for seconds): :meth:`LiveRetargeter.warm_up` when it has one."""
+        warm = getattr(self.live, "warm_up", None)
+        if warm is not None:
+            warm()
 
     def header(self) -> str:
         """The skeleton message (sent once per connection)."""
