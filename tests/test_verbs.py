@@ -284,6 +284,10 @@ def test_cli_verbs(tmp_path, data_dir, capsys, monkeypatch):
     assert (tmp_path / "map.png").stat().st_size > 10_000
     hybrid = tmp_path / "arm3h.npz"
     assert _run("verb", "refine", arm, "--max-pseudo", "5", "--hybrid", "-o", hybrid) == 0
+    tolerant = tmp_path / "arm3t.npz"
+    assert _run("verb", "refine", arm, "--tolerance", 0.5, "-o", tolerant) == 0
+    refined = _read_verb(tolerant)
+    assert 0 < refined.pseudo_examples < 200 and error_map(refined).max < 0.5
     capsys.readouterr()
     assert _run("verb", "solve", hybrid, "--goal", 1.2, 0.3, "--json") == 0
     out = json.loads(capsys.readouterr().out)

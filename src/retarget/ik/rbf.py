@@ -32,7 +32,9 @@ new centre (its support, and the few centres it overlaps), but it is not
 confined to a ball. ``local=True`` keeps the earlier closed form instead:
 ``α = d_nearest / 2``, zero at every other centre, nothing else re-solved, the
 change confined to that ball — a bump too narrow to correct the space between
-centres (measured in ``benchmarks/verbs.py``).
+centres (``tests/test_verbs.py``: the reach verb after 200 such insertions is
+4.5 % of its reach off on average, 12.7 % at worst, on goals between the grid
+points; 0.45 % and 1.7 % with the paper's radius).
 """
 
 from __future__ import annotations
@@ -101,7 +103,9 @@ class CardinalBasis:
     def radial_values(self, points: ArrayLike) -> Array:
         """``R_k(p)`` for every centre (..., C) at ``points`` (..., D)."""
         p = np.asarray(points, dtype=np.float64)
-        return radial_bspline(_distances(p, self.centres) / self.radii)
+        gap = p[..., None, :] - self.centres
+        distance = np.sqrt(np.einsum("...cd,...cd->...c", gap, gap))
+        return radial_bspline(distance / self.radii)
 
     def targets(self) -> Array:
         """The weights at every centre (C, N): ``δ_ij`` at the examples, a
@@ -133,18 +137,6 @@ class CardinalBasis:
         p = np.asarray(points, dtype=np.float64)
         linear = p @ self.linear[:-1] + self.linear[-1]
         return np.asarray(self.radial_values(p) @ self.radial + linear)
-
-
-def _distances(points: Array, centres: Array) -> Array:
-    """``|p − c_k|`` (..., C) of ``points`` (..., D) from ``centres`` (C, D), by
-    ``|p|² − 2 p·c + |c|²`` about the centres' mean (one matrix product instead of a
-    (..., C, D) array of differences; the round-off, ``ε |p − mean|²``, is far below
-    what ``B`` notices: it is flat at 0)."""
-    mean = centres.mean(axis=0)
-    c = centres - mean
-    p = points - mean
-    square = np.einsum("...d,...d->...", p, p)[..., None] - 2.0 * (p @ c.T) + np.sum(c * c, -1)
-    return np.sqrt(np.maximum(square, 0.0))
 
 
 def _solve_radial(centres: Array, radii: Array, targets: Array, linear: Array) -> Array:
