@@ -185,7 +185,14 @@ def cmd_verb_refine(args: argparse.Namespace) -> int:
     from ..ik.verbs import refine
 
     verb = _read_ik_verb(args.verb)
-    refined, history = refine(verb, args.max_pseudo, hybrid=args.hybrid, search=args.search)
+    refined, history = refine(
+        verb,
+        args.max_pseudo,
+        hybrid=args.hybrid,
+        search=args.search,
+        resolution=args.resolution,
+        tolerance=args.tolerance,
+    )
     _write_verb(args.output, refined, (args.verb,))
     (m0, x0), (m1, x1) = history[0], history[-1]
     print(
@@ -233,12 +240,30 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("verb")
     p.add_argument("-o", "--output", help="the figure (.png, .svg, .pdf)")
     p.add_argument("--search", type=int, help="p' search iterations (default: the verb's)")
-    p.add_argument("--resolution", type=int, help="grid points per axis (41 in 2-D, 13 in 3-D)")
+    p.add_argument(
+        "--resolution", type=int, help="grid points per axis (41 in 2-D, 25 in 3-D; with search 13)"
+    )
     p.set_defaults(func=cmd_verb_errormap)
-    p = vsub.add_parser("refine", help="insert pseudo-examples at the worst points")
+    p = vsub.add_parser(
+        "refine",
+        help="insert pseudo-examples at the worst points",
+        description=(
+            "Pseudo-examples (Rose et al. 2001, section 4.3) make the blend itself "
+            "accurate: the refined verb needs no p' search at run time (solve --search 0)."
+        ),
+    )
     p.add_argument("verb")
-    p.add_argument("--max-pseudo", type=int, default=50, help="at most this many (default 50)")
+    p.add_argument("--max-pseudo", type=int, default=200, help="at most this many (default 200)")
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.0,
+        help="stop when the map's worst error is below this (%% of reach; default 0)",
+    )
     p.add_argument("--hybrid", action="store_true", help="with the p' search at runtime")
-    p.add_argument("--search", type=int, default=6, help="p' search iterations (default 6)")
+    p.add_argument("--search", type=int, default=6, help="hybrid: p' search iterations (default 6)")
+    p.add_argument(
+        "--resolution", type=int, help="grid points per axis (41 in 2-D, 25 in 3-D; hybrid 13)"
+    )
     p.add_argument("-o", "--output", required=True, help="the refined verb (.npz)")
     p.set_defaults(func=cmd_verb_refine)

@@ -28,10 +28,17 @@ result keeps the examples' style and costs a few small matrix products.
 * **search for p′** (section 4.2, :func:`search_adverb`): a line search from
   ``p`` against the error vector, iterated, all goals at once;
 * **pseudo-examples** (section 4.3, :func:`refine`): at the worst grid point
-  ``p`` insert ``x(p′)`` (the weights at the best ``p′``), old hyperplanes and
-  radii kept; **hybrid**: errors measured with the runtime search and the
-  search run at every query; an optional exact IK **polish**
-  (:func:`polish`, Levenberg–Marquardt on the blended joints from the blend).
+  ``p`` insert ``x(p′)``, the blend of the verb's initial space (its examples
+  alone, "the initial interpolation space designed by the artist") at the
+  ``p′`` that puts the effector on ``p``; ``p′`` is found once for every grid
+  point and kept continuous from point to point; the new centre's radius
+  follows the examples' rule and the radial weights are solved again, old
+  hyperplanes and radii kept (:func:`retarget.ik.rbf.insert_centre`). The
+  refined blend is then accurate across the working volume, between the grid
+  points too, with no search at run time; **hybrid**: the same
+  pseudo-examples, then the search at every query from the refined blend; an
+  optional exact IK **polish** (:func:`polish`, Levenberg–Marquardt on the
+  blended joints from the blend).
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from threadpoolctl import threadpool_limits
 
 from .. import quat
 from .._arrays import Array
@@ -59,8 +67,10 @@ __all__ = [
     "VerbExample",
     "VerbSolution",
     "build_verb",
+    "convex_goals",
     "error_map",
     "polish",
+    "pprime_field",
     "refine",
     "search_adverb",
     "verb_arrays",
@@ -161,6 +171,14 @@ class Verb:
     @property
     def pseudo_examples(self) -> int:
         return len(self.basis.centres) - self.basis.examples
+
+    @cached_property
+    def unrefined(self) -> Verb:
+        """The verb of its examples alone (its initial space: the cardinal basis of the
+        examples' points, no pseudo-examples)."""
+        if not self.pseudo_examples:
+            return self
+        return replace(self, basis=cardinal_basis(self.adverbs), search=0)
 
     @cached_property
     def limited(self) -> bool:
@@ -425,8 +443,12 @@ def build_verb(
 # section 4: measuring, searching, refining
 # --------------------------------------------------------------------------------------
 _STEPS = np.array([1.0, 0.5, 1.5, 0.25])
-_ATTEMPTS = 16  # grid points tried per refinement round before giving up
-_CLOUD = 20000  # adverb samples whose results start the design-time search for p′
+_ATTEMPTS = 64  # worst grid points tried per refinement round before giving up
+_GROWTH = 0.1  # an insertion may raise the map's maximum by this share at most
+_FIELD_ITERATIONS = 20  # p′ search iterations at design time
+_NEIGHBOURS = 24  # grid points whose p′ a point's p′ is compared with
+_BRANCH = 0.1  # a p′ this far (share of scale) from its neighbours' is another branch
+_SOLVED = 1e-6  # residual (share of scale) of a p′ that puts the effector on p
 
 
 def search_adverb(
@@ -501,6 +523,43 @@ class ErrorMap:
         return float(self.errors.max())
 
 
+def _resolution(dimension: int, search: int = 0) -> int:
+    """Grid points per axis of the error map: 41 in 1-D and 2-D, 25 in 3-D (about
+    2,600 points in the reach verb's hull), 13 beyond, and 13 in 3-D too when every
+    point runs the p′ search."""
+    return 41 if dimension <= 2 else 25 if dimension == 3 and not search else 13
+
+
+def convex_goals(verb: Verb, count: int, seed: int = 0) -> Array:
+    """Random goals (count, D) anywhere in the verb's working volume: convex
+    combinations of its examples' adverbs, drawn apart from any grid.
+
+    The first half are uniform over the hull's volume (a simplex of its Delaunay
+    triangulation drawn in proportion to its volume, then Dirichlet(1) weights on
+    its corners); the others combine 2 to D + 1 examples drawn at random
+    (Dirichlet(1) weights), which reaches the hull's faces, edges and chords.
+    """
+    from scipy.spatial import Delaunay
+
+    rng = np.random.default_rng(seed)
+    points = verb.adverbs
+    n, d = points.shape
+    uniform = count // 2
+    if d == 1:
+        lo, hi = points.min(), points.max()
+        first = lo + rng.random((uniform, 1)) * (hi - lo)
+    else:
+        corners = points[Delaunay(points).simplices]  # (S, D + 1, D)
+        volume = np.abs(np.linalg.det(corners[:, 1:] - corners[:, :1]))
+        pick = rng.choice(len(corners), uniform, p=volume / volume.sum())
+        first = np.einsum("gk,gkd->gd", rng.dirichlet(np.ones(d + 1), uniform), corners[pick])
+    rest = np.empty((count - uniform, d))
+    for row in range(len(rest)):
+        chosen = rng.choice(n, int(rng.integers(2, min(d + 1, n) + 1)), replace=False)
+        rest[row] = rng.dirichlet(np.ones(len(chosen))) @ points[chosen]
+    return np.vstack([first, rest])
+
+
 def _grid(verb: Verb, resolution: int) -> tuple[Array, NDArray[np.bool_], tuple[int, ...]]:
     from scipy.spatial import Delaunay
 
@@ -516,20 +575,104 @@ def _grid(verb: Verb, resolution: int) -> tuple[Array, NDArray[np.bool_], tuple[
     return mesh, inside, (resolution,) * len(axes)
 
 
-def error_map(verb: Verb, resolution: int | None = None, *, search: int = 0) -> ErrorMap:
-    """Section 4.1: ``|x_e(p) − p|`` over a grid of the examples' range (``resolution``
-    points per axis: 41 in 2-D, 13 in 3-D by default), with ``search`` iterations of
-    the p′ search at each point (the hybrid verb's runtime)."""
-    d = verb.basis.dimension
-    res = resolution or (41 if d <= 2 else 13)
-    mesh, inside, shape = _grid(verb, res)
-    grid = mesh[inside]
+def _errors(verb: Verb, grid: Array, search: int) -> tuple[Array, Array]:
+    """``x_e(p)`` (G, D) at ``grid`` (G, D) (after ``search`` iterations of the p′
+    search) and ``|x_e(p) − p|`` (G,) as % of the verb's scale."""
     p = search_adverb(verb, grid, search) if search else grid
     achieved = verb.achieved(p)
-    errors = np.linalg.norm(achieved - grid, axis=-1) * 100.0 / verb.scale
+    return achieved, np.linalg.norm(achieved - grid, axis=-1) * 100.0 / verb.scale
+
+
+def error_map(verb: Verb, resolution: int | None = None, *, search: int = 0) -> ErrorMap:
+    """Section 4.1: ``|x_e(p) − p|`` over a grid of the examples' range (``resolution``
+    points per axis: 41 in 2-D, 25 in 3-D by default), with ``search`` iterations of
+    the p′ search at each point (a hybrid verb's runtime; then 13 per axis in 3-D)."""
+    mesh, inside, shape = _grid(verb, resolution or _resolution(verb.basis.dimension, search))
+    grid = mesh[inside]
+    achieved, errors = _errors(verb, grid, search)
     return ErrorMap(grid, achieved, errors, shape, inside)
 
 
+def _median_offsets(offsets: Array, solved: NDArray[np.bool_], near: NDArray[np.intp]) -> Array:
+    """Per point, the median (P, D) of ``offsets`` over its neighbours ``near`` (P, K)
+    whose p′ is solved (its own offset when none is)."""
+    hits = np.asarray(solved[near], dtype=bool)  # (P, K)
+    votes = np.where(hits[..., None], offsets[near], np.nan)
+    counted = np.asarray(hits.any(axis=1), dtype=bool)
+    safe = np.where(counted[:, None, None], votes, 0.0)
+    return np.where(counted[:, None], np.nanmedian(safe, axis=1), offsets)
+
+
+def pprime_field(
+    verb: Verb, points: ArrayLike, *, passes: int = 3
+) -> tuple[Array, Array, NDArray[np.bool_]]:
+    """Section 4.2 at many points at once, one continuous branch: ``p′`` (P, D) with
+    ``x_e(p′) = p`` for each of ``points`` (P, D), at design time.
+
+    The search (:func:`search_adverb`, 20 iterations) starts from each point; then,
+    ``passes`` times, a point whose search failed or whose offset ``p′ − p`` lies more
+    than 10 % of the verb's scale from the median offset of its 24 nearest points
+    (another branch of a folded map, or a runaway step) searches again from its
+    neighbours' offsets and keeps the solution nearest that median. Where the map
+    folds, one ``p`` has several ``p′``; a pseudo-example built on a branch its
+    neighbours do not share bends the space between them.
+
+    Parameters
+    ----------
+    verb : Verb
+        An IK verb (:func:`refine` passes its initial space, :attr:`Verb.unrefined`).
+    points : array_like, shape (P, D)
+        Goals in the adverbs' frame, skeleton unit (the error map's grid).
+    passes : int
+        Rounds of searching again from the neighbours' offsets.
+
+    Returns
+    -------
+    pprime : ndarray, shape (P, D)
+    residual : ndarray, shape (P,)
+        ``|x_e(p′) − p|`` as a share of the verb's scale.
+    usable : ndarray of bool, shape (P,)
+        Solved (residual below 1e-6) and on its neighbours' branch.
+    """
+    from scipy.spatial import cKDTree
+
+    p = np.asarray(points, dtype=np.float64)
+    s = verb.scale
+    found = search_adverb(verb, p, _FIELD_ITERATIONS)
+    residual = np.linalg.norm(verb.achieved(found) - p, axis=-1) / s
+    k = min(_NEIGHBOURS, len(p) - 1)
+    if k < 1:
+        return found, residual, residual < _SOLVED
+    near = cKDTree(p).query(p, k + 1)[1][:, 1:]
+    for attempt in range(passes + 1):
+        offsets = (found - p) / s
+        solved = residual < _SOLVED
+        median = _median_offsets(offsets, solved, near)
+        gap = np.linalg.norm(offsets - median, axis=-1)
+        bad = np.flatnonzero(~solved | (gap > _BRANCH))
+        if attempt == passes or not len(bad):
+            break
+        # starts: the offsets of the eight nearest points and their median
+        starts = np.concatenate(
+            [p[bad, None] + s * offsets[near[bad, :8]], (p[bad] + s * median[bad])[:, None]],
+            axis=1,
+        )
+        b, count, d = starts.shape
+        goals = np.repeat(p[bad], count, axis=0)
+        trial = search_adverb(verb, goals, _FIELD_ITERATIONS, starts.reshape(-1, d))
+        trial = trial.reshape(b, count, d)
+        miss = np.linalg.norm(verb.achieved(trial) - p[bad, None], axis=-1) / s
+        apart = np.linalg.norm((trial - p[bad, None]) / s - median[bad, None], axis=-1)
+        best = np.argmin(np.where(miss < _SOLVED, apart, 1e6 + miss), axis=1)
+        rows = np.arange(b)
+        hit, near_median = miss[rows, best], apart[rows, best]
+        take = (hit < _SOLVED) & (near_median < gap[bad]) | (hit < residual[bad])
+        found[bad[take]] = trial[rows, best][take]
+        residual[bad[take]] = hit[take]
+    return found, residual, (residual < _SOLVED) & (gap <= _BRANCH)
+
+
+@threadpool_limits.wrap(limits=1, user_api="blas")
 def refine(
     verb: Verb,
     max_pseudo: int,
@@ -538,52 +681,72 @@ def refine(
     resolution: int | None = None,
     search: int = 6,
     tolerance: float = 0.0,
+    local: bool = False,
 ) -> tuple[Verb, list[tuple[float, float]]]:
     """Section 4.3: insert pseudo-examples at the worst grid points.
 
-    Each round takes the grid's points worst first (errors with the runtime
-    search when ``hybrid``); for one of them, ``p``, the best ``p′`` from it
-    (``search`` iterations, at least six), and a pseudo-example at ``p`` with
-    the weights at ``p′`` (:func:`retarget.ik.rbf.insert_centre`). The insertion
-    is kept when it lowers the map's mean error without raising its maximum;
-    otherwise the next point is tried (at most 16 per round). Stops after
-    ``max_pseudo`` insertions, when the worst error is below ``tolerance`` (% of
-    scale) or when no point helps.
+    Once, for every point ``p`` of the error map's grid, ``p′`` with
+    ``x_e(p′) = p`` in the verb's initial space (:attr:`Verb.unrefined`, its
+    examples alone), one continuous branch (:func:`pprime_field`). Each round
+    takes the grid's points worst first and inserts a pseudo-example at ``p`` with
+    the initial weights at ``p′`` (:func:`retarget.ik.rbf.insert_centre`: the
+    examples' radius rule, the radial weights solved again; ``local``: the
+    closed-form bump of half that radius). The insertion is kept when it lowers
+    the map's mean error and raises its maximum by less than 10 %; otherwise the
+    next point is tried (at most 64 per round). Stops after ``max_pseudo``
+    insertions, when the worst error is below ``tolerance`` (% of scale) or when
+    no point helps. BLAS runs on one thread meanwhile (its systems are small:
+    waking threads costs more than they save, and far more on a busy machine).
+
+    Parameters
+    ----------
+    verb : Verb
+        An IK verb; pseudo-examples it has already are kept.
+    max_pseudo : int
+    hybrid : bool
+        The paper's hybrid, "pseudo-examples + optimal p′": the same
+        pseudo-examples, and the returned verb runs ``search`` iterations of the p′
+        search at every query (:attr:`Verb.search`), from its refined blend.
+    resolution : int, optional
+        Grid points per axis (:func:`error_map`; 25 in 3-D).
+    search : int
+        The hybrid verb's runtime iterations.
+    tolerance : float
+        % of the verb's scale.
+    local : bool
+        Pseudo-examples confined to half the distance to their nearest centre.
 
     Returns
     -------
     verb : Verb
     history : list of (mean, max)
-        Errors (% of scale) at the start and after each insertion.
+        The blend's errors over the grid (% of scale, no search) at the start and
+        after each insertion.
     """
-    runtime = search if hybrid else 0
+    mesh, inside, _ = _grid(verb, resolution or _resolution(verb.basis.dimension))
+    grid = mesh[inside]
+    initial = verb.unrefined
+    pprime, residual, usable = pprime_field(initial, grid)
+    targets = initial.basis.weights(pprime)
     current = verb
-    emap = error_map(current, resolution, search=runtime)
-    history = [(emap.mean, emap.max)]
-    tried: set[int] = set()
-    lo, hi = verb.adverbs.min(axis=0), verb.adverbs.max(axis=0)
-    cloud = lo + (np.random.default_rng(0).random((_CLOUD, len(lo))) * 3.0 - 1.0) * (hi - lo)
-    while current.pseudo_examples - verb.pseudo_examples < max_pseudo and emap.max > tolerance:
-        worst = [int(k) for k in np.argsort(-emap.errors) if int(k) not in tried][:_ATTEMPTS]
-        reached = current.achieved(cloud)
+    errors = _errors(current, grid, 0)[1]
+    history = [(float(errors.mean()), float(errors.max()))]
+    tried = ~usable
+    while current.pseudo_examples - verb.pseudo_examples < max_pseudo and errors.max() > tolerance:
+        order = np.argsort(-errors)
+        worst = order[~tried[order] & (100.0 * residual[order] < errors[order])][:_ATTEMPTS]
         for k in worst:
-            tried.add(k)
-            p = emap.grid[k]
-            nearest = cloud[np.argsort(np.linalg.norm(reached - p, axis=1))[:3]]
-            starts = np.vstack([p, nearest])
-            found = search_adverb(current, np.repeat(p[None], len(starts), 0), 12, starts)
-            better = found[np.argmin(np.linalg.norm(current.achieved(found) - p, axis=1))]
-            if np.linalg.norm(current.achieved(better) - p) * 100.0 / verb.scale >= emap.errors[k]:
-                continue  # no better p′ from here
+            tried[k] = True
             try:
-                basis = insert_centre(current.basis, p, current.basis.weights(better))
-            except ValueError:  # p is a centre already
+                basis = insert_centre(current.basis, grid[k], targets[k], local=local)
+            except ValueError:  # p is a centre already, or Q is singular
                 continue
             trial = replace(current, basis=basis)
-            after = error_map(trial, resolution, search=runtime)
-            if after.mean < emap.mean and after.max <= emap.max + 1e-12:
-                current, emap = trial, after
-                history.append((emap.mean, emap.max))
+            after = _errors(trial, grid, 0)[1]
+            if after.mean() < errors.mean() and after.max() <= (1.0 + _GROWTH) * errors.max():
+                current, errors = trial, after
+                history.append((float(errors.mean()), float(errors.max())))
+                tried = ~usable
                 break
         else:
             break
