@@ -156,3 +156,20 @@ def test_serve_physics_refuses_a_target_and_an_unknown_load(data_dir, capsys):
     assert "no --target" in capsys.readouterr().err
     assert main(["serve", "--method", "physics", "--performer", walk, "--load", "Tail=3"]) == 2
     assert "no joint named 'Tail'" in capsys.readouterr().err
+
+
+def test_online_filter_holds_a_bounded_past(wide):
+    """Over a stream of any length it keeps only the frames a later step reads: the
+    prior's neighbours, the frames not yet given or in the next control point's
+    window, the control points of the frames not yet given."""
+    clip, body, goals = wide
+    online = OnlinePhysicsFilter(body, goals, "D", pf.FilterSettings(form="paper"), fps=clip.fps)
+    sizes = []
+    for k in range(len(clip)):
+        online.step(PoseFrame(clip.root_position[k], clip.rotations[k]))
+        sizes.append((len(online._root), len(online._out), len(online._controls)))
+    late = np.array(sizes[100:])
+    assert late[:, 0].max() <= 4
+    assert late[:, 1].max() <= online.lag + 64 // 2 + 3 * 4
+    assert late[:, 2].max() <= online.lag // 4 + 6
+    assert late.max(axis=0).tolist() == np.array(sizes[60:]).max(axis=0).tolist()  # flat

@@ -142,38 +142,44 @@ class OnlinePhysicsFilter:
     # -- the contract ------------------------------------------------------------------
     def reset(self) -> None:
         """Forget the stream: the next frame is frame 0."""
-        self._root: list[Array] = []  # the input (prior), per frame
-        self._rot: list[Array] = []
-        self._out_root: list[Array] = []  # the Kalman stage's, per filtered frame
-        self._out_rot: list[Array] = []
-        self._profile: list[list[Array]] = [[], [], []]  # LSQ data (q, q̇, q̈) per frame
+        # per absolute frame (or control point) index, dropped once no longer needed:
+        # memory and time per frame stay bounded over a stream of any length
+        self._root: dict[int, Array] = {}  # the input (prior)
+        self._rot: dict[int, Array] = {}
+        self._out: dict[int, tuple[Array, Array]] = {}  # the Kalman stage's (root, rotations)
+        self._profile: dict[int, tuple[Array, Array, Array]] = {}  # LSQ data (q, q̇, q̈)
+        self._controls: dict[int, Array] = {}
+        self._n = 0  # frames in
+        self._done = 0  # frames through the Kalman stage
+        self._solved = 0  # control points solved
         self._flip = 0  # the quaternions' sign parity along time (quat.unroll)
         self._last_raw: Array | None = None
-        self._controls: list[Array] = []
         self._given = 0  # frames given out
 
     def step(self, frame: PoseFrame) -> PoseFrame | None:
         """Take frame ``k``; give frame ``k − lag`` once it is final (None before)."""
-        self._root.append(np.asarray(frame.root_position, dtype=np.float64))
-        self._rot.append(np.asarray(frame.rotations, dtype=np.float64))
-        n = len(self._root)
-        done = len(self._out_root)
+        self._root[self._n] = np.asarray(frame.root_position, dtype=np.float64)
+        self._rot[self._n] = np.asarray(frame.rotations, dtype=np.float64)
+        self._n += 1
+        n = self._n
         ready = n if not self.dynamic else (n - 1 if n >= 3 else 0)  # filterable frames
-        if ready - done >= self._block:
-            self._kalman(done, ready, n)
+        if ready - self._done >= self._block:
+            self._kalman(self._done, ready, n)
         if self.dynamic:
-            self._solve_controls(len(self._out_root), final=False)
-        return self._give(n)
+            self._solve_controls(self._done, final=False)
+        out = self._give(n)
+        self._forget()
+        return out
 
     def flush(self) -> list[PoseFrame]:
         """The frames still held, at the end of the stream (the batch's last frames)."""
-        n = len(self._root)
+        n = self._n
         if n == 0:
             return []
         if self.dynamic and n < 3:
             raise RetargetError("a dynamic application needs at least 3 frames")
-        if len(self._out_root) < n:
-            self._kalman(len(self._out_root), n, n)
+        if self._done < n:
+            self._kalman(self._done, n, n)
         if self.dynamic:
             self._solve_controls(n, final=True)
         out = []
@@ -181,6 +187,22 @@ class OnlinePhysicsFilter:
             out.append(self._frame(self._given, n))
             self._given += 1
         return out
+
+    def _forget(self) -> None:
+        """Drop what no later step reads: prior frames behind the Kalman stage's
+        neighbours, filtered frames behind both the frames still to give and the next
+        control point's window, control points behind the next frame to give."""
+        s = self._st.spacing
+        for k in [k for k in self._root if k < self._done - 2]:
+            del self._root[k], self._rot[k]
+        keep = self._given
+        if self.dynamic:  # the first frame the next control point reads (_solve_controls)
+            keep = min(keep, self._origin(max(0.0, (self._solved - 1) * s - self._window / 2)))
+        for k in [k for k in self._out if k < keep]:
+            del self._out[k]
+            self._profile.pop(k, None)
+        for j in [j for j in self._controls if j < math.floor(self._given / s) - 2]:
+            del self._controls[j]
 
     # -- the two stages ----------------------------------------------------------------
     def _kalman(self, first: int, stop: int, n: int) -> None:
@@ -192,18 +214,19 @@ class OnlinePhysicsFilter:
         else:
             a, b = first, stop
         skeleton: Skeleton = self._s.body.skeleton
-        prior = Motion(skeleton, np.array(self._root[a:b]), np.array(self._rot[a:b]), self._fps)
+        root = np.array([self._root[k] for k in range(a, b)])
+        prior = Motion(skeleton, root, np.array([self._rot[k] for k in range(a, b)]), self._fps)
         s = dataclasses.replace(self._s, goals=_goals_slice(self._s.goals, a, b))
         rows = _rows(s, prior, self.dynamic, self._st)
         only = slice(first - a, stop - a)
         motion, qd, qdd = _apply(s, prior, rows, self._joints, self.dynamic, self._st, only=only)
         for i in range(only.start, only.stop):
-            self._out_root.append(motion.root_position[i])
-            self._out_rot.append(motion.rotations[i])
+            self._out[a + i] = (motion.root_position[i], motion.rotations[i])
             if self.dynamic:
-                self._append_profile(motion, qd[i], qdd[i], i)
+                self._append_profile(motion, qd[i], qdd[i], i, a + i)
+        self._done = stop
 
-    def _append_profile(self, motion: Motion, qd: Array, qdd: Array, i: int) -> None:
+    def _append_profile(self, motion: Motion, qd: Array, qdd: Array, i: int, k: int) -> None:
         """Frame ``i`` of ``motion`` as the least-squares filter fits it: root translation
         in metres, the moved joints' quaternion components (one hemisphere along time)
         and their first two derivatives (``_least_squares``'s)."""
@@ -223,16 +246,11 @@ class OnlinePhysicsFilter:
         dq = quat.multiply(q, half)
         ddq = quat.multiply(q, quat.multiply(half, half) + half_d)
         root = motion.root_position[i] * metres
-        for part, value in zip(
-            self._profile,
-            (
-                np.concatenate([root, q.ravel()]),
-                np.concatenate([qd[:3], dq.ravel()]),
-                np.concatenate([qdd[:3], ddq.ravel()]),
-            ),
-            strict=True,
-        ):
-            part.append(value)
+        self._profile[k] = (
+            np.concatenate([root, q.ravel()]),
+            np.concatenate([qd[:3], dq.ravel()]),
+            np.concatenate([qdd[:3], ddq.ravel()]),
+        )
 
     def _solve_controls(self, done: int, *, final: bool) -> None:
         """Every control point whose window the ``done`` filtered frames cover."""
@@ -241,44 +259,62 @@ class OnlinePhysicsFilter:
         if done == 0:
             return
         count = math.ceil((done - 1) / s) + 3 if final else None
+        weights = (1.0, st.beta, st.beta**2)
         while True:
-            j = len(self._controls)
+            j = self._solved
             if final:
                 if j >= count:  # type: ignore[operator]
                     return
             elif (j - 1) * s + half > done - 1:  # its window reaches beyond the frames in
                 return
-            bases = bspline_basis(done, s, self._fps)
-            q, qd, qdd = (np.array(part[:done]) for part in self._profile)
-            weights = (1.0, st.beta, st.beta**2)
+            # frames from a knot at or before the window's first frame: the same basis
+            # values as the whole stream's (module docstring), control point j − shift
+            origin = self._origin(max(0.0, (j - 1) * s - half))
+            bases = bspline_basis(done - origin, s, self._fps)
+            q, qd, qdd = (
+                np.array([self._profile[k][d] for k in range(origin, done)]) for d in range(3)
+            )
+            local = j - round(origin / s)
             root = window_control_point(
-                j, bases, weights, (q[:, :3], qd[:, :3], qdd[:, :3]), s, self._window
+                local, bases, weights, (q[:, :3], qd[:, :3], qdd[:, :3]), s, self._window
             )
             quats = window_control_point(
-                j, bases, weights, (q[:, 3:], qd[:, 3:], qdd[:, 3:]), s, self._window
+                local, bases, weights, (q[:, 3:], qd[:, 3:], qdd[:, 3:]), s, self._window
             )
-            self._controls.append(np.concatenate([root, quats]))
+            self._controls[j] = np.concatenate([root, quats])
+            self._solved = j + 1
+
+    def _origin(self, frame: float) -> int:
+        """A frame at or before ``frame`` on a knot (a multiple of the spacing), from which
+        the B-spline basis has the whole stream's values: 0 for a spacing that is not a
+        whole number of frames (then the basis of every frame so far is made)."""
+        s = self._st.spacing
+        if s != int(s):
+            return 0
+        return int(s) * max(0, math.floor(frame / s) - 1)
 
     def _give(self, n: int) -> PoseFrame | None:
         """The next frame out, if it is final."""
         t = self._given
-        if t >= len(self._out_root) or n - 1 - t < self.lag:  # (a constant lag: block)
+        if t >= self._done or n - 1 - t < self.lag:  # (a constant lag: block)
             return None
         if self.dynamic:
             i = math.floor(t / self._st.spacing)
-            if i + 3 >= len(self._controls):
+            if i + 3 >= self._solved:
                 return None
         self._given += 1
         return self._frame(t, n)
 
     def _frame(self, t: int, n: int) -> PoseFrame:
         """Output frame ``t`` (the stream has ``n`` frames so far)."""
-        root = np.array(self._out_root[t])
-        rot = np.array(self._out_rot[t])
+        root = np.array(self._out[t][0])
+        rot = np.array(self._out[t][1])
         if self.dynamic:
-            b0 = bspline_basis(n, self._st.spacing, self._fps)[0][t]
-            cols = np.flatnonzero(b0[: len(self._controls)])
-            fit = b0[cols] @ np.array([self._controls[j] for j in cols])
+            origin = self._origin(t)
+            b0 = bspline_basis(n - origin, self._st.spacing, self._fps)[0][t - origin]
+            shift = round(origin / self._st.spacing)
+            cols = np.flatnonzero(b0[: self._solved - shift])
+            fit = b0[cols] @ np.array([self._controls[int(j) + shift] for j in cols])
             root = fit[:3] / self._s.body.metres
             q = fit[3:].reshape(len(self._joints), 4)
             rot[self._joints] = quat.normalize(q)
