@@ -202,6 +202,11 @@ def cmd_verb_refine(args: argparse.Namespace) -> int:
     return 0
 
 
+def _search_option(p: argparse.ArgumentParser) -> None:
+    """``--search``: the p′ search iterations a query runs (``solve``, ``errormap``)."""
+    p.add_argument("--search", type=int, help="p' search iterations (default: the verb's)")
+
+
 def add_parsers(sub: Any) -> None:
     """Add this group's commands to the sub-parsers ``sub`` of ``retarget``."""
     verb = sub.add_parser(
@@ -231,7 +236,7 @@ def add_parsers(sub: Any) -> None:
     )
     p.add_argument("verb")
     p.add_argument("--goal", nargs="+", type=float, required=True, metavar="X")
-    p.add_argument("--search", type=int, help="p' search iterations (default: the verb's)")
+    _search_option(p)
     p.add_argument("--exact", action="store_true", help="finish with exact IK (LM)")
     p.add_argument("--json", action="store_true", help="print goal, adverb, achieved as JSON")
     p.add_argument("-o", "--output", help="the whole character in the solved pose (.bvh/.npz)")
@@ -239,7 +244,7 @@ def add_parsers(sub: Any) -> None:
     p = vsub.add_parser("errormap", help="error over the working volume and its warped grid")
     p.add_argument("verb")
     p.add_argument("-o", "--output", help="the figure (.png, .svg, .pdf)")
-    p.add_argument("--search", type=int, help="p' search iterations (default: the verb's)")
+    _search_option(p)
     p.add_argument(
         "--resolution", type=int, help="grid points per axis (41 in 2-D, 25 in 3-D; with search 13)"
     )

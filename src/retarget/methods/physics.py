@@ -394,10 +394,5 @@ OPTIONS = (
         type=float,
     ),
     Option("iterations", "--iterations", "Kalman updates per application (default 3)", type=int),
-    Option(
-        "form",
-        "--form",
-        "dynamic applications on one curve (curve, the default) or as printed (paper)",
-        choices=FORMS,
-    ),
+    Option("form", "--form", "dynamic applications: curve (default) or paper", choices=FORMS),
 )
