@@ -93,10 +93,12 @@ def test_order_duplicates_gaps_and_malformed(walk, blubby):
     """Late and duplicated frames are ignored, gaps predicted through, junk counted; after a
     gap the poses come back to within 0.5 % of height of those of the gap-free stream within
     10 frames, with the foot hold (the default of ``retarget serve``): 0.000, 0.009 and
-    0.170 % at the tenth frame after each gap. Before, the hold took the jump from the
-    prediction back to the measurement for a slide of the performer's foot, about the
-    prediction's pivot (``_puppet_kernel.hold_feet``): the last gap's foot, risen onto
-    its toes unseen, turned about its heel and stayed 2.1 % of height away to the end."""
+    0.148 % at the tenth frame after each gap (the hold held the lost frames again,
+    ``_puppet_kernel._replay_gap``). Once the hold took the jump from the prediction
+    back to the measurement for a slide of the performer's foot, about the prediction's
+    pivot: the last gap's foot, risen onto its toes unseen, turned about its heel and
+    stayed 2.1 % of height away to the end; held again along the chord with even shares
+    and a pivot in between, 1.1 %."""
     messages = _sensor_messages(walk)
     reference = _puppetry_stream(walk, blubby)
     want = {k: pose_arrays(reference.receive(m))[3] for k, m in messages.items()}

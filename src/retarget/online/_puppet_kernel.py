@@ -298,6 +298,74 @@ def _lag3(state, k, x, alpha):  # pragma: no cover - jitted
 
 
 @numba.njit(cache=True, nogil=True)
+def _hold_step(row, raw, lifted, u, q, gx, gz, arm, decay, smooth):  # pragma: no cover - jitted
+    """One frame of the foot hold for one foot: ``row`` (the foot's first
+    ``_HOLD_STEP`` state columns, updated) with the frame's plant evidence ``raw``,
+    ``lifted``, pivot ``u``, orientation ``q`` and tracked goal ``(gx, gz)``.
+    Returns the plant weight ``s`` and the offset ``(ox, oz)`` added to the goal."""
+    if row[4] == 0.0:  # no past: the weight ramps in from 0 (not planted)
+        row[10], row[11], row[12] = 0.0, 0.0, 0.0
+    s = _lag3(row, 10, raw, smooth)
+    ox, oz = 0.0, 0.0
+    if row[4] != 0.0:
+        last = (row[5], row[6], row[7], row[8])
+        rel = _scale(_rotate(last, arm), -row[9])  # ankle - pivot
+        roll = _sub(_rotate(_qmul(q, _conj(last)), rel), rel)
+        hold = decay**lifted
+        ox = s * (row[0] - (gx - row[2]) + roll[0]) + (1 - s) * hold * row[0]
+        oz = s * (row[1] - (gz - row[3]) + roll[2]) + (1 - s) * hold * row[1]
+    row[0], row[1], row[2], row[3] = ox, oz, gx, gz
+    row[4] = 1.0
+    for c in range(4):
+        row[5 + c] = q[c]
+    row[9] = u
+    return s, ox, oz
+
+
+@numba.njit(cache=True, nogil=True)
+def _replay_gap(
+    row, n, raw, lifted, spin, u, q, gx, gz, arm, pivot_eps, decay, smooth
+):  # pragma: no cover - jitted
+    """The foot hold's ``n`` predicted frames held again from the last measured frame
+    (its state, kept in ``row``) to this one (``raw``, ``lifted``, ``spin = |v_toe −
+    v_ankle|²``, pivot ``u``, ``q``, goal ``(gx, gz)``): the plant evidence linear between the two;
+    the goal and orientation moving in shares ``∝ 1 − evidence`` (a foot moves while
+    the less planted: a landing's step comes early in the gap, a push-off's late; even
+    shares when planted throughout); every roll about one pivot, the two frames' mean
+    weighted by their spin (a foot that rose onto its toes unseen turned about its toe
+    all the way). ``row`` ends at the state after the last predicted frame."""
+    for c in range(_HOLD_STEP):
+        row[c] = row[_HOLD_STEP + c]
+    raw0, lifted0, spin0 = row[_HOLD_RAW], row[_HOLD_RAW + 1], row[_HOLD_RAW + 2]
+    g0x, g0z, u0 = row[2], row[3], row[9]
+    q0 = (row[5], row[6], row[7], row[8])
+    pivot = (spin0 * u0 + spin * u) / (spin0 + spin + pivot_eps * pivot_eps)
+    if not spin0 + spin > 0.0:
+        pivot = u0
+    row[9] = pivot
+    sign = 1.0 if q0[0] * q[0] + q0[1] * q[1] + q0[2] * q[2] + q0[3] * q[3] >= 0.0 else -1.0
+    total = 0.0
+    for j in range(1, n + 2):
+        total += 1.0 - (raw0 + j / (n + 1.0) * (raw - raw0))
+    moved = 0.0
+    for j in range(1, n + 1):
+        t = j / (n + 1.0)
+        e = raw0 + t * (raw - raw0)
+        moved = moved + (1.0 - e) / total if total > 1e-9 else t
+        qa = (
+            q0[0] + moved * (sign * q[0] - q0[0]),
+            q0[1] + moved * (sign * q[1] - q0[1]),
+            q0[2] + moved * (sign * q[2] - q0[2]),
+            q0[3] + moved * (sign * q[3] - q0[3]),
+        )
+        r = math.sqrt(qa[0] * qa[0] + qa[1] * qa[1] + qa[2] * qa[2] + qa[3] * qa[3])
+        qa = (qa[0] / r, qa[1] / r, qa[2] / r, qa[3] / r)
+        gxa, gza = g0x + moved * (gx - g0x), g0z + moved * (gz - g0z)
+        le = lifted0 + t * (lifted - lifted0)
+        _hold_step(row, e, le, pivot, qa, gxa, gza, arm, decay, smooth)
+
+
+@numba.njit(cache=True, nogil=True)
 def hold_feet(
     goals,
     gaps,
@@ -316,14 +384,15 @@ def hold_feet(
 
     Where a foot's sensors were not measured (the filter predicted them: a gap in
     a stream, a sensor lost) the hold goes on with the prediction, which is close
-    over a frame or two. The step back to the first measured frame after, though,
-    holds the jump from the prediction to the measurement, which is no slide of
-    the performer's foot: it is held only as much as the foot was planted both
-    before it and now (``min(s_before, s)``), and turns about the pivot of now
-    (the last one is the prediction's, from velocities carried on through the
-    gap). Held in full about the old pivot, a foot the prediction carried on while
-    the performer's landed was planted where the prediction was, and one that rose
-    onto its toes unseen turned about its heel, and kept there while planted
+    over a frame or two. At the first measured frame after, the hold's state is
+    taken back to the last measured frame's and the frames between are held
+    again from the two measured frames: the foot went from the one's goal and
+    orientation to the other's while it was the less planted of the two (a
+    landing: the step first, then still; a push-off: still, then the step at
+    the frame), about the pivot of now. A hold integrates while a foot is
+    planted, so a difference left at a gap stays for the whole plant (seconds
+    when the performer stands); going on from the prediction's state left the
+    stream up to 0.85 % of height from the gap-free one for seconds at 120 Hz
     (docs/architecture.md, "Gaps").
 
     Parameters
@@ -352,8 +421,10 @@ def hold_feet(
         ``α`` of the plant weight's three lags (:func:`_lag3`; 1: none).
     state : (2, HOLD_COLUMNS)
         Per foot: offset (x, z), last tracked goal (x, z), started (0 or 1), last
-        orientation (4), last pivot ``u``, the plant weight's three lags, whether
-        the last frame was predicted (0 or 1). Updated in place; zeros: no past.
+        orientation (4), last pivot ``u``, the plant weight's three lags; then
+        those 13 as they were at the last measured frame, that frame's plant
+        evidence (raw, lifted) and spin, and the number of frames predicted since.
+        Updated in place; zeros: no past.
     planted : (F, 2)
         Written: each foot's plant weight ``s``.
     """
@@ -371,34 +442,31 @@ def hold_feet(
             u = min(max(-_dot(va, dv) / (_dot(dv, dv) + pivot_eps * pivot_eps), 0.0), 1.0)
             q = _qrow(orientations[f], i)
             gx, gz = goals[f, i, 0], goals[f, i, 2]
+            row = state[i]
             if not (math.isfinite(gx + gz + u) and math.isfinite(q[0] + q[1] + q[2] + q[3])):
-                state[i, 4] = 0.0  # a lost sensor: start again when it is back
+                row[4] = 0.0  # a lost sensor: start again when it is back
+                row[_HOLD_STEP + 4] = 0.0
+                row[_HOLD_MISSED] = 0.0
                 planted[f, i] = 0.0
                 continue
-            if state[i, 4] == 0.0:  # no past: the weight ramps in from 0 (not planted)
-                state[i, 10], state[i, 11], state[i, 12], state[i, 13] = 0.0, 0.0, 0.0, 0.0
-            before = state[i, 12]
-            s = _lag3(state[i], 10, raw, smooth)
+            arm = _vrow(arms, i)
+            missed = row[_HOLD_MISSED]
+            if measured[f, i] and missed > 0.0 and row[_HOLD_STEP + 4] != 0.0:
+                spin = _dot(dv, dv)
+                _replay_gap(
+                    row, int(missed), raw, lifted, spin, u, q, gx, gz, arm, pivot_eps, decay, smooth
+                )
+            s, ox, oz = _hold_step(row, raw, lifted, u, q, gx, gz, arm, decay, smooth)
             planted[f, i] = s
-            ox, oz = 0.0, 0.0
-            if state[i, 4] != 0.0:
-                w, pivot = s, state[i, 9]
-                if measured[f, i] and state[i, 13] != 0.0:  # back from predicted frames
-                    w, pivot = min(before, s), u
-                last = (state[i, 5], state[i, 6], state[i, 7], state[i, 8])
-                rel = _scale(_rotate(last, _vrow(arms, i)), -pivot)  # ankle - pivot
-                roll = _sub(_rotate(_qmul(q, _conj(last)), rel), rel)
-                hold = decay**lifted
-                ox = w * (state[i, 0] - (gx - state[i, 2]) + roll[0]) + (1 - w) * hold * state[i, 0]
-                oz = w * (state[i, 1] - (gz - state[i, 3]) + roll[2]) + (1 - w) * hold * state[i, 1]
             goals[f, i, 0] = gx + ox
             goals[f, i, 2] = gz + oz
-            state[i, 0], state[i, 1], state[i, 2], state[i, 3] = ox, oz, gx, gz
-            state[i, 4] = 1.0
-            for c in range(4):
-                state[i, 5 + c] = q[c]
-            state[i, 9] = u
-            state[i, 13] = 0.0 if measured[f, i] else 1.0
+            if measured[f, i]:
+                for c in range(_HOLD_STEP):
+                    row[_HOLD_STEP + c] = row[c]
+                row[_HOLD_RAW], row[_HOLD_RAW + 1], row[_HOLD_RAW + 2] = raw, lifted, _dot(dv, dv)
+                row[_HOLD_MISSED] = 0.0
+            else:
+                row[_HOLD_MISSED] = missed + 1.0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -441,9 +509,14 @@ def _estimate_root(
 
 # -- the smooth root (stage 5, beyond the paper) -------------------------------------------
 
+# the foot hold's state per foot (:func:`hold_feet`): one frame's (:func:`_hold_step`),
+# the same at the last measured frame, that frame's plant evidence, frames predicted since
+_HOLD_STEP = 13
+_HOLD_RAW = 2 * _HOLD_STEP
+_HOLD_MISSED = _HOLD_RAW + 3  # after the evidence raw, lifted and the spin
 #: columns of the foot hold's state per foot (:func:`hold_feet`)
-HOLD_COLUMNS = 14
-# the rest of the recursion's state (PuppetFrames.state), after the hold's 2 x 14:
+HOLD_COLUMNS = _HOLD_MISSED + 1
+# the rest of the recursion's state (PuppetFrames.state), after the hold's 2 x HOLD_COLUMNS:
 _W_LAGS = 2 * HOLD_COLUMNS  # the radius weights' three lags per limb (4 x 3), then a flag
 _W_STARTED = _W_LAGS + 12
 _ROOT_LAGS = _W_STARTED + 1  # the root offset's three lags per axis (3 x 3), then a flag
