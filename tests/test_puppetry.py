@@ -228,6 +228,7 @@ def test_a_gap_on_the_chord_is_held_as_if_seen():
     np.testing.assert_allclose(s[9:], s_free[9:], atol=1e-12)
     assert np.abs(held[6:9] - free[6:9]).max() > 0.1  # the prediction was held meanwhile
 
+
 def test_hold_turns_a_pushing_off_foot_about_its_toe():
     """A foot turning about its toe (the toe still, the ankle moving: pivot u = 1) keeps
     the character's toe where it was: its goal moves as the ankle about the toe."""
