@@ -226,7 +226,7 @@ def test_a_gap_on_the_chord_is_held_as_if_seen():
     held, s = _hold(np.zeros((n, 2)), still, q, predicted, smooth=0.5, measured=~unseen)
     np.testing.assert_allclose(held[9:], free[9:], atol=1e-12)
     np.testing.assert_allclose(s[9:], s_free[9:], atol=1e-12)
-    assert np.abs(held[6:9] - free[6:9]).max() > 0.1  # the prediction was held meanwhile
+    assert np.abs(held[6:9] - free[6:9]).max() > 0.03  # the prediction was held meanwhile
 
 
 def test_hold_turns_a_pushing_off_foot_about_its_toe():

@@ -285,12 +285,14 @@ def _chain_points(chain: list[int], pos: Array) -> Array:
 
 
 def _path(skeleton: Skeleton, top: int, bottom: int) -> list[int]:
-    """The joints from ``top`` down to its descendant ``bottom``, both included."""
+    """The points from ``top`` down to its descendant ``bottom`` (a joint, or an end site
+    such as a robot's head), both included."""
+    parents, names = skeleton.point_parents, skeleton.point_names
     path = [bottom]
     while path[-1] != top:
         if path[-1] < 0:
-            raise MappingError(f"{skeleton.names[bottom]} is not below {skeleton.names[top]}")
-        path.append(int(skeleton.parents[path[-1]]))
+            raise MappingError(f"{names[bottom]} is not below {names[top]}")
+        path.append(int(parents[path[-1]]))
     return path[::-1]
 
 

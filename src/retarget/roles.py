@@ -74,7 +74,7 @@ from numpy.typing import ArrayLike, NDArray
 from .errors import RetargetError
 from .skeleton import Skeleton
 
-__all__ = ["LEG_ROLES", "Roles", "find_roles", "foot_length", "height", "leg_length"]
+__all__ = ["LEG_ROLES", "Roles", "find_roles", "foot_length", "height", "leg_length", "one_joint"]
 
 _SIDE_SWAPS: tuple[tuple[re.Pattern[str], str, str], ...] = (
     # Left/Right as words: LAFAN1, Mixamo, Mocapbank, MotionBuilder, SMPL-X (left_hip)
@@ -116,6 +116,12 @@ _HEAD = re.compile(r"head", re.IGNORECASE)
 _NECK = re.compile(r"neck", re.IGNORECASE)
 _END = re.compile(r"top|end|nub", re.IGNORECASE)
 """End joints standing for an end site: Mixamo ``HeadTop_End``, 3ds Max Biped ``HeadNub``."""
+
+_AXIS_WORDS = frozenset(
+    "pitch roll yaw x y z rx ry rz link joint jnt dof rot rotation flexion extension "
+    "abduction adduction".split()
+)
+"""Words that name a hinge's axis (or say joint, link) in robots' joint names."""
 
 LEG_ROLES = ("hip", "knee", "ankle", "toe", "toe_tip")
 ARM_ROLES = ("clavicle", "shoulder", "elbow", "wrist", "hand_tip")
@@ -336,6 +342,8 @@ def _limb_roles(skeleton: Skeleton, chain: list[int], kind: str) -> dict[str, in
     top = mid - 1  # up over joints inside the upper bone (a twist, a B-bone segment)
     while top >= 1 and _inside(skeleton, pos, chain[top - 1], chain[top], chain[mid]):
         top -= 1
+    while top >= 1 and one_joint(skeleton, chain[top - 1], chain[top]):
+        top -= 1  # up a robot's hinges that make one hip (shoulder): pitch, roll, yaw
     low = mid + 1  # down over joints inside the lower bone
     while (
         low + 1 < len(chain)
@@ -343,16 +351,42 @@ def _limb_roles(skeleton: Skeleton, chain: list[int], kind: str) -> dict[str, in
         and _inside(skeleton, pos, chain[mid], chain[low], chain[low + 1])
     ):
         low += 1
+    end = low  # the last hinge of a robot's ankle (wrist)
+    while end + 1 < len(chain) and one_joint(skeleton, chain[end], chain[end + 1]):
+        end += 1
     out = {upper: chain[top], middle: chain[mid]}
     if low < len(chain):  # a joint, or the end site of a limb without hand or foot joints
         out[lower] = chain[low]
-    if kind == "leg" and chain[low] < nj and low + 1 < len(chain) and chain[low + 1] < nj:
-        out["toe"] = chain[low + 1]
+    if kind == "leg" and chain[low] < nj and end + 1 < len(chain) and chain[end + 1] < nj:
+        out["toe"] = chain[end + 1]
     if chain[low] < nj:  # (a leaf wrist joint is its own hand tip, as before)
         out[tip] = chain[-1]
     if kind == "arm" and top >= 1:
         out["clavicle"] = chain[top - 1]
     return out
+
+
+def _stem(name: str) -> tuple[str, ...]:
+    """A joint name's words without the ones that name an axis or say joint/link
+    (``left_hip_pitch_link``, ``Left_Hip_Roll``, ``l_hip_yaw`` → their side and ``hip``)."""
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)
+    return tuple(w.lower() for w in words if w.lower() not in _AXIS_WORDS)
+
+
+def one_joint(skeleton: Skeleton, a: int, b: int, names: Sequence[str] | None = None) -> bool:
+    """Whether joints ``a`` (the parent) and ``b`` are hinges of one robot joint: both
+    with one rotation channel and one name but for its axis words (:func:`_stem`), a
+    word left to name it (``left_hip_pitch_joint`` and ``left_hip_roll_joint``, not
+    ``left_hip_joint`` and ``left_knee_joint``). ``names``: the names to compare
+    (default the skeleton's)."""
+    nj = skeleton.num_joints
+    if not (a < nj and b < nj):
+        return False
+    named = skeleton.names if names is None else names
+    one = [len(skeleton.euler_orders[j]) == 1 for j in (a, b)]
+    stems = [_stem(named[j]) for j in (a, b)]
+    words = [w for w in stems[0] if w not in ("left", "right", "l", "r")]
+    return all(one) and stems[0] == stems[1] and bool(words)
 
 
 def _rest_positions(skeleton: Skeleton) -> NDArray[np.float64]:
@@ -379,8 +413,10 @@ def _inside(skeleton: Skeleton, pos: NDArray[np.float64], a: int, j: int, b: int
 
 
 def _head(skeleton: Skeleton, chest: int, sides: Mapping[int, str]) -> int:
-    """The shallowest unsided ``head``-named joint below the chest; failing names, the end
-    of the trunk: from the chest into the only unsided child joint while there is one."""
+    """The shallowest unsided ``head``-named joint below the chest; failing that, the
+    highest ``head``-named end site below it at rest (a robot's head is a fixed body);
+    failing names, the end of the trunk: from the chest into the only unsided child
+    joint while there is one."""
     nj = skeleton.num_joints
     named = [
         j
@@ -389,6 +425,19 @@ def _head(skeleton: Skeleton, chest: int, sides: Mapping[int, str]) -> int:
     ]
     if named:
         return min(named, key=lambda j: skeleton.depth[j])
+    parents = skeleton.point_parents
+    ends = [  # a robot's head: a fixed body, an end site
+        p
+        for p in range(nj, skeleton.num_points)
+        if parents[p] not in sides
+        and _HEAD.search(skeleton.point_names[p])
+        and chest in skeleton.chain(int(parents[p]))
+    ]
+    if ends:  # the highest at rest (a head's origin may lie at the neck, a marker above)
+        pos = _rest_positions(skeleton)
+        above = [p for p in range(skeleton.num_points) if chest in skeleton.chain(p)]
+        up = pos[above].mean(axis=0) - pos[0]  # the trunk's way from the root
+        return max(ends, key=lambda p: float(pos[p] @ up))
     head = chest
     while len(up := [c for c in skeleton.children(head) if c < nj and c not in sides]) == 1:
         head = up[0]
@@ -417,7 +466,8 @@ def _find_roles_cached(skeleton: Skeleton) -> Roles:
     necks = [j for j in inner if _NECK.search(skeleton.names[j])]
     if necks:
         points["neck"] = necks[0]
-    elif chest in inner:
+    elif chest in inner and not (head >= skeleton.num_joints and path[-2] == chest):
+        # (a head fixed on the chest, a robot's: no neck, the chest is the chest)
         above = path[path.index(chest) + 1]
         points["neck"] = above if above != head else chest
     spine = tuple(j for j in inner if j != points.get("neck"))

@@ -301,6 +301,11 @@ def run_job(job: RunJob) -> dict[str, Any]:
         named = read_overrides(job.map).get("source") if job.map else None
         require_humanoid(job.source, source.skeleton, named, side="source")
     source = source[frame_slice(job.frames, source.num_frames)]
+    if job.target and not job.target_from:
+        from .io.robot import is_robot_file
+
+        if is_robot_file(job.target):
+            return _run_robot(job, source)
     target = target_skeleton(job, source)
     result, report = retarget_clip(job, source, target)
     characters = (job.target, job.target_from, job.target_to)
@@ -309,6 +314,79 @@ def run_job(job: RunJob) -> dict[str, Any]:
     if job.report:
         write_json(job.report, report, inputs=[*inputs, job.output])
     return report
+
+
+def _run_robot(job: RunJob, source: Any) -> dict[str, Any]:
+    """``retarget run`` onto a robot: its joint trajectories written (npz, csv)."""
+    from .io.robot import read_robot, write_trajectories
+
+    assert job.target is not None
+    robot = read_robot(job.target)
+    trajectories, report = retarget_robot_clip(job, source, robot)
+    inputs = tuple(p for p in (job.source, job.target, job.skeleton) if p)
+    write_trajectories(job.output, robot, trajectories, source.fps, inputs=inputs)
+    if job.report:
+        write_json(job.report, report, inputs=[*inputs, job.output])
+    return report
+
+
+def retarget_robot_clip(
+    job: RunJob, source: Any, robot: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Retarget onto a robot (:class:`retarget.io.robot.Robot`): the method runs on the
+    robot's method skeleton (:func:`retarget.robot.gather_hinges`), its result goes
+    back onto the robot's hinges (:func:`retarget.robot.to_robot`) and is measured
+    as robotics users measure (:func:`retarget.robot_measures.measure_robot`).
+
+    Returns
+    -------
+    trajectories : dict
+        ``root_pos``, ``root_quat``, ``dof_pos`` (:func:`retarget.io.robot.joint_trajectories`).
+    report : dict
+        :func:`retarget_clip`'s, whose ``seconds`` and ``frames_per_second`` now cover
+        the whole retargeting, and ``robot``: the model, the IK pass's largest end error
+        (m), the hinge angles clamped, and the robot measures.
+    """
+    from .io.robot import joint_trajectories
+    from .robot import gather_hinges, to_robot
+    from .robot_measures import RobotTrajectory, measure_robot
+
+    t0 = time.perf_counter()
+    names = robot.skeleton.names
+    gathered = gather_hinges(robot.skeleton, names)
+    if "limits" in _method_option_names(job.method) and "limits" not in job.method_options:
+        job = dataclasses.replace(job, method_options={**job.method_options, "limits": "strict"})
+    result, report = retarget_clip(job, source, gathered.skeleton)
+    motion, fit = to_robot(gathered, result.motion)
+    trajectories = joint_trajectories(robot, motion.root_position, motion.rotations)
+    seconds = time.perf_counter() - t0
+    measures = measure_robot(
+        robot,
+        RobotTrajectory(
+            trajectories["root_pos"], trajectories["root_quat"], trajectories["dof_pos"], source.fps
+        ),
+        source,
+    )
+    report.update(
+        {
+            "seconds": seconds,
+            **speed(source.num_frames, seconds),
+            "robot": {
+                "model": robot.path,
+                "joints": list(robot.joint_names),
+                "ik_end_error_m": fit.end_error,
+                "clamped": fit.clamped,
+                "measures": measures,
+            },
+        }
+    )
+    return trajectories, report
+
+
+def _method_option_names(method: str) -> set[str]:
+    from .methods import get_method
+
+    return {o.name for o in get_method(method).options}
 
 
 def retarget_clip(job: RunJob, source: Any, target: Any) -> tuple[Any, dict[str, Any]]:

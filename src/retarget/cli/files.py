@@ -23,9 +23,73 @@ __all__ = ["add_parsers"]
 
 def cmd_info(args: argparse.Namespace) -> int:
     from .._lazy import approximate
+    from ..io.robot import is_robot_file
+
+    if is_robot_file(args.file):
+        return _robot_info(args)
 
     with approximate():  # (a summary: Euler angles by numpy, numba never loaded)
         return _info(args, read_input(args.file, args))
+
+
+def _robot_info(args: argparse.Namespace) -> int:
+    """``retarget info ROBOT.xml|.urdf``: joints, ranges, height, mass, the roles found."""
+    from ..io.robot import read_robot
+    from ..robot import gather_hinges
+    from ..robot_measures import standing_height
+    from ..roles import find_roles
+
+    robot = read_robot(args.file)
+    gathered = gather_hinges(robot.skeleton)
+    method = gathered.skeleton
+    info: dict[str, Any] = {
+        "file": args.file,
+        "kind": "robot",
+        "dofs": robot.num_dofs,
+        "joints": [
+            {
+                "name": n,
+                "lower": float(lo),
+                "upper": float(hi),
+                "velocity": float(v),
+                "effort": float(e),
+            }
+            for n, lo, hi, v, e in zip(
+                robot.joint_names,
+                robot.lower,
+                robot.upper,
+                robot.velocity,
+                robot.effort,
+                strict=True,
+            )
+        ],
+        "height_m": standing_height(robot),
+        "mass_kg": robot.mass,
+        "floating_base_in_file": not robot.fixed_base,
+        "gathered": [
+            [robot.skeleton.names[k] for k in group] for group in gathered.members if len(group) > 1
+        ],
+    }
+    try:
+        roles = find_roles(method)
+        info["roles"] = {r: method.point_names[p] for r, p in roles.items()}
+    except RetargetError as exc:
+        info["roles"] = None
+        info["roles_note"] = str(exc)
+    if args.json:
+        sys.stdout.write(dumps_json(info))
+        return 0
+    for key, value in info.items():
+        if key == "joints":
+            value = ", ".join(f"{j['name']} [{j['lower']:.3g}, {j['upper']:.3g}]" for j in value)
+        elif isinstance(value, float):
+            value = f"{value:.6g}"
+        elif isinstance(value, dict):
+            value = ", ".join(f"{k}: {v}" for k, v in value.items())
+        elif isinstance(value, list):
+            value = "; ".join(" + ".join(g) for g in value)
+        print(f"{key}: {value}")
+    return 0
 
 
 def _info(args: argparse.Namespace, motion: Motion) -> int:
@@ -229,7 +293,9 @@ def add_parsers(sub: Any) -> None:
     """Add this group's commands to the sub-parsers ``sub`` of ``retarget``."""
 
     p = sub.add_parser(
-        "info", help="joints, frames, fps, unit, height, channel orders of a motion file"
+        "info",
+        help="joints, frames, fps, unit, height, channel orders of a motion file; "
+        "joints, ranges, height, mass and roles of a robot (.xml MJCF, .urdf)",
     )
     p.add_argument("file")
     p.add_argument("--json", action="store_true", help="print JSON")

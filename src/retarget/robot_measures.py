@@ -1,0 +1,265 @@
+"""Robot measures: what a robotics user checks on joint trajectories, against the human source.
+
+Any trajectory of a robot (``root_pos`` (F, 3) m, ``root_quat`` (F, 4) wxyz,
+``dof_pos`` (F, D) rad in the model's joint order) is measured the same way,
+ours or another retargeter's (GMR's), through MuJoCo's own kinematics and
+collision detection of the model (the reference the field checks with):
+
+* **skate**: mean horizontal speed of each foot's sole over the source's
+  contact frames (:func:`retarget.contacts.detect_contacts` on the source), in
+  % of the robot's standing height per second, and that over the source's own
+  skate in % of its height per second (``skate_ratio``);
+* **floating**: mean height of the lowest point of a planted foot's collision
+  geometry above the floor (cm), and the share of contact frames above 2 cm;
+* **penetration**: frames with a sole deeper than 0.5 cm below the floor, and the
+  deepest (cm);
+* **joint limits**: angles outside the model's ranges (count, and the worst in
+  radians); **velocity limits** where the model (or ``velocity``) gives them;
+* **self-collision**: frames where two bodies that are not parent and child
+  interpenetrate by more than ``margin`` (MuJoCo's contacts of the collision
+  geometry), the share, the deepest (cm), and the pairs;
+* **jerk**: mean squared jerk of the bodies' positions over that of the
+  source's joints scaled by the height ratio (``jerk_ratio``) and of the hinge
+  angles (rad/s³);
+* **segment directions**: mean angle (degrees) between the robot's thighs,
+  shins, upper arms and forearms and the human's (each from the joint of one
+  role to the next, :func:`retarget.roles.find_roles` on both).
+
+The floor is z = 0 (the robot's world), the up axis z.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import quat, world
+from ._arrays import Array
+from .contacts import detect_contacts
+from .io.robot import Robot
+from .kinematics import forward_kinematics
+from .motion import Motion
+from .roles import find_roles, height
+
+__all__ = ["SEGMENTS", "RobotTrajectory", "measure_robot", "robot_motion", "standing_height"]
+
+#: The limb segments compared by direction: (name, role from, role to) per side.
+SEGMENTS = (
+    ("thigh", "hip", "knee"),
+    ("shin", "knee", "ankle"),
+    ("upper_arm", "shoulder", "elbow"),
+    ("forearm", "elbow", "wrist"),
+)
+
+
+@dataclass(frozen=True)
+class RobotTrajectory:
+    """Joint trajectories of a robot, as robotics users store them."""
+
+    root_pos: Array
+    root_quat: Array
+    dof_pos: Array
+    fps: float
+
+    @property
+    def num_frames(self) -> int:
+        return len(self.dof_pos)
+
+
+def _model(robot: Robot):
+    from .io.robot import _load
+
+    return _load(Path(robot.path))[0]
+
+
+def _qpos(model, robot: Robot, traj: RobotTrajectory) -> NDArray[np.float64]:
+    """MuJoCo's qpos per frame (F, nq): the base (if the model floats it) and the hinges."""
+    qpos = np.tile(np.asarray(model.qpos0, dtype=float), (traj.num_frames, 1))
+    for d, name in enumerate(robot.joint_names):
+        qpos[:, int(model.joint(name).qposadr[0])] = traj.dof_pos[:, d]
+    free = [j for j in range(model.njnt) if int(model.jnt_type[j]) == 0]
+    if free:
+        a = int(model.jnt_qposadr[free[0]])
+        qpos[:, a : a + 3] = traj.root_pos
+        qpos[:, a + 3 : a + 7] = traj.root_quat
+    return qpos
+
+
+def standing_height(robot: Robot) -> float:
+    """Top of the collision geometry above its bottom at the zero configuration (m)."""
+    sk = robot.skeleton
+    pos, rot = forward_kinematics(sk, sk.offsets[0], np.tile(quat.identity(), (sk.num_joints, 1)))
+    pts = np.concatenate(
+        [quat.rotate(rot[g.joint], g.points) + pos[g.joint] for g in robot.geoms] or [pos]
+    )
+    return float(np.ptp(pts[:, 2]))
+
+
+def robot_motion(robot: Robot, traj: RobotTrajectory) -> Motion:
+    """The trajectory as a motion on ``robot.skeleton`` (the inverse of
+    :func:`retarget.io.robot.joint_trajectories`)."""
+    sk = robot.skeleton
+    f = traj.num_frames
+    rot = np.tile(quat.identity(), (f, sk.num_joints, 1))
+    axes = quat.rotate(sk.axes, np.array([1.0, 0.0, 0.0]))  # each hinge's axis (channel x)
+    for d, j in enumerate(robot.dof_joint):
+        rot[:, j] = quat.quat_from_rotvec(traj.dof_pos[:, d, None] * axes[j])
+    rot[:, 0] = quat.multiply(
+        np.asarray(traj.root_quat, float), quat.conjugate(robot.base_rotation)
+    )
+    return Motion(sk, np.asarray(traj.root_pos, float), rot, traj.fps)
+
+
+def _feet(robot: Robot) -> dict[str, list[int]]:
+    """Per side, the robot joints of the foot: the ankle's hinges and everything below."""
+    sk = robot.skeleton
+    roles = find_roles(sk)
+    out = {}
+    for side in ("left", "right"):
+        ankle = roles[f"{side}_ankle"]
+        out[side] = [j for j in range(sk.num_joints) if ankle in sk.chain(j)]
+    return out
+
+
+def _sole_heights(robot: Robot, motion: Motion) -> tuple[Array, Array]:
+    """Per frame and side: the lowest point of the foot's collision geometry (F, 2)
+    and the foot geometry's centre horizontally (F, 2, 3), from our kinematics."""
+    pos, rot = forward_kinematics(robot.skeleton, motion.root_position, motion.rotations)
+    lows, centres = [], []
+    for side, joints in _feet(robot).items():
+        pts = [
+            quat.rotate(rot[:, g.joint, None], g.points) + pos[:, g.joint, None]
+            for g in robot.geoms
+            if g.joint in joints
+        ]
+        if not pts:  # no geometry: the foot's joints and sites
+            raise ValueError(f"the robot's {side} foot has no collision geometry")
+        allp = np.concatenate(pts, axis=1)
+        lows.append(allp[..., 2].min(axis=1))
+        centres.append(allp.mean(axis=1))
+    return np.stack(lows, 1), np.stack(centres, 1)
+
+
+def measure_robot(
+    robot: Robot,
+    traj: RobotTrajectory,
+    source: Motion,
+    *,
+    margin: float = 0.005,
+    velocity: float | None = None,
+) -> dict[str, float | int | list]:
+    """The robot measures of a trajectory against its human source (module docstring).
+
+    ``source`` is the human clip the trajectory was made from (same frames, any
+    unit and axes); ``margin`` the self-collision depth that counts (m);
+    ``velocity`` a joint velocity limit (rad/s) for hinges the model gives none.
+    """
+    import mujoco
+
+    model = _model(robot)
+    data = mujoco.MjData(model)
+    qpos = _qpos(model, robot, traj)
+    f = traj.num_frames
+    motion = robot_motion(robot, traj)
+    tall = standing_height(robot)
+    # contacts of the source, in its own frames
+    s_roles = find_roles(source.skeleton)
+    s_height = height(source.skeleton, s_roles)
+    contacts = detect_contacts(source, roles=s_roles)
+    planted = np.stack([contacts.foot(side) for side in ("left", "right")], axis=1)  # (F, 2)
+    low, centre = _sole_heights(robot, motion)
+    pairs = planted[1:] & planted[:-1]
+    step = np.linalg.norm(np.diff(centre[..., :2], axis=0), axis=-1)  # (F-1, 2)
+    skate = float(step[pairs].mean() * traj.fps / tall * 100.0) if pairs.any() else 0.0
+    s_pos, _ = forward_kinematics(source.skeleton, source.root_position, source.rotations)
+    up = world.up_axis(source.skeleton, source)
+    s_feet = [p for p in contacts.points]
+    s_steps = np.diff(s_pos[:, s_feet], axis=0)
+    s_steps = s_steps - (s_steps @ up)[..., None] * up
+    s_pairs = contacts.mask[1:] & contacts.mask[:-1]
+    s_skate = (
+        float(np.linalg.norm(s_steps, axis=-1)[s_pairs].mean() * source.fps / s_height * 100.0)
+        if s_pairs.any()
+        else 0.0
+    )
+    above = np.maximum(low, 0.0)[planted] * 100.0
+    # limits
+    lo, hi = robot.lower, robot.upper
+    under, over = lo - traj.dof_pos, traj.dof_pos - hi
+    limit_worst = float(np.maximum(np.maximum(under, over), 0.0).max(initial=0.0))
+    limit_count = int(((under > 1e-6) | (over > 1e-6)).sum())
+    vmax = robot.velocity.copy()
+    if velocity is not None:
+        vmax = np.where(np.isfinite(vmax), vmax, velocity)
+    speed = np.abs(np.diff(traj.dof_pos, axis=0)) * traj.fps
+    velocity_count = int((speed > vmax + 1e-9).sum())
+    # MuJoCo: bodies and self-collision
+    xpos = np.empty((f, model.nbody, 3))
+    depth = np.zeros(f)
+    pairs_hit: dict[tuple[str, str], float] = {}
+    parent = np.asarray(model.body_parentid)
+    for k in range(f):
+        data.qpos[:] = qpos[k]
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_collision(model, data)
+        xpos[k] = data.xpos
+        for c in range(data.ncon):
+            con = data.contact[c]
+            b1, b2 = int(model.geom_bodyid[con.geom1]), int(model.geom_bodyid[con.geom2])
+            if b1 == 0 or b2 == 0 or parent[b1] == b2 or parent[b2] == b1 or b1 == b2:
+                continue
+            d = -float(con.dist)
+            if d > depth[k]:
+                depth[k] = d
+            if d > margin:
+                key = tuple(sorted((model.body(b1).name, model.body(b2).name)))
+                pairs_hit[key] = max(pairs_hit.get(key, 0.0), d)
+    # jerk against the scaled source
+    scale = tall / s_height  # source unit → robot metres, by the heights
+    body_jerk = np.diff(xpos[:, 1:], n=3, axis=0) * traj.fps**3
+    src_jerk = np.diff(s_pos * scale, n=3, axis=0)  # (the scale takes the unit too)
+    src_jerk = src_jerk * source.fps**3
+    jerk_ratio = float((body_jerk**2).sum(-1).mean() / max((src_jerk**2).sum(-1).mean(), 1e-300))
+    joint_jerk = float(((np.diff(traj.dof_pos, n=3, axis=0) * traj.fps**3) ** 2).mean())
+    # segment directions
+    r_pos, _ = forward_kinematics(robot.skeleton, motion.root_position, motion.rotations)
+    r_roles = find_roles(robot.skeleton)
+    turn = world.axes_between(world.up_name(up), "z")
+    angles = []
+    for _, a, b in SEGMENTS:
+        for side in ("left", "right"):
+            ra, rb = r_roles.get(f"{side}_{a}"), r_roles.get(f"{side}_{b}")
+            sa, sb = s_roles.get(f"{side}_{a}"), s_roles.get(f"{side}_{b}")
+            if None in (ra, rb, sa, sb):
+                continue
+            dr = r_pos[:, rb] - r_pos[:, ra]
+            ds = quat.rotate(turn, s_pos[:, sb] - s_pos[:, sa])
+            cos = (dr * ds).sum(-1) / np.maximum(
+                np.linalg.norm(dr, axis=-1) * np.linalg.norm(ds, axis=-1), 1e-300
+            )
+            angles.append(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
+    return {
+        "frames": f,
+        "robot_height_m": tall,
+        "skate": skate,
+        "skate_source": s_skate,
+        "skate_ratio": skate / s_skate if s_skate > 0 else float("inf"),
+        "float_cm": float(above.mean()) if above.size else 0.0,
+        "float_over_2cm_share": float((above > 2.0).mean()) if above.size else 0.0,
+        "penetration_frames": int((low.min(axis=1) < -0.005).sum()),
+        "penetration_max_cm": float(max(-low.min(), 0.0) * 100.0),
+        "limit_violations": limit_count,
+        "limit_worst_rad": limit_worst,
+        "velocity_violations": velocity_count,
+        "self_collision_share": float((depth > margin).mean()),
+        "self_collision_max_cm": float(depth.max(initial=0.0) * 100.0),
+        "self_collision_pairs": [
+            {"bodies": list(k), "depth_cm": v * 100.0} for k, v in sorted(pairs_hit.items())
+        ],
+        "jerk_ratio": jerk_ratio,
+        "joint_jerk": joint_jerk,
+        "segment_direction_deg": float(np.mean(angles)) if angles else float("nan"),
+    }

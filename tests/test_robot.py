@@ -1,0 +1,257 @@
+"""Robots as targets (issue 27): MJCF and URDF read through MuJoCo into the skeleton
+model, their hinges gathered for the methods and carried back, trajectories written
+and measured. MuJoCo's own kinematics is the reference."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import missing
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from retarget import quat
+from retarget.errors import FormatError
+from retarget.io.robot import joint_trajectories, read_robot, write_trajectories
+from retarget.kinematics import forward_kinematics
+from retarget.motion import Motion
+from retarget.robot import _hinge_axis, _solve_hinges, gather_hinges, to_robot
+from retarget.robot_measures import RobotTrajectory, robot_motion, standing_height
+from retarget.roles import find_roles
+
+ALEXANDER = Path(__file__).parent / "data" / "robots" / "ihmc_alexander" / "ihmc_alexander.urdf"
+
+
+@pytest.fixture(scope="module")
+def g1_path(data_dir) -> Path:
+    path = data_dir.parent / "robots" / "unitree_g1" / "g1_29dof.xml"
+    if not path.is_file():
+        missing(f"{path} not found (../shared/robots beside RETARGET_DATA)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def g1(g1_path):
+    return read_robot(g1_path)
+
+
+@pytest.fixture(scope="module")
+def alexander():
+    return read_robot(ALEXANDER)
+
+
+def _random_trajectory(robot, n: int, seed: int) -> RobotTrajectory:
+    rng = np.random.default_rng(seed)
+    lo = np.where(np.isfinite(robot.lower), robot.lower, -np.pi)
+    hi = np.where(np.isfinite(robot.upper), robot.upper, np.pi)
+    dof = rng.uniform(lo, hi, size=(n, robot.num_dofs))
+    base = quat.normalize(rng.normal(size=(n, 4)))
+    root = rng.normal(size=(n, 3))
+    return RobotTrajectory(root, base, dof, 30.0)
+
+
+@pytest.mark.parametrize("which", ["g1", "alexander"])
+def test_forward_kinematics_equals_mujoco(which, request):
+    """Every hinge's world position and axis, by our FK on the skeleton read, equal
+    MuJoCo's (``xanchor``, ``xaxis``) for random base poses and joint angles in range."""
+    import mujoco
+
+    from retarget.io.robot import _load
+
+    robot = request.getfixturevalue(which)
+    model, _ = _load(Path(robot.path))
+    data = mujoco.MjData(model)
+    traj = _random_trajectory(robot, 20, seed=3)
+    motion = robot_motion(robot, traj)
+    pos, rot = forward_kinematics(robot.skeleton, motion.root_position, motion.rotations)
+    axes = quat.rotate(robot.skeleton.axes, np.array([1.0, 0.0, 0.0]))
+    for k in range(traj.num_frames):
+        data.qpos[:7] = np.concatenate([traj.root_pos[k], traj.root_quat[k]])
+        for d, name in enumerate(robot.joint_names):
+            data.qpos[model.joint(name).qposadr[0]] = traj.dof_pos[k, d]
+        mujoco.mj_kinematics(model, data)
+        for d, name in enumerate(robot.joint_names):
+            j = robot.dof_joint[d]
+            jid = model.joint(name).id
+            np.testing.assert_allclose(pos[k, j], data.xanchor[jid], atol=1e-9)
+            np.testing.assert_allclose(quat.rotate(rot[k, j], axes[j]), data.xaxis[jid], atol=1e-9)
+
+
+def test_g1_read_as_it_is(g1):
+    assert g1.num_dofs == 29 and g1.skeleton.unit == "m" and g1.skeleton.up == "z"
+    assert g1.joint_names[:4] == (
+        "left_hip_pitch_joint",
+        "left_hip_roll_joint",
+        "left_hip_yaw_joint",
+        "left_knee_joint",
+    )
+    assert 34.0 < g1.mass < 35.0  # the model's bodies, kg
+    assert 1.25 < standing_height(g1) < 1.40  # the G1 is 1.32 m
+    knee = g1.joint_names.index("left_knee_joint")
+    assert (g1.lower[knee], g1.upper[knee]) == pytest.approx((-0.087267, 2.8798))
+    assert g1.effort[knee] == pytest.approx(139.0)
+    assert not g1.fixed_base
+
+
+def test_urdf_root_floated_and_velocity_limits_read(alexander):
+    """MuJoCo welds a URDF's root to the world; the reader floats it (and says so), and
+    reads the ``<limit velocity>`` MuJoCo's importer drops."""
+    assert alexander.fixed_base
+    assert alexander.skeleton.names[0] == "PELVIS_LINK"
+    assert alexander.num_dofs == 29
+    assert np.isfinite(alexander.velocity).all() and (alexander.velocity > 0).all()
+    assert 1.55 < standing_height(alexander) < 1.65
+
+
+@pytest.mark.parametrize(
+    ("which", "expected"),
+    [
+        (
+            "g1",
+            {
+                "left_hip": "left_hip_pitch_joint",
+                "left_knee": "left_knee_joint",
+                "left_ankle": "left_ankle_pitch_joint",
+                "right_elbow": "right_elbow_joint",
+                "right_wrist": "right_wrist_roll_joint",
+                "hips": "pelvis",
+            },
+        ),
+        (
+            "alexander",
+            {
+                "left_hip": "LEFT_HIP_X",
+                "left_knee": "LEFT_KNEE_Y",
+                "left_ankle": "LEFT_ANKLE_Y",
+                "right_elbow": "RIGHT_ELBOW_Y",
+                "hips": "PELVIS_LINK",
+            },
+        ),
+    ],
+)
+def test_roles_from_the_robots_own_names(which, expected, request):
+    """Hip pitch, roll and yaw (in either maker's order and naming) make one hip."""
+    robot = request.getfixturevalue(which)
+    method = gather_hinges(robot.skeleton).skeleton
+    roles = find_roles(method)
+    got = {r: method.point_names[roles[r]] for r in expected}
+    assert got == expected
+    hip = method.index(expected["left_hip"])
+    assert len(method.euler_orders[hip]) == 3  # a ball for the method
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-1.2, 1.2), min_size=3, max_size=3))
+def test_davenport_split_recovers_the_hinge_angles(angles):
+    """Three hinges each square to the next: their product split back into the angles
+    (the branch within the ranges)."""
+    robot = read_robot(ALEXANDER)
+    sk = robot.skeleton
+    group = [sk.index(n) for n in ("LEFT_HIP_X", "LEFT_HIP_Z", "LEFT_HIP_Y")]
+    theta = np.asarray(angles)[None]
+    parts = [quat.quat_from_rotvec(theta[0, i] * _hinge_axis(sk, k)) for i, k in enumerate(group)]
+    product = quat.multiply(quat.multiply(parts[0], parts[1]), parts[2])[None]
+    lo, hi = np.full(3, -1.3), np.full(3, 1.3)
+    got = _solve_hinges(sk, group, product, lo, hi)
+    np.testing.assert_allclose(got, theta, atol=1e-8)
+
+
+def test_gathered_and_carried_back_is_the_robot(g1):
+    """A robot pose put on the method skeleton (each ball the product of its hinges) and
+    carried back: the method skeleton's limb ends (whose bones fold the hinges' offsets)
+    are where the robot's are now, to a millimetre, with hinge angles near the pose's
+    (the IK pass moves them only as far as the folded offsets ask)."""
+    g = gather_hinges(g1.skeleton)
+    traj = _random_trajectory(g1, 6, seed=5)
+    traj = RobotTrajectory(traj.root_pos, traj.root_quat, 0.5 * traj.dof_pos, 30.0)
+    motion = robot_motion(g1, traj)
+    rot = np.empty((traj.num_frames, g.skeleton.num_joints, 4))
+    for m, group in enumerate(g.members):
+        q = motion.rotations[:, group[0]]
+        for k in group[1:]:
+            q = quat.multiply(q, motion.rotations[:, k])
+        rot[:, m] = q
+    back, fit = to_robot(g, Motion(g.skeleton, motion.root_position, rot, 30.0))
+    got = joint_trajectories(g1, back.root_position, back.rotations)
+    assert fit.clamped == 0 and fit.end_error < 1e-3
+    assert np.abs(got["dof_pos"] - traj.dof_pos).max() < 0.35
+
+
+def test_trajectories_written_as_users_load_them(g1, tmp_path):
+    traj = _random_trajectory(g1, 5, seed=1)
+    data = {"root_pos": traj.root_pos, "root_quat": traj.root_quat, "dof_pos": traj.dof_pos}
+    write_trajectories(tmp_path / "a.npz", g1, data, 30.0)
+    with np.load(tmp_path / "a.npz") as z:
+        assert list(z["joint_names"]) == list(g1.joint_names)
+        np.testing.assert_array_equal(z["dof_pos"], traj.dof_pos)
+        assert float(z["fps"]) == 30.0
+    write_trajectories(tmp_path / "a.csv", g1, data, 30.0)
+    header, *rows = (tmp_path / "a.csv").read_text().splitlines()
+    assert header.split(",")[:8] == [
+        "time",
+        "root_x",
+        "root_y",
+        "root_z",
+        "root_qw",
+        "root_qx",
+        "root_qy",
+        "root_qz",
+    ]
+    assert header.split(",")[8:] == list(g1.joint_names) and len(rows) == 5
+    with pytest.raises(FormatError, match=r"npz or \.csv"):
+        write_trajectories(tmp_path / "a.bvh", g1, data, 30.0)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "retarget.cli", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_run_onto_robots_with_no_configuration(data_dir, g1_path, tmp_path):
+    """``retarget run SRC --target robot`` onto the G1 (MJCF) and Alexander (URDF): the
+    joint trajectories, inside the joint ranges, and the robot measures in the report."""
+    walk = str(data_dir / "lafan_walk.bvh")
+    for robot_path in (g1_path, ALEXANDER):
+        out, report = tmp_path / f"{robot_path.stem}.npz", tmp_path / f"{robot_path.stem}.json"
+        done = _cli(
+            "run",
+            walk,
+            "--target",
+            str(robot_path),
+            "--frames",
+            "0:60",
+            "-o",
+            str(out),
+            "--report",
+            str(report),
+        )
+        assert done.returncode == 0, done.stderr
+        robot = read_robot(robot_path)
+        with np.load(out) as z:
+            dof = z["dof_pos"]
+            assert dof.shape == (60, robot.num_dofs) and np.isfinite(dof).all()
+            assert (dof >= robot.lower - 1e-9).all() and (dof <= robot.upper + 1e-9).all()
+        measures = json.loads(report.read_text())["robot"]["measures"]
+        assert measures["limit_violations"] == 0 and measures["frames"] == 60
+
+
+def test_robot_info_and_errors(g1_path, tmp_path):
+    done = _cli("info", str(g1_path), "--json")
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert info["dofs"] == 29 and info["roles"]["left_knee"] == "left_knee_joint"
+    bad = tmp_path / "bad.urdf"
+    bad.write_text("<robot name='x'><link\n")
+    done = _cli("info", str(bad))
+    assert done.returncode == 2
+    assert (
+        done.stderr.count("\n") == 1
+        and "bad.urdf" in done.stderr
+        and "Traceback" not in done.stderr
+    )
