@@ -157,8 +157,8 @@ def test_davenport_split_recovers_the_hinge_angles(angles):
     parts = [quat.quat_from_rotvec(theta[0, i] * _hinge_axis(sk, k)) for i, k in enumerate(group)]
     product = quat.multiply(quat.multiply(parts[0], parts[1]), parts[2])[None]
     lo, hi = np.full(3, -1.3), np.full(3, 1.3)
-    got = _solve_hinges(sk, group, product, lo, hi)
-    np.testing.assert_allclose(got, theta, atol=1e-8)
+    got = _solve_hinges(sk, group, product, lo, hi)[0]  # (branches, 3)
+    assert np.abs(got - theta).max(axis=1).min() < 1e-8  # one of the two is the angles
 
 
 def test_gathered_and_carried_back_is_the_robot(g1):

@@ -31,6 +31,7 @@ elbows) stay hinges with their ranges.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,11 +40,12 @@ from numpy.typing import NDArray
 from . import dofs, quat
 from ._arrays import Array
 from .ik.numeric import solve_ik
+from .io.robot import Geom
 from .kinematics import forward_kinematics
 from .motion import Motion
 from .roles import find_roles, one_joint
 from .skeleton import Skeleton
-from .tasks import JointLimitTask, OrientationTask, PositionTask
+from .tasks import GroundTask, JointLimitTask, OrientationTask, PositionTask
 
 __all__ = ["Gathered", "RobotFit", "gather_hinges", "hinge_angles", "to_robot"]
 
@@ -211,20 +213,68 @@ def _solve_hinges(
         return np.angle(np.exp(1j * theta))
 
     n_frames, n = wanted.shape[0], len(group)
-    best = solve(np.zeros((n_frames, n)))
-    if n == 3:
-        other = solve(np.stack([best[:, 0] + np.pi, np.pi - best[:, 1], best[:, 2] + np.pi], 1))
-        cost = [
-            np.maximum(lower - t, 0).sum(1) + np.maximum(t - upper, 0).sum(1) for t in (best, other)
-        ]
-        pick = (cost[1] < cost[0] - 1e-12) | (
-            (np.abs(cost[1] - cost[0]) <= 1e-12) & (np.abs(other).sum(1) < np.abs(best).sum(1))
-        )
-        best = np.where(pick[:, None], other, best)
-    return best
+    first = solve(np.zeros((n_frames, n)))
+    if n != 3:
+        return first[:, None]
+    other = solve(np.stack([first[:, 0] + np.pi, np.pi - first[:, 1], first[:, 2] + np.pi], 1))
+    return np.stack([first, other], axis=1)
 
 
-def to_robot(gathered: Gathered, motion: Motion) -> tuple[Motion, RobotFit]:
+def _continuous(branches: Array, lower: Array, upper: Array) -> Array:
+    """One hinge-angle path (F, n) through per-frame solutions ``branches`` (F, B, n):
+    at the first frame the branch nearest the ranges ``lower``, ``upper`` (n,), then at
+    each frame the branch, and each angle's ``2πk``, nearest the previous frame's (a
+    wrist roll wanted near ±π would otherwise flip from one end of its range to the
+    other, a Davenport split from one branch to the other); then the whole path
+    shifted by ``2πk`` per hinge where that brings its middle into the range."""
+    n_frames, n_branch, _ = branches.shape
+    outside = np.maximum(lower - branches[0], 0).sum(-1) + np.maximum(branches[0] - upper, 0).sum(
+        -1
+    )
+    prev = branches[0, int(np.argmin(outside))].copy()
+    out = np.empty((n_frames, branches.shape[2]))
+    out[0] = prev
+    two_pi = 2 * np.pi
+    for f in range(1, n_frames):
+        best, cost = prev, np.inf
+        for b in range(n_branch):
+            c = branches[f, b]
+            c = c + two_pi * np.round((prev - c) / two_pi)
+            d = float(np.abs(c - prev).sum())
+            if d < cost:
+                best, cost = c, d
+        out[f] = prev = best
+    middle = np.median(out, axis=0)
+    turns = np.arange(-2, 3)[:, None] * two_pi  # the whole path 2πk over, k = -2..2
+    shifted = middle + turns
+    off = np.maximum(lower - shifted, 0) + np.maximum(shifted - upper, 0)
+    return out + turns[np.argmin(off + 1e-9 * np.abs(turns), axis=0), 0]
+
+
+def _sole_corners(robot: Skeleton, joint: int, geoms: Sequence[Geom]) -> Array:
+    """Four corners of a foot's sole (4, 3), in the frame of ``joint``: the points of
+    its collision geometry on its lowest face at the zero configuration (within 2 mm;
+    the robot stands z up) farthest toward and away from its end site, on either
+    side; empty when it has no geometry."""
+    pts = [g.points for g in geoms if g.joint == joint]
+    if not pts:
+        return np.zeros((0, 3))
+    p = np.concatenate(pts)
+    sole = p[p[:, 2] <= p[:, 2].min() + 0.002]
+    centre = sole.mean(axis=0)
+    forward = sole[int(np.argmax(np.linalg.norm(sole - centre, axis=1)))] - centre
+    forward[2] = 0.0
+    forward /= max(float(np.linalg.norm(forward)), 1e-12)
+    side = np.cross([0.0, 0.0, 1.0], forward)
+    along, across = (sole - centre) @ forward, (sole - centre) @ side
+    return np.stack(
+        [sole[int(np.argmax(s * along + t * across))] for s in (1, -1) for t in (1, -1)]
+    )
+
+
+def to_robot(
+    gathered: Gathered, motion: Motion, geoms: Sequence[Geom] = ()
+) -> tuple[Motion, RobotFit]:
     """A motion on the method skeleton carried onto the robot (module docstring).
 
     Parameters
@@ -232,6 +282,9 @@ def to_robot(gathered: Gathered, motion: Motion) -> tuple[Motion, RobotFit]:
     gathered : Gathered
     motion : Motion
         On ``gathered.skeleton``.
+    geoms : sequence of Geom
+        The robot's collision geometry (:attr:`retarget.io.robot.Robot.geoms`): the
+        corners of the feet's soles are kept on or above the floor.
 
     Returns
     -------
@@ -239,51 +292,83 @@ def to_robot(gathered: Gathered, motion: Motion) -> tuple[Motion, RobotFit]:
         On ``gathered.robot``.
     RobotFit
     """
+    from . import world
+    from .roles import height as role_height
+
     g, sk = gathered, gathered.robot
     f = motion.num_frames
     rot = np.tile(quat.identity(), (f, sk.num_joints, 1))
     for m, group in enumerate(g.members):
         if len(group) == 1:
             rot[:, group[0]] = motion.rotations[:, m]
-        else:  # a ball: its hinges' angles by Gauss-Newton, then clamped into their ranges
-            lo = np.array([sk.limits[k, _channel(sk, k), 0] for k in group])
-            hi = np.array([sk.limits[k, _channel(sk, k), 1] for k in group])
-            theta = np.clip(_solve_hinges(sk, list(group), motion.rotations[:, m], lo, hi), lo, hi)
-            for i, k in enumerate(group):
-                rot[:, k] = quat.quat_from_rotvec(theta[:, i, None] * _hinge_axis(sk, k))
+            continue
+        # a ball: its hinges' angles by Gauss-Newton, continuous in time, in their ranges
+        lo = np.array([sk.limits[k, _channel(sk, k), 0] for k in group])
+        hi = np.array([sk.limits[k, _channel(sk, k), 1] for k in group])
+        branches = _solve_hinges(sk, list(group), motion.rotations[:, m], lo, hi)
+        theta = np.clip(_continuous(branches, lo, hi), lo, hi)
+        for i, k in enumerate(group):
+            rot[:, k] = quat.quat_from_rotvec(theta[:, i, None] * _hinge_axis(sk, k))
     robot = Motion(sk, motion.root_position, dofs.clamp_to_limits(sk, rot), motion.fps)
     if not g.gathered:
         return robot, RobotFit(0.0, 0)
-    # the limb ends where the method put them
-    pm, wm = forward_kinematics(g.skeleton, motion.root_position, motion.rotations)
+    # where the method put each joint frame and limb end, in the methods' Y-up world
+    upright, planned = world.reorient(robot, "y"), world.reorient(motion, "y")
+    pm, wm = forward_kinematics(g.skeleton, planned.root_position, planned.rotations)
     roles = find_roles(g.skeleton)
-    tasks: list = []
+    positions: dict[int, Array] = {}
+    orientations: dict[int, Array] = {}
     ends: list[tuple[int, int]] = []  # (method point, robot point)
+    feet: list[int] = []  # the robot's foot joints (an ankle's last hinge)
     for side in ("left", "right"):
         for role in ("ankle", "wrist"):
             top = roles.get(f"{side}_{role}")
             if top is None or top >= g.skeleton.num_joints:
                 continue
-            last = g.members[top][-1]
-            tasks.append(OrientationTask(last, wm[:, top], weight=1.0))
             below = [
                 s
                 for s in range(g.skeleton.num_joints, g.skeleton.num_points)
                 if top in g.skeleton.chain(s)
             ]
+            if role == "ankle":
+                orientations[g.members[top][-1]] = wm[:, top]
+                feet.append(g.members[top][-1])
             for s in below:
-                name = g.skeleton.point_names[s]
-                ends.append((s, sk.index(name)))
-                tasks.append(PositionTask(sk.index(name), pm[:, s], weight=1e4))
-    tasks.append(JointLimitTask(sk))
-    solved = solve_ik(sk, robot.root_position, robot.rotations, tasks, max_iterations=30)
-    rot = dofs.project_to_dofs(sk, solved.rotations)
+                r = sk.index(g.skeleton.point_names[s])
+                ends.append((s, r))
+                positions[r] = pm[:, s]
+    # every gathered joint's frame turned as the method turned it, the feet's and hands'
+    # ends where it put them, within the ranges
+    tall = role_height(g.skeleton, roles)
+    tasks: list = [
+        OrientationTask(group[-1], wm[:, m], weight=1.0)
+        for m, group in enumerate(g.members)
+        if m > 0 and len(g.skeleton.euler_orders[m]) > 0
+    ]
+    tasks += [OrientationTask(j, w, weight=10.0) for j, w in orientations.items()]
+    tasks += [PositionTask(r, p, weight=1e4 / tall**2) for r, p in positions.items()]
+    tasks.append(JointLimitTask(sk, weight=1e3))
+    ik = sk
+    corners = [(j, c) for j in feet for c in _sole_corners(sk, j, geoms)]
+    if corners:  # the soles' corners never under the floor (the methods' y = 0)
+        ik = sk.replace(
+            site_names=sk.site_names + tuple(f"_sole{k}" for k in range(len(corners))),
+            site_parents=np.concatenate([sk.site_parents, [j for j, _ in corners]]),
+            site_offsets=np.concatenate([sk.site_offsets, [c for _, c in corners]]),
+        )
+        points = sk.num_points + np.arange(len(corners))
+        tasks.append(GroundTask(points, 0.0, np.zeros(len(corners)), weight=1e4 / tall**2))
+    solved = solve_ik(ik, upright.root_position, upright.rotations, tasks, max_iterations=30)
+    root_position, rot = solved.root_position, solved.rotations
+    rot = dofs.project_to_dofs(sk, rot)
     clamped = int((dofs.limit_violation(sk, rot) > 1e-9).sum())
     if clamped:
         rot = dofs.clamp_to_limits(sk, rot)
-    out = Motion(sk, solved.root_position, rot, motion.fps)
+    out = world.reorient(Motion(sk.replace(up="y"), root_position, rot, motion.fps), sk.up or "z")
+    out = out.replace(skeleton=sk)
     pr, _ = forward_kinematics(sk, out.root_position, out.rotations)
-    error = max((float(np.abs(pr[:, r] - pm[:, s]).max()) for s, r in ends), default=0.0)
+    pz, _ = forward_kinematics(g.skeleton, motion.root_position, motion.rotations)
+    error = max((float(np.abs(pr[:, r] - pz[:, s]).max()) for s, r in ends), default=0.0)
     return out, RobotFit(error, clamped)
 
 

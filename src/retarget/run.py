@@ -331,7 +331,7 @@ def _run_robot(job: RunJob, source: Any) -> dict[str, Any]:
 
 
 def retarget_robot_clip(
-    job: RunJob, source: Any, robot: Any
+    job: RunJob, source: Any, robot: Any, *, measure: bool = True
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Retarget onto a robot (:class:`retarget.io.robot.Robot`): the method runs on the
     robot's method skeleton (:func:`retarget.robot.gather_hinges`), its result goes
@@ -345,7 +345,8 @@ def retarget_robot_clip(
     report : dict
         :func:`retarget_clip`'s, whose ``seconds`` and ``frames_per_second`` now cover
         the whole retargeting, and ``robot``: the model, the IK pass's largest end error
-        (m), the hinge angles clamped, and the robot measures.
+        (m), the hinge angles clamped, and the robot measures (``measure=False``: not
+        taken).
     """
     from .io.robot import joint_trajectories
     from .robot import gather_hinges, to_robot
@@ -357,16 +358,21 @@ def retarget_robot_clip(
     if "limits" in _method_option_names(job.method) and "limits" not in job.method_options:
         job = dataclasses.replace(job, method_options={**job.method_options, "limits": "strict"})
     result, report = retarget_clip(job, source, gathered.skeleton)
-    motion, fit = to_robot(gathered, result.motion)
+    motion, fit = to_robot(gathered, result.motion, robot.geoms)
     trajectories = joint_trajectories(robot, motion.root_position, motion.rotations)
     seconds = time.perf_counter() - t0
-    measures = measure_robot(
-        robot,
-        RobotTrajectory(
-            trajectories["root_pos"], trajectories["root_quat"], trajectories["dof_pos"], source.fps
-        ),
-        source,
-    )
+    measures = None
+    if measure:
+        measures = measure_robot(
+            robot,
+            RobotTrajectory(
+                trajectories["root_pos"],
+                trajectories["root_quat"],
+                trajectories["dof_pos"],
+                source.fps,
+            ),
+            source,
+        )
     report.update(
         {
             "seconds": seconds,

@@ -35,9 +35,11 @@ From model to skeleton
 * **The floating base**: the robot's first body is the root (position and
   rotation channels) whether the file gives it a free joint or not (MuJoCo
   welds a URDF's root to the world): :attr:`Robot.fixed_base` records which.
-* **Ends**: each leaf joint with collision geometry gets an end site where its
-  geometry reaches farthest along its bone (a hand's tip, a foot's sole), so
-  limbs without end bodies still have ends for the roles. An end body with
+* **Ends**: each leaf joint with collision geometry gets an end site at the point
+  of its geometry farthest from it (a hand's fingertips, a foot's toe at the
+  sole), so limbs without end bodies still have ends for the roles, and a
+  foot's end is on its sole (a marker body such as the G1's ``left_toe_link``
+  sits 1.5 cm above it: planted at the floor, it put the sole 2.5 cm under). An end body with
   geometry of its own (a head, a hand) stands at the middle of its geometry's
   bounding box (a head's origin is often at the neck), and its end where the
   geometry reaches farthest from the joint it hangs from (the top of the head).
@@ -473,7 +475,7 @@ def read_robot(path: str | Path) -> Robot:
         site_names.append(_unique(f"{site_names[k]}_end", names, site_names))
         site_parents.append(site_parents[k])
         site_offsets.append(box[int(np.argmax(box @ direction))])
-    # ends: where each leaf joint's geometry reaches farthest along its bone
+    # ends: where each leaf joint's geometry reaches farthest from it
     has_child = np.zeros(n_j, dtype=bool)
     has_child[[q for q in parents if q >= 0]] = True
     for j in range(1, n_j):
@@ -482,15 +484,10 @@ def read_robot(path: str | Path) -> Robot:
         pts = np.concatenate([g.points for g in geoms if g.joint == j] or [np.zeros((0, 3))])
         if not len(pts):
             continue
-        bone = offsets[j]
-        k = j
-        while np.linalg.norm(bone) < 1e-9 and parents[k] > 0:
-            k = parents[k]
-            bone = offsets[k]
-        direction = bone / max(float(np.linalg.norm(bone)), 1e-12)
         site_names.append(_unique(f"{names[j]}_end", names, site_names))
         site_parents.append(j)
-        site_offsets.append(pts[int(np.argmax(pts @ direction))])
+        site_offsets.append(pts[int(np.argmax(np.linalg.norm(pts, axis=1)))])
+
     effort = _efforts(model, [d[0] for d in dofs])
     skeleton = Skeleton(
         names=tuple(names),
