@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 
 from . import dofs, quat
 from ._arrays import Array
+from .environment import as_shape
 from .ik.numeric import solve_ik
 from .io.robot import Geom
 from .kinematics import forward_kinematics
@@ -357,7 +358,8 @@ def to_robot(
             site_offsets=np.concatenate([sk.site_offsets, [c for _, c in corners]]),
         )
         points = sk.num_points + np.arange(len(corners))
-        tasks.append(GroundTask(points, 0.0, np.zeros(len(corners)), weight=1e4 / tall**2))
+        floor = as_shape(0.0)
+        tasks.append(GroundTask(points, floor, np.zeros(len(corners)), weight=1e4 / tall**2))
     solved = solve_ik(ik, upright.root_position, upright.rotations, tasks, max_iterations=30)
     root_position, rot = solved.root_position, solved.rotations
     rot = dofs.project_to_dofs(sk, rot)
