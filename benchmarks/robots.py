@@ -114,10 +114,10 @@ def main(argv: list[str] | None = None) -> None:
             ]
         )
     )
-    lines += ["", "Self-collision pairs (deepest, cm):", ""]
+    lines += ["", "Self-collision pairs, most frames first (frames, deepest cm):", ""]
     for name, (m, _) in columns.items():
         pairs = ", ".join(
-            f"{p['bodies'][0]}–{p['bodies'][1]} {p['depth_cm']:.1f}"
+            f"{p['bodies'][0]}–{p['bodies'][1]} {p['frames']}, {p['depth_cm']:.1f}"
             for p in m["self_collision_pairs"][:8]
         )
         lines.append(f"- {name}: {pairs or 'none'}")

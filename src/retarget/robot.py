@@ -42,11 +42,19 @@ from ._arrays import Array
 from .environment import as_shape
 from .ik.numeric import solve_ik
 from .io.robot import Geom
-from .kinematics import forward_kinematics
+from .kinematics import Pose, forward_kinematics
 from .motion import Motion
 from .roles import find_roles, one_joint
 from .skeleton import Skeleton
-from .tasks import GroundTask, JointLimitTask, OrientationTask, PositionTask
+from .tasks import (
+    CollisionTask,
+    GroundTask,
+    JointLimitTask,
+    OrientationTask,
+    PositionTask,
+    fit_capsules,
+)
+from .tasks.collision import separate_pairs
 
 __all__ = ["Gathered", "RobotFit", "gather_hinges", "hinge_angles", "to_robot"]
 
@@ -274,7 +282,7 @@ def _sole_corners(robot: Skeleton, joint: int, geoms: Sequence[Geom]) -> Array:
 
 
 def to_robot(
-    gathered: Gathered, motion: Motion, geoms: Sequence[Geom] = ()
+    gathered: Gathered, motion: Motion, geoms: Sequence[Geom] = (), *, margin: float = 0.01
 ) -> tuple[Motion, RobotFit]:
     """A motion on the method skeleton carried onto the robot (module docstring).
 
@@ -285,7 +293,10 @@ def to_robot(
         On ``gathered.skeleton``.
     geoms : sequence of Geom
         The robot's collision geometry (:attr:`retarget.io.robot.Robot.geoms`): the
-        corners of the feet's soles are kept on or above the floor.
+        corners of the feet's soles are kept on or above the floor, and capsules
+        fitted to the links apart by ``margin`` (skeleton unit; no deeper than at the
+        zero configuration where they overlap there; :class:`retarget.tasks.CollisionTask`),
+        but for a link and its parent.
 
     Returns
     -------
@@ -360,6 +371,12 @@ def to_robot(
         points = sk.num_points + np.arange(len(corners))
         floor = as_shape(0.0)
         tasks.append(GroundTask(points, floor, np.zeros(len(corners)), weight=1e4 / tall**2))
+    if geoms:  # links kept apart (the ones apart at the zero configuration)
+        capsules = fit_capsules([(g.joint, g.points) for g in geoms])
+        rest = Pose.of(ik, np.zeros(3), np.tile(quat.identity(), (ik.num_joints, 1)))
+        pairs, gaps = separate_pairs(ik, capsules, rest, margin)
+        if len(pairs):
+            tasks.append(CollisionTask(capsules, pairs, margin=gaps, weight=1e4 / tall**2))
     solved = solve_ik(ik, upright.root_position, upright.rotations, tasks, max_iterations=30)
     root_position, rot = solved.root_position, solved.rotations
     rot = dofs.project_to_dofs(sk, rot)

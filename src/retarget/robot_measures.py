@@ -199,7 +199,7 @@ def measure_robot(
     # MuJoCo: bodies and self-collision
     xpos = np.empty((f, model.nbody, 3))
     depth = np.zeros(f)
-    pairs_hit: dict[tuple[str, str], float] = {}
+    pairs_hit: dict[tuple[str, str], tuple[float, set[int]]] = {}
     parent = np.asarray(model.body_parentid)
     for k in range(f):
         data.qpos[:] = qpos[k]
@@ -216,7 +216,9 @@ def measure_robot(
                 depth[k] = d
             if d > margin:
                 key = tuple(sorted((model.body(b1).name, model.body(b2).name)))
-                pairs_hit[key] = max(pairs_hit.get(key, 0.0), d)
+                deepest, frames = pairs_hit.get(key, (0.0, set()))
+                frames.add(k)
+                pairs_hit[key] = (max(deepest, d), frames)
     # jerk against the scaled source
     scale = tall / s_height  # source unit → robot metres, by the heights
     body_jerk = np.diff(xpos[:, 1:], n=3, axis=0) * traj.fps**3
@@ -257,7 +259,8 @@ def measure_robot(
         "self_collision_share": float((depth > margin).mean()),
         "self_collision_max_cm": float(depth.max(initial=0.0) * 100.0),
         "self_collision_pairs": [
-            {"bodies": list(k), "depth_cm": v * 100.0} for k, v in sorted(pairs_hit.items())
+            {"bodies": list(k), "depth_cm": v * 100.0, "frames": len(frames)}
+            for k, (v, frames) in sorted(pairs_hit.items(), key=lambda kv: -len(kv[1][1]))
         ],
         "jerk_ratio": jerk_ratio,
         "joint_jerk": joint_jerk,

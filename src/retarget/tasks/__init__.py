@@ -18,6 +18,7 @@ PositionTask       ``p_point − goal``                               3      ``p
 OrientationTask    ``log(W_point ⊗ goal⁻¹)`` (world-frame rotvec)   3      ``orientation``
 JointLimitTask     ``θ − lo ≥ 0``, ``hi − θ ≥ 0`` per finite limit  varies ``limits``
 GroundTask         ``y − h(x, z) − clearance ≥ 0`` per point        K      ``ground``
+CollisionTask      ``|c_a − c_b| − r_a − r_b − margin ≥ 0``         P      ``collision``
 =================  ===============================================  =====  ===============
 
 A root-position task is ``PositionTask(0, goal)``.
@@ -29,6 +30,7 @@ protocol :class:`IKSolver` (:mod:`retarget.tasks.solver`).
 """
 
 from .base import Residual, Task, penalty, penalty_and_gradient, penalty_gradient, stack
+from .collision import Capsules, CollisionTask, fit_capsules
 from .constraints import Constraints, Ground
 from .ground import GroundTask
 from .limits import JointLimitTask
@@ -37,6 +39,8 @@ from .position import PositionTask
 from .solver import IKFrames, IKSolver
 
 __all__ = [
+    "Capsules",
+    "CollisionTask",
     "Constraints",
     "Ground",
     "GroundTask",
@@ -47,6 +51,7 @@ __all__ = [
     "PositionTask",
     "Residual",
     "Task",
+    "fit_capsules",
     "penalty",
     "penalty_and_gradient",
     "penalty_gradient",
