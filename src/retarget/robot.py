@@ -13,19 +13,25 @@ elbows) stay hinges with their ranges.
 
 :func:`to_robot` carries a motion on the method skeleton back onto the robot:
 
-1. each ball's rotation is split into its hinges' angles (Davenport angles:
-   exact for three hinges each square to the next, least squares for two;
-   :func:`_solve_hinges`); every other joint's local rotation is the method
+1. each ball's rotation is split into its hinges' angles (Davenport angles by
+   Gauss-Newton: exact for three hinges each square to the next, least squares
+   for two; :func:`_solve_hinges`), the branch and each angle's ``2πk`` kept
+   continuous in time and brought into the ranges (:func:`_continuous`), then
+   clamped into them; every other joint's local rotation is the method
    skeleton's (the frames agree: both are the world's axes at the zero
    configuration);
-2. the folded bones and a two-hinge ankle's missing turn move the robot's
-   limb ends (a hip roll 5 cm from the pitch hinge turning by 0.2 rad moves
-   the knee 1 cm), so a pass of the numerical IK
+2. the folded bones, the clamps and a two-hinge ankle's missing turn move the
+   robot away from the method's pose (a hip roll 5 cm from the pitch hinge
+   turning by 0.2 rad moves the knee 1 cm), so one pass of the numerical IK
    (:func:`retarget.ik.numeric.solve_ik`, Lee & Shin eqs. 5-6, in the robot's
-   own tangent space and task contract, on its one-channel joints) puts each
-   limb end (feet's and hands' end sites, their frames' orientations) where
-   the method put it, with the joint limits as tasks: a six-hinge leg has just
-   the freedom of a foot's pose;
+   own tangent space and task contract) tracks the method's pose: every
+   gathered joint's frame turned as the method turned it, the feet's and
+   hands' end sites where it put them and the feet's frames (firmly), the
+   soles' corners above the floor (:class:`~retarget.tasks.GroundTask`), the
+   links apart (:class:`~retarget.tasks.CollisionTask`, capsules fitted to the
+   collision geometry), the joint ranges (:class:`~retarget.tasks.JointLimitTask`),
+   with the root stiff (the method's root path is smooth; free, it jumped by
+   centimetres where a limb met a range);
 3. any hinge still past its range is clamped, and counted.
 """
 
@@ -40,7 +46,7 @@ from numpy.typing import NDArray
 from . import dofs, quat
 from ._arrays import Array
 from .environment import as_shape
-from .ik.numeric import solve_ik
+from .ik.numeric import default_rigidity, solve_ik
 from .io.robot import Geom
 from .kinematics import Pose, forward_kinematics
 from .motion import Motion
@@ -377,7 +383,12 @@ def to_robot(
         pairs, gaps = separate_pairs(ik, capsules, rest, margin)
         if len(pairs):
             tasks.append(CollisionTask(capsules, pairs, margin=gaps, weight=1e4 / tall**2))
-    solved = solve_ik(ik, upright.root_position, upright.rotations, tasks, max_iterations=30)
+    # the method's root path is smooth and right: the limbs, not the root, take the change
+    rigidity = default_rigidity(ik)
+    rigidity[:2] *= 100.0  # (left free, the root jumped where a limb met a limit: 4.5 cm)
+    solved = solve_ik(
+        ik, upright.root_position, upright.rotations, tasks, rigidity=rigidity, max_iterations=30
+    )
     root_position, rot = solved.root_position, solved.rotations
     rot = dofs.project_to_dofs(sk, rot)
     clamped = int((dofs.limit_violation(sk, rot) > 1e-9).sum())

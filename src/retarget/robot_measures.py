@@ -5,10 +5,12 @@ Any trajectory of a robot (``root_pos`` (F, 3) m, ``root_quat`` (F, 4) wxyz,
 ours or another retargeter's (GMR's), through MuJoCo's own kinematics and
 collision detection of the model (the reference the field checks with):
 
-* **skate**: mean horizontal speed of each foot's sole over the source's
-  contact frames (:func:`retarget.contacts.detect_contacts` on the source), in
-  % of the robot's standing height per second, and that over the source's own
-  skate in % of its height per second (``skate_ratio``);
+* **skate** (DESIGN.md's measure): mean horizontal speed of each foot point
+  over the pairs of frames where the source's point of the same role is in
+  contact (:func:`retarget.contacts.detect_contacts` on the source; the robot's
+  ankle for the ankle, its toe tip on the sole for a toe or toe tip), in % of
+  the robot's standing height per second, and that over the source's own skate
+  on the same pairs in % of its height per second (``skate_ratio``);
 * **floating**: mean height of the lowest point of a planted foot's collision
   geometry above the floor (cm), and the share of contact frames above 2 cm;
 * **penetration**: frames with a sole deeper than 0.5 cm below the floor, and the
@@ -170,21 +172,30 @@ def measure_robot(
     s_height = height(source.skeleton, s_roles)
     contacts = detect_contacts(source, roles=s_roles)
     planted = np.stack([contacts.foot(side) for side in ("left", "right")], axis=1)  # (F, 2)
-    low, centre = _sole_heights(robot, motion)
-    pairs = planted[1:] & planted[:-1]
-    step = np.linalg.norm(np.diff(centre[..., :2], axis=0), axis=-1)  # (F-1, 2)
-    skate = float(step[pairs].mean() * traj.fps / tall * 100.0) if pairs.any() else 0.0
+    low, _ = _sole_heights(robot, motion)
+    # skate: each source foot point's contacts, the robot's point of the same role
+    # (ankle; toe and toe tip: the toe tip, on the sole), horizontal steps over pairs
+    # of contact frames, each in % of its own body's height per second
     s_pos, _ = forward_kinematics(source.skeleton, source.root_position, source.rotations)
     up = world.up_axis(source.skeleton, source)
-    s_feet = [p for p in contacts.points]
-    s_steps = np.diff(s_pos[:, s_feet], axis=0)
-    s_steps = s_steps - (s_steps @ up)[..., None] * up
-    s_pairs = contacts.mask[1:] & contacts.mask[:-1]
-    s_skate = (
-        float(np.linalg.norm(s_steps, axis=-1)[s_pairs].mean() * source.fps / s_height * 100.0)
-        if s_pairs.any()
-        else 0.0
-    )
+    r_roles = find_roles(robot.skeleton)
+    r_pos, _ = forward_kinematics(robot.skeleton, motion.root_position, motion.rotations)
+    names = {p: r for r, p in s_roles.items()}
+    ours_steps, theirs_steps = [], []
+    for k, point in enumerate(contacts.points):
+        role = names.get(int(point), "")
+        side, _, kind = role.partition("_")
+        mine = r_roles.get(f"{side}_{'ankle' if kind == 'ankle' else 'toe_tip'}")
+        if mine is None:
+            continue
+        pairs = contacts.mask[1:, k] & contacts.mask[:-1, k]
+        step = np.diff(r_pos[:, mine, :2], axis=0)
+        ours_steps.append(np.linalg.norm(step, axis=-1)[pairs] * traj.fps / tall * 100.0)
+        s_step = np.diff(s_pos[:, point], axis=0)
+        s_step = s_step - (s_step @ up)[:, None] * up
+        theirs_steps.append(np.linalg.norm(s_step, axis=-1)[pairs] * source.fps / s_height * 100.0)
+    skate = float(np.concatenate(ours_steps).mean()) if ours_steps else 0.0
+    s_skate = float(np.concatenate(theirs_steps).mean()) if theirs_steps else 0.0
     above = np.maximum(low, 0.0)[planted] * 100.0
     # limits
     lo, hi = robot.lower, robot.upper

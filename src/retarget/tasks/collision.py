@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from .. import quat
 from .._arrays import Array
@@ -239,6 +239,6 @@ class CollisionTask(Task):
         points = [int(j) for j in ja] + [int(j) for j in jb]
         return points, np.concatenate([f, -f], axis=-2), np.concatenate([ta, tb], axis=-2)
 
-    def vjp(self, pose: Pose, cotangent: Array) -> Array:
-        points, forces, torques = self._wrenches(pose, cotangent)
+    def vjp(self, pose: Pose, cotangent: ArrayLike) -> Array:
+        points, forces, torques = self._wrenches(pose, np.asarray(cotangent, dtype=np.float64))
         return _wrench_vjp(pose, points, forces, torques)
