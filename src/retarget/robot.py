@@ -194,14 +194,15 @@ class RobotFit:
 def _solve_hinges(
     skeleton: Skeleton, group: list[int], wanted: Array, lower: Array, upper: Array
 ) -> Array:
-    """Hinge angles (F, n) of ``group`` (joints from the top down, one channel each) whose
+    """Hinge angles of ``group`` (joints from the top down, one channel each) whose
     product of local rotations ``Π exp(θ_k a_k)`` comes closest to ``wanted`` (F, 4), the
     top joint's wanted local rotation: Gauss-Newton on the rotation vector
     ``log(wanted⁻¹ ⊗ Π …)`` with the body-frame Jacobian ``(R_{k+1}⋯R_n)ᵀ a_k``. Three
     hinges each square to the next (Davenport's condition) meet it exactly, two in
-    least squares. Of the two solutions of three, from the zero angles and from
-    ``(θ_1 + π, π − θ_2, θ_3 + π)``, the one nearer its ranges ``lower``, ``upper`` (n,)
-    (then the smaller) is taken, angles wrapped into (−π, π]."""
+    least squares. Returns the solutions (F, B, n), angles wrapped into (−π, π]: for
+    three hinges the two branches, from the zero angles and from ``(θ_1 + π, π − θ_2,
+    θ_3 + π)`` (B = 2), one otherwise; :func:`_continuous` chooses with the ranges
+    ``lower``, ``upper`` (n,)."""
     a = np.stack([_hinge_axis(skeleton, k) for k in group])
     back = quat.conjugate(wanted)
 

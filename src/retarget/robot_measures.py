@@ -19,7 +19,9 @@ collision detection of the model (the reference the field checks with):
   radians); **velocity limits** where the model (or ``velocity``) gives them;
 * **self-collision**: frames where two bodies that are not parent and child
   interpenetrate by more than ``margin`` (MuJoCo's contacts of the collision
-  geometry), the share, the deepest (cm), and the pairs;
+  geometry; pairs already in contact at the zero configuration, which a model
+  has by design, left out), the share, the deepest (cm), and the pairs with
+  their frames;
 * **jerk**: mean squared jerk of the bodies' positions over that of the
   source's joints scaled by the height ratio (``jerk_ratio``) and of the hinge
   angles (rad/s³);
@@ -212,6 +214,12 @@ def measure_robot(
     depth = np.zeros(f)
     pairs_hit: dict[tuple[str, str], tuple[float, set[int]]] = {}
     parent = np.asarray(model.body_parentid)
+    mujoco.mj_kinematics(model, data)  # the zero configuration: pairs touching by design
+    mujoco.mj_collision(model, data)
+    touching = {
+        tuple(sorted((int(model.geom_bodyid[c.geom1]), int(model.geom_bodyid[c.geom2]))))
+        for c in data.contact[: data.ncon]
+    }
     for k in range(f):
         data.qpos[:] = qpos[k]
         mujoco.mj_kinematics(model, data)
@@ -221,6 +229,8 @@ def measure_robot(
             con = data.contact[c]
             b1, b2 = int(model.geom_bodyid[con.geom1]), int(model.geom_bodyid[con.geom2])
             if b1 == 0 or b2 == 0 or parent[b1] == b2 or parent[b2] == b1 or b1 == b2:
+                continue
+            if tuple(sorted((b1, b2))) in touching:
                 continue
             d = -float(con.dist)
             if d > depth[k]:

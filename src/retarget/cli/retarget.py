@@ -33,6 +33,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     report = run_job(RunJob.from_args(args))
     m = report.get("measures", {})
     skate = f", skate {m['skate_result']:.3g} vs source {m['skate_source']:.3g} %H/s" if m else ""
+    robot = (report.get("robot") or {}).get("measures")
+    if robot:  # onto a robot: its own measures
+        skate = (
+            f", skate {robot['skate_ratio']:.3g}x the source's, floating "
+            f"{robot['float_cm']:.2g} cm, links into each other on "
+            f"{100 * robot['self_collision_share']:.2g} % of frames, "
+            f"{robot['limit_violations']} joint-limit violations"
+        )
     fps = report.get("frames_per_second")
     rate = f"{fps:.0f} frames/s" if fps is not None else "- frames/s (no time measured)"
     print(f"{args.method}: {report['frames']} frames at {rate} -> {args.output}{skate}")
