@@ -76,20 +76,9 @@ def _robot_info(args: argparse.Namespace) -> int:
     except RetargetError as exc:
         info["roles"] = None
         info["roles_note"] = str(exc)
-    if args.json:
-        sys.stdout.write(dumps_json(info))
-        return 0
-    for key, value in info.items():
-        if key == "joints":
-            value = ", ".join(f"{j['name']} [{j['lower']:.3g}, {j['upper']:.3g}]" for j in value)
-        elif isinstance(value, float):
-            value = f"{value:.6g}"
-        elif isinstance(value, dict):
-            value = ", ".join(f"{k}: {v}" for k, v in value.items())
-        elif isinstance(value, list):
-            value = "; ".join(" + ".join(g) for g in value)
-        print(f"{key}: {value}")
-    return 0
+    joints = ", ".join(f"{j['name']} [{j['lower']:.3g}, {j['upper']:.3g}]" for j in info["joints"])
+    groups = "; ".join(" + ".join(g) for g in info["gathered"])
+    return _print_info(args, info, {"joints": joints, "gathered": groups})
 
 
 def _info(args: argparse.Namespace, motion: Motion) -> int:
@@ -125,11 +114,21 @@ def _info(args: argparse.Namespace, motion: Motion) -> int:
     except (RetargetError, KeyError) as exc:
         info["height"] = None
         info["height_note"] = str(exc)
+    return _print_info(args, info)
+
+
+def _print_info(
+    args: argparse.Namespace, info: dict[str, Any], shown: dict[str, str] | None = None
+) -> int:
+    """``info`` as JSON (``--json``) or one ``key value`` line each; ``shown``: the text
+    of keys whose values need their own."""
     if args.json:
         sys.stdout.write(dumps_json(info))
         return 0
     for key, value in info.items():
-        if isinstance(value, float):
+        if shown and key in shown:
+            value = shown[key]
+        elif isinstance(value, float):
             value = f"{value:.6g}"
         elif isinstance(value, dict):
             value = ", ".join(f"{k}: {v}" for k, v in value.items())
