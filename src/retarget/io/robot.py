@@ -79,15 +79,8 @@ ROBOT_SUFFIXES = (".xml", ".mjcf", ".urdf")
 TRAJECTORY_SUFFIXES = (".npz", ".csv")
 
 _FREE, _BALL, _SLIDE, _HINGE = 0, 1, 2, 3
-_GEOM_KINDS = {
-    0: "plane",
-    2: "sphere",
-    3: "capsule",
-    4: "ellipsoid",
-    5: "cylinder",
-    6: "box",
-    7: "mesh",
-}
+#: MuJoCo's geom types (mjtGeom) by number.
+_GEOM_KINDS = ("plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh")
 
 
 @dataclass(frozen=True)
@@ -440,9 +433,10 @@ def read_robot(path: str | Path) -> Robot:
         ):
             if not (int(model.geom_contype[g]) or int(model.geom_conaffinity[g])):
                 continue
-            shape = _GEOM_KINDS.get(int(model.geom_type[g]))
-            if shape is None or shape == "plane":
+            kind = int(model.geom_type[g])
+            if not 2 <= kind < len(_GEOM_KINDS):  # (planes, height fields: the world's)
                 continue
+            shape = _GEOM_KINDS[kind]
             grot = rot @ _matrix(np.asarray(model.geom_quat[g], float))
             gpos = world_pos[b] + rot @ np.asarray(model.geom_pos[g], float) - anchor[b]
             pts = _geom_points(model, g) @ grot.T + gpos
