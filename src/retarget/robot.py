@@ -382,6 +382,11 @@ def to_robot(
         capsules = fit_capsules([(g.joint, g.points) for g in geoms])
         rest = Pose.of(ik, np.zeros(3), np.tile(quat.identity(), (ik.num_joints, 1)))
         pairs, gaps = separate_pairs(ik, capsules, rest, margin)
+        if len(pairs):  # only the pairs the starting poses bring near (a few of hundreds)
+            start = Pose.of(ik, upright.root_position, upright.rotations)
+            near = CollisionTask(capsules, pairs, margin=gaps).residual(start).min(axis=0)
+            close = near < 0.1 * tall
+            pairs, gaps = pairs[close], gaps[close]
         if len(pairs):
             tasks.append(CollisionTask(capsules, pairs, margin=gaps, weight=1e4 / tall**2))
     # the method's root path is smooth and right: the limbs, not the root, take the change
