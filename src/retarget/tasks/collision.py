@@ -102,12 +102,12 @@ def closest_points(p0: Array, p1: Array, q0: Array, q1: Array) -> tuple[Array, A
     f = (d2 * r).sum(-1)
     c = (d1 * r).sum(-1)
     bb = (d1 * d2).sum(-1)
-    tiny = 1e-12
-    pa, pe = a > tiny, e > tiny
+    pa, pe = a > 0.0, e > 0.0
     a_ = np.where(pa, a, 1.0)
     e_ = np.where(pe, e, 1.0)
     denom = a * e - bb * bb
-    s = np.where(denom > tiny, (bb * f - c * e) / np.where(denom > tiny, denom, 1.0), 0.0)
+    skew = denom > 1e-12 * a * e  # (parallel lines otherwise: any s, here 0)
+    s = np.where(skew, (bb * f - c * e) / np.where(skew, denom, 1.0), 0.0)
     s = np.clip(s, 0.0, 1.0)
     t = (bb * s + f) / e_
     s = np.where(
@@ -119,7 +119,23 @@ def closest_points(p0: Array, p1: Array, q0: Array, q1: Array) -> tuple[Array, A
     t = np.where(pe, t, 0.0)
     t = np.where(pa, t, np.clip(f / e_, 0.0, 1.0))
     s = np.where(pa, s, 0.0)
-    return p0 + s[..., None] * d1, q0 + t[..., None] * d2
+    # nearly parallel segments lose the lines' solution to round-off: each segment's
+    # ends against the other are candidates too, the nearest pair wins
+    cands_s = [s, np.zeros_like(s), np.ones_like(s)]
+    cands_t = [t, np.clip(f / e_, 0.0, 1.0), np.clip((f + bb) / e_, 0.0, 1.0)]
+    cands_s += [np.clip(-c / a_, 0.0, 1.0), np.clip((bb - c) / a_, 0.0, 1.0)]
+    cands_t += [np.zeros_like(t), np.ones_like(t)]
+    best_s, best_t, best = s, t, np.full(np.shape(s), np.inf)
+    for cs, ct in zip(cands_s, cands_t, strict=True):
+        gap = r + cs[..., None] * d1 - ct[..., None] * d2
+        dist = (gap * gap).sum(-1)
+        better = dist < best
+        best_s, best_t, best = (
+            np.where(better, cs, best_s),
+            np.where(better, ct, best_t),
+            np.where(better, dist, best),
+        )
+    return p0 + best_s[..., None] * d1, q0 + best_t[..., None] * d2
 
 
 def separate_pairs(
