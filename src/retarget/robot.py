@@ -64,9 +64,6 @@ from .tasks.collision import separate_pairs
 
 __all__ = ["Gathered", "RobotFit", "gather_hinges", "hinge_angles", "to_robot"]
 
-_LETTERS = ("Xrotation", "Yrotation", "Zrotation")
-
-
 @dataclass(frozen=True, eq=False)
 class Gathered:
     """The method skeleton of a robot skeleton and how its joints map back.
