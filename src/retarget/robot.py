@@ -374,9 +374,7 @@ def to_robot(
         )
         points = sk.num_points + np.arange(len(corners))
         floor = as_shape(0.0)
-        # (ten times the ends' weight: at equal weight 61 of 2,400 frames kept a sole
-        # more than 0.5 cm under, at most 1 cm; now none; jerk 1.28 → 1.52 × the source's)
-        tasks.append(GroundTask(points, floor, np.zeros(len(corners)), weight=1e5 / tall**2))
+        tasks.append(GroundTask(points, floor, np.zeros(len(corners)), weight=1e4 / tall**2))
     if geoms:  # links kept apart (the ones apart at the zero configuration)
         capsules = fit_capsules([(g.joint, g.points) for g in geoms])
         rest = Pose.of(ik, np.zeros(3), np.tile(quat.identity(), (ik.num_joints, 1)))
@@ -387,7 +385,7 @@ def to_robot(
             close = near < 0.1 * tall
             pairs, gaps = pairs[close], gaps[close]
         if len(pairs):
-            tasks.append(CollisionTask(capsules, pairs, margin=gaps, weight=1e5 / tall**2))
+            tasks.append(CollisionTask(capsules, pairs, margin=gaps, weight=1e4 / tall**2))
     # the method's root path is smooth and right: the limbs, not the root, take the change
     rigidity = default_rigidity(ik)
     rigidity[:2] *= 100.0  # (left free, the root jumped where a limb met a limit: 4.5 cm)
