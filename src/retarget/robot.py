@@ -178,6 +178,15 @@ def _channel(skeleton: Skeleton, j: int) -> int:
     return "XYZ".index(skeleton.euler_orders[j])
 
 
+#: The IK pass's position weights, per (robot height)²: the feet (their ends, the soles
+#: above the floor) and the links apart, firm; every other joint and the hands' ends,
+#: soft. (Measured on the first 1,200 frames of the LAFAN walk onto the G1: with the
+#: joints' positions out, the hands' ends pulled the arms 6.9° off the human's
+#: directions; with everything soft, soles sank 0.5 cm where a joint's place met the
+#: floor.)
+_FIRM, _SOFT = 1e5, 1e4
+
+
 @dataclass(frozen=True)
 class RobotFit:
     """What :func:`to_robot` did: the IK pass's residuals and the clamped hinges."""
@@ -186,6 +195,9 @@ class RobotFit:
     """Largest distance of a limb end from where the method put it, robot's unit."""
     clamped: int
     """Hinge angles past their range after the IK pass, clamped (frames × hinges)."""
+    clamped_rad: float = 0.0
+    """The largest of those clamps, rad (the limits are a penalty in the IK pass: a
+    hinge pressed against its range ends a fraction of a milliradian past it)."""
 
 
 def _solve_hinges(
@@ -332,38 +344,33 @@ def to_robot(
     upright, planned = world.reorient(robot, "y"), world.reorient(motion, "y")
     pm, wm = forward_kinematics(g.skeleton, planned.root_position, planned.rotations)
     roles = find_roles(g.skeleton)
-    positions: dict[int, Array] = {}
-    orientations: dict[int, Array] = {}
-    ends: list[tuple[int, int]] = []  # (method point, robot point)
+    tall = role_height(g.skeleton, roles)
+    firm, soft = _FIRM / tall**2, _SOFT / tall**2  # per (robot unit)²
+    tasks: list = []
+    ends: list[tuple[int, int]] = []  # (method point, robot point): the limb ends
     feet: list[int] = []  # the robot's foot joints (an ankle's last hinge)
     for side in ("left", "right"):
         for role in ("ankle", "wrist"):
             top = roles.get(f"{side}_{role}")
             if top is None or top >= g.skeleton.num_joints:
                 continue
-            below = [
-                s
-                for s in range(g.skeleton.num_joints, g.skeleton.num_points)
-                if top in g.skeleton.chain(s)
-            ]
             if role == "ankle":
-                orientations[g.members[top][-1]] = wm[:, top]
                 feet.append(g.members[top][-1])
-            for s in below:
-                r = sk.index(g.skeleton.point_names[s])
-                ends.append((s, r))
-                positions[r] = pm[:, s]
-    # every gathered joint's frame turned as the method turned it, the feet's and hands'
-    # ends where it put them, within the ranges
-    tall = role_height(g.skeleton, roles)
-    tasks: list = [
-        OrientationTask(group[-1], wm[:, m], weight=1.0)
-        for m, group in enumerate(g.members)
-        if m > 0 and len(g.skeleton.euler_orders[m]) > 0
-    ]
-    tasks += [OrientationTask(j, w, weight=10.0) for j, w in orientations.items()]
-    tasks += [PositionTask(r, p, weight=1e4 / tall**2) for r, p in positions.items()]
-    tasks.append(JointLimitTask(sk, weight=1e3))
+                tasks.append(OrientationTask(feet[-1], wm[:, top], weight=10.0))
+            for s in range(g.skeleton.num_joints, g.skeleton.num_points):
+                if top in g.skeleton.chain(s):
+                    r = sk.index(g.skeleton.point_names[s])
+                    ends.append((s, r))
+                    tasks.append(PositionTask(r, pm[:, s], weight=firm if role == "ankle" else soft))
+    # every gathered joint where the method put it (the limbs' directions) and its frame
+    # turned as the method turned it (the twists, which positions leave free)
+    for m, group in enumerate(g.members):
+        if m == 0:
+            continue
+        tasks.append(PositionTask(group[0], pm[:, m], weight=soft))
+        if len(g.skeleton.euler_orders[m]) > 0:
+            tasks.append(OrientationTask(group[-1], wm[:, m], weight=1.0))
+    tasks.append(JointLimitTask(sk, weight=1e5))
     ik = sk
     corners = [(j, c) for j in feet for c in _sole_corners(sk, j, geoms)]
     if corners:  # the soles' corners never under the floor (the methods' y = 0)
@@ -374,7 +381,7 @@ def to_robot(
         )
         points = sk.num_points + np.arange(len(corners))
         floor = as_shape(0.0)
-        tasks.append(GroundTask(points, floor, np.zeros(len(corners)), weight=1e4 / tall**2))
+        tasks.append(GroundTask(points, floor, np.zeros(len(corners)), weight=firm))
     if geoms:  # links kept apart (the ones apart at the zero configuration)
         capsules = fit_capsules([(g.joint, g.points) for g in geoms])
         rest = Pose.of(ik, np.zeros(3), np.tile(quat.identity(), (ik.num_joints, 1)))
@@ -385,7 +392,7 @@ def to_robot(
             close = near < 0.1 * tall
             pairs, gaps = pairs[close], gaps[close]
         if len(pairs):
-            tasks.append(CollisionTask(capsules, pairs, margin=gaps, weight=1e4 / tall**2))
+            tasks.append(CollisionTask(capsules, pairs, margin=gaps, weight=firm))
     # the method's root path is smooth and right: the limbs, not the root, take the change
     rigidity = default_rigidity(ik)
     rigidity[:2] *= 100.0  # (left free, the root jumped where a limb met a limit: 4.5 cm)
@@ -394,7 +401,8 @@ def to_robot(
     )
     root_position, rot = solved.root_position, solved.rotations
     rot = dofs.project_to_dofs(sk, rot)
-    clamped = int((dofs.limit_violation(sk, rot) > 1e-9).sum())
+    past = dofs.limit_violation(sk, rot)
+    clamped = int((past > 1e-9).sum())
     if clamped:
         rot = dofs.clamp_to_limits(sk, rot)
     out = world.reorient(Motion(sk.replace(up="y"), root_position, rot, motion.fps), sk.up or "z")
@@ -402,7 +410,7 @@ def to_robot(
     pr, _ = forward_kinematics(sk, out.root_position, out.rotations)
     pz, _ = forward_kinematics(g.skeleton, motion.root_position, motion.rotations)
     error = max((float(np.abs(pr[:, r] - pz[:, s]).max()) for s, r in ends), default=0.0)
-    return out, RobotFit(error, clamped)
+    return out, RobotFit(error, clamped, float(past.max(initial=0.0)))
 
 
 def hinge_angles(robot: Skeleton, rotations: Array) -> Array:

@@ -382,6 +382,7 @@ def retarget_robot_clip(
                 "joints": list(robot.joint_names),
                 "ik_end_error_m": fit.end_error,
                 "clamped": fit.clamped,
+                "clamped_rad": fit.clamped_rad,
                 "measures": measures,
             },
         }
