@@ -399,6 +399,7 @@ def map_skeletons(
     source_up: Array | None = None,
     target_up: Array | None = None,
     scale_root: bool = True,
+    source_pose: Array | None = None,
 ) -> JointMap:
     """Map a source skeleton onto a target skeleton of any hierarchy (module docstring).
 
@@ -413,6 +414,10 @@ def map_skeletons(
     scale_root : bool
         Root motion scaled by the legs' length ratio (default) or by the
         units' ratio only.
+    source_pose : array_like, shape (J_source, 4), optional
+        Local rotations of a source pose to align at instead of its rest pose
+        (:func:`standing_frame`: a rest pose lying along an axis, every bone in
+        one line, says nothing of the twists of a limb that has one next point).
 
     Raises
     ------
@@ -438,7 +443,10 @@ def map_skeletons(
     )
     axes = quat.quat_between(s_up, t_up)
     a_inv = quat.conjugate(axes)
-    pos_s, g_s = _rest(source)
+    if source_pose is None:
+        pos_s, g_s = _rest(source)
+    else:
+        pos_s, g_s = forward_kinematics(source, np.zeros(3), np.asarray(source_pose, float))
     pos_t, g_t = _rest(target)
     pos_t_in_s = quat.rotate(a_inv, pos_t)  # the target's rest in the source's world axes
 
@@ -524,6 +532,45 @@ def map_skeletons(
         aim_local=aim_local,
         align=align,
     )
+
+
+def standing_frame(motion: Motion, roles: Mapping[str, int], up: Array) -> int | None:
+    """The frame of ``motion`` to align a mapping at when its rest pose does not stand
+    (its hips-to-head direction more than 25° from ``up`` (3,), LAFAN1's lying
+    along +X), else None (the rest pose).
+
+    A rest pose lying along an axis has every bone in one line: a foot along its
+    shin, a hand along its forearm, so the rest alignment has only the twist
+    carried down from the pelvis for them, and on a target whose foot stands
+    square to its shin it came out 170° about the foot (a robot told to stand on
+    the back of its foot). The frame is the most neutral stance among up to 400
+    spread over the clip: the straightest legs (hip to ankle over thigh plus
+    shin, the worse leg) times how upright the trunk is (hips to head along
+    ``up``).
+    """
+    need = ("hips", "head", "left_hip", "left_knee", "left_ankle")
+    if motion.num_frames == 0 or not all(r in roles for r in need):
+        return None
+    rest, _ = _rest(motion.skeleton)
+    up = np.asarray(up, dtype=np.float64) / np.linalg.norm(up)
+    trunk = rest[roles["head"]] - rest[roles["hips"]]
+    if float(trunk @ up) >= np.cos(np.radians(25.0)) * np.linalg.norm(trunk):
+        return None
+    frames = np.unique(np.linspace(0, motion.num_frames - 1, 400).round().astype(np.intp))
+    pos, _ = forward_kinematics(
+        motion.skeleton, motion.root_position[frames], motion.rotations[frames]
+    )
+    trunk = pos[:, roles["head"]] - pos[:, roles["hips"]]
+    upright = np.clip((trunk @ up) / np.maximum(np.linalg.norm(trunk, axis=-1), 1e-300), 0, 1)
+    straight = np.ones(len(frames))
+    for side in ("left", "right"):
+        hip, knee, ankle = (roles.get(f"{side}_{j}") for j in ("hip", "knee", "ankle"))
+        if hip is None or knee is None or ankle is None:
+            continue
+        length = np.linalg.norm(rest[knee] - rest[hip]) + np.linalg.norm(rest[ankle] - rest[knee])
+        reach = np.linalg.norm(pos[:, ankle] - pos[:, hip], axis=-1) / max(length, 1e-300)
+        straight = np.minimum(straight, reach)
+    return int(frames[int(np.argmax(straight * upright))])
 
 
 def _leg_length(skeleton: Skeleton, roles: Mapping[str, int]) -> float:
@@ -1006,8 +1053,15 @@ def map_for_method(
     s_roles = _roles(source.skeleton, overrides.get("source", {}), "source")
     known = {"hips", "head"} <= set(s_roles)  # else map_skeletons names what is missing
     s_up = up_axis(source.skeleton, source, roles=s_roles) if known else None
+    frame = standing_frame(source, s_roles, s_up) if s_up is not None else None
+    pose = None if frame is None else source.rotations[frame]
     jm = map_skeletons(
-        source.skeleton, upright_target, overrides=overrides, source_up=s_up, target_up=y_up
+        source.skeleton,
+        upright_target,
+        overrides=overrides,
+        source_up=s_up,
+        target_up=y_up,
+        source_pose=pose,
     )
     ext, named = _with_limb_ends(jm)  # end-site wrists and ankles made joints
     jm_ext = jm
@@ -1018,6 +1072,7 @@ def map_for_method(
             overrides={"source": dict(overrides.get("source", {})), "target": named},
             source_up=s_up,
             target_up=y_up,
+            source_pose=pose,
         )
     mapped = transfer(source, jm_ext, rerig(jm_ext))  # (rerig keeps the Y-up record)
     rest = np.abs(mapped.rotations[..., 0]).min(axis=0) >= 1.0 - 1e-12  # (J,) at rest

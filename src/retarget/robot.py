@@ -64,6 +64,7 @@ from .tasks.collision import separate_pairs
 
 __all__ = ["Gathered", "RobotFit", "gather_hinges", "hinge_angles", "to_robot"]
 
+
 @dataclass(frozen=True, eq=False)
 class Gathered:
     """The method skeleton of a robot skeleton and how its joints map back.
@@ -77,11 +78,20 @@ class Gathered:
     members : tuple of tuple of int
         Per method-skeleton joint, the robot joints it gathers, top first: a ball
         where there are several.
+    rig : Skeleton
+        The robot's skeleton with one more site per ball: its centre
+        (:func:`_pivot`), on the link above the ball's hinges (``<top hinge>_centre``).
+    points : ndarray of int, shape (P,)
+        Per method-skeleton point (joints, then sites), the ``rig`` point standing
+        where it stands at the zero configuration: a ball's centre site, a single
+        hinge's joint, a site of the same name.
     """
 
     skeleton: Skeleton
     robot: Skeleton
     members: tuple[tuple[int, ...], ...]
+    rig: Skeleton
+    points: NDArray[np.intp]
 
     @property
     def gathered(self) -> bool:
@@ -99,6 +109,50 @@ def _hinge_axis(skeleton: Skeleton, j: int) -> NDArray[np.float64]:
 
 def _orthogonal(axes: list[NDArray[np.float64]], tol: float = 1e-6) -> bool:
     return all(abs(float(a @ b)) < tol for i, a in enumerate(axes) for b in axes[i + 1 :])
+
+
+def _pivot(
+    skeleton: Skeleton, group: Sequence[int], rest: Array, children: Array, samples: int = 64
+) -> Array:
+    """The centre (3,) of the ball that best stands for the hinges ``group`` (top
+    first; world rest positions ``rest`` (J, 3), frames world-aligned at rest).
+
+    A maker's hinges of one joint seldom meet in a point (a hip's roll axis a few
+    centimetres above its pitch axis, its anchors anywhere on the axes), so a ball
+    at the top hinge's anchor swings the limb about the wrong point (on IHMC's
+    Alexander, the thigh from a hip-roll anchor 16 cm behind the hip leans 20°).
+    The centre ``c`` is the pivot calibration of the group: for hinge angles
+    drawn within the ranges (within ±0.5 rad of zero), the rigid motion
+    ``T(x) = T_1 ∘ … ∘ T_n (x)`` of the points below (``children`` (K, 3), rest
+    positions), each ``T_k`` the turn about hinge ``k``'s axis through its
+    anchor, against the ball's ``c + R (x − c)`` with ``R = R_1 ⋯ R_n``: linear
+    least squares, ``Σ (I − R)ᵀ (I − R) c = Σ (I − R)ᵀ (T(x) − R x)``.
+    """
+    top = rest[group[0]]
+    if not len(children):
+        return top
+    rng = np.random.default_rng(0)
+    lo = np.array([skeleton.limits[k, _channel(skeleton, k), 0] for k in group])
+    hi = np.array([skeleton.limits[k, _channel(skeleton, k), 1] for k in group])
+    a, b = np.clip(-0.5, lo, hi), np.clip(0.5, lo, hi)
+    narrow = b - a < 1e-3
+    b = np.where(narrow, np.minimum(hi, lo + 1.0), b)
+    a = np.where(narrow, lo, a)
+    theta = a + (b - a) * rng.random((samples, len(group)))
+    axes = np.stack([_hinge_axis(skeleton, k) for k in group])
+    turns = quat.quat_from_rotvec(theta[..., None] * axes)  # (S, n, 4)
+    moved = np.broadcast_to(children, (samples, *children.shape)).copy()
+    total = quat.identity((samples,))
+    for i in range(len(group) - 1, -1, -1):
+        r = rest[group[i]]
+        moved = r + quat.rotate(turns[:, i, None], moved - r)
+        total = quat.multiply(turns[:, i], total)
+    rot = quat.matrix_from_quat(total)  # (S, 3, 3)
+    lhs = np.eye(3) - rot
+    rhs = moved - np.einsum("sij,kj->ski", rot, children)  # (S, K, 3)
+    normal = len(children) * np.einsum("sji,sjk->ik", lhs, lhs) + 1e-9 * np.eye(3)
+    right = np.einsum("sji,skj->i", lhs, rhs) + 1e-9 * top
+    return np.linalg.solve(normal, right)
 
 
 def gather_hinges(robot: Skeleton, names: tuple[str, ...] | None = None) -> Gathered:
@@ -132,10 +186,17 @@ def gather_hinges(robot: Skeleton, names: tuple[str, ...] | None = None) -> Gath
     heads = [j for j in range(n) if head[j] == j]
     index = {h: i for i, h in enumerate(heads)}
     members = tuple(tuple(k for k in range(n) if head[k] == h) for h in heads)
-    # world rest positions: offsets re-hung from the gathered joints
+    # world rest positions: offsets re-hung from the gathered joints, a ball's at its centre
     rest = np.zeros((n, 3))
     for j in range(1, n):
         rest[j] = rest[int(sk.parents[j])] + sk.offsets[j]
+    site_rest = rest[sk.site_parents] + sk.site_offsets
+    centre = rest.copy()
+    for gathered in members:
+        if len(gathered) > 1:
+            last = gathered[-1]
+            below = np.concatenate([rest[sk.parents == last], site_rest[sk.site_parents == last]])
+            centre[gathered[0]] = _pivot(sk, gathered, rest, below)
     joint_names: list[str] = []
     parents: list[int] = []
     offsets, channels, axes, limits = [], [], [], []
@@ -143,7 +204,7 @@ def gather_hinges(robot: Skeleton, names: tuple[str, ...] | None = None) -> Gath
         joint_names.append(sk.names[h])
         up = int(sk.parents[h])
         parents.append(index[head[up]] if up >= 0 else -1)
-        offsets.append(rest[h] - rest[head[up]] if up >= 0 else sk.offsets[h])
+        offsets.append(centre[h] - centre[head[up]] if up >= 0 else sk.offsets[h])
         if len(gathered) == 1:
             channels.append(sk.channels[h])
             axes.append(sk.axes[h])
@@ -154,8 +215,7 @@ def gather_hinges(robot: Skeleton, names: tuple[str, ...] | None = None) -> Gath
         limits.append(np.tile([-np.inf, np.inf], (3, 1)))
     site_parents = [index[head[int(p)]] for p in sk.site_parents]
     site_offsets = [
-        rest[int(p)] + o - rest[head[int(p)]]
-        for p, o in zip(sk.site_parents, sk.site_offsets, strict=True)
+        r - centre[head[int(p)]] for p, r in zip(sk.site_parents, site_rest, strict=True)
     ]
     method = Skeleton(
         names=tuple(joint_names),
@@ -170,7 +230,20 @@ def gather_hinges(robot: Skeleton, names: tuple[str, ...] | None = None) -> Gath
         limits=np.asarray(limits),
         up=sk.up,
     )
-    return Gathered(method, sk, members)
+    balls = [m for m in members if len(m) > 1]
+    rig = sk.replace(
+        site_names=sk.site_names + tuple(f"{sk.names[m[0]]}_centre" for m in balls),
+        site_parents=np.concatenate(
+            [sk.site_parents, [int(sk.parents[m[0]]) for m in balls]]
+        ).astype(np.intp),
+        site_offsets=np.concatenate(
+            [sk.site_offsets, [centre[m[0]] - rest[int(sk.parents[m[0]])] for m in balls]]
+        ).reshape(-1, 3),
+    )
+    points = [rig.index(f"{sk.names[m[0]]}_centre") if len(m) > 1 else m[0] for m in members] + [
+        rig.index(name) for name in sk.site_names
+    ]
+    return Gathered(method, sk, members, rig, np.asarray(points, dtype=np.intp))
 
 
 def _channel(skeleton: Skeleton, j: int) -> int:
@@ -276,25 +349,22 @@ def _continuous(branches: Array, lower: Array, upper: Array) -> Array:
     return out + turns[np.argmin(off + 1e-9 * np.abs(turns), axis=0), 0]
 
 
-def _sole_corners(robot: Skeleton, joint: int, geoms: Sequence[Geom]) -> Array:
-    """Four corners of a foot's sole (4, 3), in the frame of ``joint``: the points of
-    its collision geometry on its lowest face at the zero configuration (within 2 mm;
-    the robot stands z up) farthest toward and away from its end site, on either
-    side; empty when it has no geometry."""
+def _sole_points(joint: int, geoms: Sequence[Geom], tilt: float = 0.7) -> Array:
+    """The points of a foot's collision geometry that can be its lowest (K, 3), in the
+    frame of ``joint``: the support points of its geometry along every direction
+    within ``tilt`` rad of straight down (the robot stands z up at the zero
+    configuration), i.e. the corners and the rounded edges a foot rolled or pitched
+    that far stands on; empty when it has no geometry. (The sole's four corners
+    alone let a pitched foot's toe sink 0.56 cm.)"""
     pts = [g.points for g in geoms if g.joint == joint]
     if not pts:
         return np.zeros((0, 3))
     p = np.concatenate(pts)
-    sole = p[p[:, 2] <= p[:, 2].min() + 0.002]
-    centre = sole.mean(axis=0)
-    forward = sole[int(np.argmax(np.linalg.norm(sole - centre, axis=1)))] - centre
-    forward[2] = 0.0
-    forward /= max(float(np.linalg.norm(forward)), 1e-12)
-    side = np.cross([0.0, 0.0, 1.0], forward)
-    along, across = (sole - centre) @ forward, (sole - centre) @ side
-    return np.stack(
-        [sole[int(np.argmax(s * along + t * across))] for s in (1, -1) for t in (1, -1)]
-    )
+    polar = np.linspace(0.0, tilt, 4)
+    around = np.linspace(0.0, 2 * np.pi, 12, endpoint=False)
+    t, a = np.meshgrid(polar, around)
+    down = np.stack([np.sin(t) * np.cos(a), np.sin(t) * np.sin(a), -np.cos(t)], -1).reshape(-1, 3)
+    return p[np.unique(np.argmax(down @ p.T, axis=1))]
 
 
 def to_robot(
@@ -359,29 +429,31 @@ def to_robot(
                 tasks.append(OrientationTask(feet[-1], wm[:, top], weight=10.0))
             for s in range(g.skeleton.num_joints, g.skeleton.num_points):
                 if top in g.skeleton.chain(s):
-                    r = sk.index(g.skeleton.point_names[s])
+                    r = int(g.points[s])
                     ends.append((s, r))
-                    tasks.append(PositionTask(r, pm[:, s], weight=firm if role == "ankle" else soft))
+                    tasks.append(
+                        PositionTask(r, pm[:, s], weight=firm if role == "ankle" else soft)
+                    )
     # every gathered joint where the method put it (the limbs' directions) and its frame
     # turned as the method turned it (the twists, which positions leave free)
     for m, group in enumerate(g.members):
         if m == 0:
             continue
-        tasks.append(PositionTask(group[0], pm[:, m], weight=soft))
+        tasks.append(PositionTask(int(g.points[m]), pm[:, m], weight=soft))
         if len(g.skeleton.euler_orders[m]) > 0:
             tasks.append(OrientationTask(group[-1], wm[:, m], weight=1.0))
     tasks.append(JointLimitTask(sk, weight=1e5))
-    ik = sk
-    corners = [(j, c) for j in feet for c in _sole_corners(sk, j, geoms)]
+    ik = g.rig
+    corners = [(j, c) for j in feet for c in _sole_points(j, geoms)]
     if corners:  # the soles' corners never under the floor (the methods' y = 0)
-        ik = sk.replace(
-            site_names=sk.site_names + tuple(f"_sole{k}" for k in range(len(corners))),
-            site_parents=np.concatenate([sk.site_parents, [j for j, _ in corners]]),
-            site_offsets=np.concatenate([sk.site_offsets, [c for _, c in corners]]),
+        ik = ik.replace(
+            site_names=ik.site_names + tuple(f"_sole{k}" for k in range(len(corners))),
+            site_parents=np.concatenate([ik.site_parents, [j for j, _ in corners]]),
+            site_offsets=np.concatenate([ik.site_offsets, [c for _, c in corners]]),
         )
-        points = sk.num_points + np.arange(len(corners))
+        points = g.rig.num_points + np.arange(len(corners))
         floor = as_shape(0.0)
-        tasks.append(GroundTask(points, floor, np.zeros(len(corners)), weight=firm))
+        tasks.append(GroundTask(points, floor, np.zeros(len(corners)), weight=10 * firm))
     if geoms:  # links kept apart (the ones apart at the zero configuration)
         capsules = fit_capsules([(g.joint, g.points) for g in geoms])
         rest = Pose.of(ik, np.zeros(3), np.tile(quat.identity(), (ik.num_joints, 1)))
@@ -407,7 +479,7 @@ def to_robot(
         rot = dofs.clamp_to_limits(sk, rot)
     out = world.reorient(Motion(sk.replace(up="y"), root_position, rot, motion.fps), sk.up or "z")
     out = out.replace(skeleton=sk)
-    pr, _ = forward_kinematics(sk, out.root_position, out.rotations)
+    pr, _ = forward_kinematics(g.rig, out.root_position, out.rotations)
     pz, _ = forward_kinematics(g.skeleton, motion.root_position, motion.rotations)
     error = max((float(np.abs(pr[:, r] - pz[:, s]).max()) for s, r in ends), default=0.0)
     return out, RobotFit(error, clamped, float(past.max(initial=0.0)))

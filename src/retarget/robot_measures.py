@@ -27,7 +27,9 @@ collision detection of the model (the reference the field checks with):
   angles (rad/s³);
 * **segment directions**: mean angle (degrees) between the robot's thighs,
   shins, upper arms and forearms and the human's (each from the joint of one
-  role to the next, :func:`retarget.roles.find_roles` on both).
+  role to the next, :func:`retarget.roles.find_roles` on both; a robot's joint
+  of several hinges stands at their centre, :func:`retarget.robot.gather_hinges`,
+  not at the anchor its file happens to give the first hinge).
 
 The floor is z = 0 (the robot's world), the up axis z.
 """
@@ -46,6 +48,7 @@ from .contacts import detect_contacts
 from .io.robot import Robot
 from .kinematics import forward_kinematics
 from .motion import Motion
+from .robot import gather_hinges
 from .roles import find_roles, height
 
 __all__ = ["SEGMENTS", "RobotTrajectory", "measure_robot", "robot_motion", "standing_height"]
@@ -180,8 +183,9 @@ def measure_robot(
     # of contact frames, each in % of its own body's height per second
     s_pos, _ = forward_kinematics(source.skeleton, source.root_position, source.rotations)
     up = world.up_axis(source.skeleton, source)
-    r_roles = find_roles(robot.skeleton)
-    r_pos, _ = forward_kinematics(robot.skeleton, motion.root_position, motion.rotations)
+    gathered = gather_hinges(robot.skeleton)  # a hip's point: its hinges' centre
+    r_roles = {r: int(gathered.points[p]) for r, p in find_roles(gathered.skeleton).items()}
+    r_pos, _ = forward_kinematics(gathered.rig, motion.root_position, motion.rotations)
     names = {p: r for r, p in s_roles.items()}
     ours_steps, theirs_steps = [], []
     for k, point in enumerate(contacts.points):
@@ -248,8 +252,6 @@ def measure_robot(
     jerk_ratio = float((body_jerk**2).sum(-1).mean() / max((src_jerk**2).sum(-1).mean(), 1e-300))
     joint_jerk = float(((np.diff(traj.dof_pos, n=3, axis=0) * traj.fps**3) ** 2).mean())
     # segment directions
-    r_pos, _ = forward_kinematics(robot.skeleton, motion.root_position, motion.rotations)
-    r_roles = find_roles(robot.skeleton)
     turn = world.axes_between(world.up_name(up), "z")
     angles = []
     for _, a, b in SEGMENTS:
