@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from retarget import quat
 from retarget.errors import FormatError
-from retarget.io.robot import joint_trajectories, read_robot, write_trajectories
+from retarget.io.robot import Geom, joint_trajectories, read_robot, write_trajectories
 from retarget.kinematics import forward_kinematics
 from retarget.motion import Motion
-from retarget.robot import _hinge_axis, _solve_hinges, gather_hinges, to_robot
+from retarget.robot import _hinge_axis, _solve_hinges, gather_hinges, geom_capsules, to_robot
 from retarget.robot_measures import RobotTrajectory, robot_motion, standing_height
 from retarget.roles import find_roles
 
@@ -263,3 +263,32 @@ def test_robot_info_and_errors(g1_path, tmp_path):
         and "bad.urdf" in done.stderr
         and "Traceback" not in done.stderr
     )
+
+
+def test_capsules_of_the_primitives():
+    """A sphere and a capsule as they are; a cylinder within its length; a box along its
+    longest axis, turned with it, of the mean of its other half-extents (not the ball
+    round its corners)."""
+    turn = quat.quat_from_rotvec(np.array([0.0, 0.5 * np.pi, 0.0]))  # z onto x
+    at = np.array([0.1, 0.2, 0.3])
+
+    def geom(kind, size):
+        return Geom(3, kind, np.asarray(size, float), at, turn, np.zeros((8, 3)))
+
+    caps = geom_capsules(
+        [
+            geom("sphere", [0.05, 0, 0]),
+            geom("capsule", [0.02, 0.1, 0]),
+            geom("cylinder", [0.02, 0.1, 0]),
+            geom("box", [0.03, 0.05, 0.2]),
+        ]
+    )
+    assert list(caps.joints) == [3, 3, 3, 3]
+    np.testing.assert_allclose(caps.radius, [0.05, 0.02, 0.02, 0.04])
+    np.testing.assert_allclose(caps.a[0], at)
+    np.testing.assert_allclose(caps.b[0], at)
+    half = np.linalg.norm(caps.b - caps.a, axis=1) / 2
+    np.testing.assert_allclose(half, [0.0, 0.1, 0.08, 0.16], atol=1e-12)
+    direction = (caps.b - caps.a)[1:] / (2 * half[1:, None])
+    np.testing.assert_allclose(np.abs(direction[:, 0]), 1.0, atol=1e-12)  # along the turned z
+    np.testing.assert_allclose((caps.a + caps.b) / 2, np.tile(at, (4, 1)), atol=1e-12)

@@ -60,9 +60,9 @@ from .tasks import (
     PositionTask,
     fit_capsules,
 )
-from .tasks.collision import separate_pairs
+from .tasks.collision import Capsules, separate_pairs
 
-__all__ = ["Gathered", "RobotFit", "gather_hinges", "hinge_angles", "to_robot"]
+__all__ = ["Gathered", "RobotFit", "gather_hinges", "geom_capsules", "hinge_angles", "to_robot"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -349,6 +349,50 @@ def _continuous(branches: Array, lower: Array, upper: Array) -> Array:
     return out + turns[np.argmin(off + 1e-9 * np.abs(turns), axis=0), 0]
 
 
+def geom_capsules(geoms: Sequence[Geom]) -> Capsules:
+    """One capsule per collision geometry, in its joint's frame: a sphere or capsule as
+    it is; a cylinder its radius, its segment the cylinder's length less the caps; a
+    box or ellipsoid along its longest axis, the radius the mean of the other two
+    half-extents (a box's corners, the only points kept of a primitive, gave a
+    capsule round them: IHMC's 0.27 × 0.33 × 0.42 m torso box became a ball of
+    0.22 m radius that every arm overlapped at rest, so nothing was kept apart; a
+    capsule still leaves a box's edges out: on Alexander the hip links reach
+    4 cm into the torso box's lower edges, which no capsule covers);
+    a mesh :func:`~retarget.tasks.fit_capsules` to its convex hull's vertices."""
+    joints, a, b, radius = [], [], [], []
+    for g in geoms:
+        if g.kind == "mesh":
+            c = fit_capsules([(g.joint, g.points)])
+            if len(c.joints):
+                joints.append(g.joint)
+                a.append(c.a[0])
+                b.append(c.b[0])
+                radius.append(float(c.radius[0]))
+            continue
+        size = np.asarray(g.size, dtype=np.float64)
+        if g.kind == "sphere":
+            r, axis, half = float(size[0]), np.array([0.0, 0.0, 1.0]), 0.0
+        elif g.kind in ("capsule", "cylinder"):
+            r, axis = float(size[0]), np.array([0.0, 0.0, 1.0])
+            half = float(size[1]) if g.kind == "capsule" else max(float(size[1]) - r, 0.0)
+        else:  # box, ellipsoid: half-extents
+            k = int(np.argmax(size[:3]))
+            r = float(np.delete(size[:3], k).mean())
+            axis = np.eye(3)[k]
+            half = max(float(size[k]) - r, 0.0)
+        direction = quat.rotate(g.rotation, axis)
+        joints.append(g.joint)
+        a.append(g.position - half * direction)
+        b.append(g.position + half * direction)
+        radius.append(r)
+    return Capsules(
+        np.asarray(joints, dtype=np.intp),
+        np.asarray(a, dtype=np.float64).reshape(-1, 3),
+        np.asarray(b, dtype=np.float64).reshape(-1, 3),
+        np.asarray(radius, dtype=np.float64),
+    )
+
+
 def _sole_points(joint: int, geoms: Sequence[Geom], tilt: float = 0.7) -> Array:
     """The points of a foot's collision geometry that can be its lowest (K, 3), in the
     frame of ``joint``: the support points of its geometry along every direction
@@ -455,7 +499,7 @@ def to_robot(
         floor = as_shape(0.0)
         tasks.append(GroundTask(points, floor, np.zeros(len(corners)), weight=10 * firm))
     if geoms:  # links kept apart (the ones apart at the zero configuration)
-        capsules = fit_capsules([(g.joint, g.points) for g in geoms])
+        capsules = geom_capsules(geoms)
         rest = Pose.of(ik, np.zeros(3), np.tile(quat.identity(), (ik.num_joints, 1)))
         pairs, gaps = separate_pairs(ik, capsules, rest, margin)
         if len(pairs):  # only the pairs the starting poses bring near (a few of hundreds)
