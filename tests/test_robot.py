@@ -17,7 +17,13 @@ from hypothesis import strategies as st
 
 from retarget import quat
 from retarget.errors import FormatError
-from retarget.io.robot import Geom, joint_trajectories, read_robot, write_trajectories
+from retarget.io.robot import (
+    Geom,
+    joint_trajectories,
+    read_robot,
+    read_trajectories,
+    write_trajectories,
+)
 from retarget.kinematics import forward_kinematics
 from retarget.motion import Motion
 from retarget.robot import _hinge_axis, _solve_hinges, gather_hinges, geom_capsules, to_robot
@@ -213,6 +219,52 @@ def test_trajectories_written_as_users_load_them(g1, tmp_path):
     assert header.split(",")[8:] == list(g1.joint_names) and len(rows) == 5
     with pytest.raises(FormatError, match=r"npz or \.csv"):
         write_trajectories(tmp_path / "a.bvh", g1, data, 30.0)
+    for name in ("a.npz", "a.csv"):  # read back, columns by name
+        back = read_trajectories(tmp_path / name, g1)
+        np.testing.assert_allclose(back["dof_pos"], traj.dof_pos, atol=1e-8)
+        np.testing.assert_allclose(back["root_quat"], traj.root_quat, atol=1e-8)
+        assert float(back["fps"]) == pytest.approx(30.0)
+    order = np.arange(g1.num_dofs)[::-1]  # another tool's column order
+    np.savez(
+        tmp_path / "b.npz",
+        root_pos=traj.root_pos,
+        root_quat=traj.root_quat,
+        dof_pos=traj.dof_pos[:, order],
+        fps=30.0,
+        joint_names=np.array(g1.joint_names)[order],
+    )
+    np.testing.assert_array_equal(
+        read_trajectories(tmp_path / "b.npz", g1)["dof_pos"], traj.dof_pos
+    )
+
+
+def test_trajectories_that_cannot_be_read(g1, tmp_path):
+    """One clear error each: a key missing, another robot's joints, a short row, NaN."""
+    traj = _random_trajectory(g1, 4, seed=2)
+    np.savez(tmp_path / "nokey.npz", root_pos=traj.root_pos, dof_pos=traj.dof_pos, fps=30.0)
+    with pytest.raises(FormatError, match="root_quat"):
+        read_trajectories(tmp_path / "nokey.npz", g1)
+    other = np.array([f"j{k}" for k in range(g1.num_dofs)])
+    np.savez(
+        tmp_path / "other.npz",
+        root_pos=traj.root_pos,
+        root_quat=traj.root_quat,
+        dof_pos=traj.dof_pos,
+        fps=30.0,
+        joint_names=other,
+    )
+    with pytest.raises(FormatError, match="joints"):
+        read_trajectories(tmp_path / "other.npz", g1)
+    data = {"root_pos": traj.root_pos, "root_quat": traj.root_quat, "dof_pos": traj.dof_pos}
+    write_trajectories(tmp_path / "a.csv", g1, data, 30.0)
+    lines = (tmp_path / "a.csv").read_text().splitlines()
+    (tmp_path / "short.csv").write_text("\n".join([lines[0], lines[1].rsplit(",", 1)[0]]))
+    with pytest.raises(FormatError, match=r"short\.csv"):
+        read_trajectories(tmp_path / "short.csv", g1)
+    data["dof_pos"] = np.where(np.arange(g1.num_dofs) == 3, np.nan, traj.dof_pos)
+    np.savez(tmp_path / "nan.npz", **data, fps=30.0)
+    with pytest.raises(FormatError, match="finite"):
+        read_trajectories(tmp_path / "nan.npz", g1)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -247,6 +299,29 @@ def test_run_onto_robots_with_no_configuration(data_dir, g1_path, tmp_path):
             assert (dof >= robot.lower - 1e-9).all() and (dof <= robot.upper + 1e-9).all()
         measures = json.loads(report.read_text())["robot"]["measures"]
         assert measures["limit_violations"] == 0 and measures["frames"] == 60
+        # the same measures from `eval --robot`, on the file written
+        done = _cli(
+            "eval", walk, str(out), "--robot", str(robot_path), "--frames", "0:60", "--json"
+        )
+        assert done.returncode == 0, done.stderr
+        again = json.loads(done.stdout)
+        for key in ("skate_ratio", "float_cm", "self_collision_share", "segment_direction_deg"):
+            assert again[key] == pytest.approx(measures[key], rel=1e-6, abs=1e-9)
+    g1_out = tmp_path / f"{g1_path.stem}.npz"
+    done = _cli("eval", walk, str(g1_out), "--robot", str(g1_path))  # 60 frames, not 7,184
+    assert done.returncode == 2 and "--frames" in done.stderr
+    done = _cli("eval", walk, str(out), "--robot", str(g1_path), "--frames", "0:60")
+    assert done.returncode == 2 and "joints" in done.stderr  # Alexander's, not the G1's
+
+
+def test_map_onto_a_robot(data_dir, g1_path):
+    """``retarget map SRC robot.xml``: the roles found on the robot's gathered joints."""
+    done = _cli("map", str(data_dir / "lafan_walk.bvh"), str(g1_path))
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines() if line}
+    assert rows["left_hip"] == ["LeftUpLeg", "left_hip_pitch_joint"]
+    assert rows["right_ankle"] == ["RightFoot", "right_ankle_pitch_joint"]
+    assert "aligned at source frame" in done.stdout  # LAFAN1's rest pose lies down
 
 
 def test_robot_info_and_errors(g1_path, tmp_path):

@@ -51,7 +51,31 @@ from .motion import Motion
 from .robot import gather_hinges
 from .roles import find_roles, height
 
-__all__ = ["SEGMENTS", "RobotTrajectory", "measure_robot", "robot_motion", "standing_height"]
+__all__ = [
+    "ROBOT_MEASURES",
+    "SEGMENTS",
+    "RobotTrajectory",
+    "measure_robot",
+    "robot_motion",
+    "standing_height",
+]
+
+#: The scalar robot measures, what each is (the keys of :func:`measure_robot` that
+#: ``retarget eval --robot`` prints).
+ROBOT_MEASURES = {
+    "skate_ratio": "foot skate over the source's contacts, over the source's own",
+    "float_cm": "planted feet's soles above the floor, mean (cm)",
+    "float_over_2cm_share": "share of contact frames with the sole above 2 cm",
+    "penetration_frames": "frames with a sole more than 0.5 cm under the floor",
+    "penetration_max_cm": "deepest sole under the floor (cm)",
+    "limit_violations": "hinge angles outside the model's ranges (frames x joints)",
+    "velocity_violations": "hinge speeds over the model's limits (frames x joints)",
+    "self_collision_share": "share of frames with links more than 0.5 cm into each other",
+    "self_collision_max_cm": "deepest self-collision (cm)",
+    "jerk_ratio": "body jerk over the scaled source's",
+    "joint_jerk": "mean squared hinge jerk (rad²/s⁶)",
+    "segment_direction_deg": "limb segment directions from the human's, mean (degrees)",
+}
 
 #: The limb segments compared by direction: (name, role from, role to) per side.
 SEGMENTS = (

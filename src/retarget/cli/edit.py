@@ -89,6 +89,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     source = read_input(args.source, args)
     require_humanoid(args.source, source.skeleton)
     source = source[frame_slice(args.frames, source.num_frames)]
+    if args.robot:
+        return _eval_robot(args, source)
     result = read_input(args.result, args)
     require_humanoid(args.result, result.skeleton)
     if result.num_frames != source.num_frames:
@@ -107,6 +109,32 @@ def cmd_eval(args: argparse.Namespace) -> int:
             print(f"{key:<24}{'-':>12}   {measures.get(key + '_note', MEASURES[key])}")
         else:
             print(f"{key:<24}{measures[key]:>12.4f}   {MEASURES[key]}")
+    return 0
+
+
+def _eval_robot(args: argparse.Namespace, source: Any) -> int:
+    """``eval --robot MODEL``: a robot's joint trajectories (ours or another
+    retargeter's) measured against their human source as robotics users measure."""
+    from ..io.robot import read_robot, read_trajectories
+    from ..robot_measures import ROBOT_MEASURES, RobotTrajectory, measure_robot
+
+    robot = read_robot(args.robot)
+    data = read_trajectories(args.result, robot)
+    traj = RobotTrajectory(data["root_pos"], data["root_quat"], data["dof_pos"], float(data["fps"]))
+    if traj.num_frames != source.num_frames:
+        raise RetargetError(
+            f"{args.result} has {traj.num_frames} frames, the source {source.num_frames}: "
+            "pass the --frames used for the run"
+        )
+    measures = measure_robot(robot, traj, source)
+    if args.json:
+        sys.stdout.write(dumps_json(measures))
+        return 0
+    for key, what in ROBOT_MEASURES.items():
+        print(f"{key:<24}{float(measures[key]):>12.4f}   {what}")
+    for pair in measures["self_collision_pairs"][:8]:  # type: ignore[union-attr]
+        a, b = pair["bodies"]
+        print(f"  {a} – {b}: {pair['frames']} frames, {pair['depth_cm']:.2f} cm deep")
     return 0
 
 
@@ -166,6 +194,12 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("result")
     p.add_argument("--frames", metavar="A:B", help="the source frames the result was made from")
     p.add_argument("--json", action="store_true", help="print JSON (keys: README.md)")
+    p.add_argument(
+        "--robot",
+        metavar="MODEL",
+        help="RESULT is joint trajectories (.npz, .csv) of this robot (.xml MJCF, .urdf): "
+        "the robot measures",
+    )
     motion_options(p)
     p.set_defaults(func=cmd_eval)
 

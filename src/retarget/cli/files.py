@@ -203,22 +203,36 @@ def cmd_character(args: argparse.Namespace) -> int:
 
 
 def cmd_map(args: argparse.Namespace) -> int:
-    from ..mapping import MappingError, map_skeletons, read_overrides, up_axis
+    from ..io.robot import is_robot_file
+    from ..mapping import MappingError, map_skeletons, read_overrides, standing_frame, up_axis
     from ..roles import height
 
     source = read_input(args.source, args)
-    target = read_character(args.target)
+    if is_robot_file(args.target):  # its hinge runs gathered into joints, as `run` maps it
+        from ..io.robot import read_robot
+        from ..robot import gather_hinges
+
+        target = gather_hinges(read_robot(args.target).skeleton).skeleton
+    else:
+        target = read_character(args.target)
     overrides = read_overrides(args.map) if args.map else {}
     require_humanoid(args.source, source.skeleton, overrides.get("source"), side="source")
     require_humanoid(args.target, target, overrides.get("target"), side="target")
+    s_up = up_axis(source.skeleton, source)
     try:
         jm = map_skeletons(
-            source.skeleton,
-            target,
-            overrides=overrides,
-            source_up=up_axis(source.skeleton, source),
-            target_up=up_axis(target),
+            source.skeleton, target, overrides=overrides, source_up=s_up, target_up=up_axis(target)
         )
+        frame = standing_frame(source, jm.source_roles, s_up)  # as `run` aligns
+        if frame is not None:
+            jm = map_skeletons(
+                source.skeleton,
+                target,
+                overrides=overrides,
+                source_up=s_up,
+                target_up=up_axis(target),
+                source_pose=source.rotations[frame],
+            )
     except MappingError as exc:  # (roles the --map file left missing): which files
         raise MappingError(f"{args.source} onto {args.target}: {exc}") from None
     sides = (("source", args.source, source.skeleton), ("target", args.target, target))
@@ -257,6 +271,8 @@ def cmd_map(args: argparse.Namespace) -> int:
         "parent's channels miss): " + (", ".join(kept) or "none")
     )
     print("source joints folded into their parents: " + (", ".join(folded) or "none"))
+    if frame is not None:
+        print(f"aligned at source frame {frame} (its rest pose does not stand)")
     return 0
 
 

@@ -70,6 +70,7 @@ __all__ = [
     "is_robot_file",
     "joint_trajectories",
     "read_robot",
+    "read_trajectories",
     "write_trajectories",
 ]
 
@@ -660,3 +661,78 @@ def write_trajectories(
     raise FormatError(
         str(p), None, f"a robot's trajectories are written as {' or '.join(TRAJECTORY_SUFFIXES)}"
     )
+
+
+def read_trajectories(path: str | Path, robot: Robot) -> dict[str, NDArray[np.float64]]:
+    """Joint trajectories of ``robot`` read back (:func:`write_trajectories`'s files, or
+    another retargeter's with the same keys, GMR's), columns in the robot's joint
+    order (by ``joint_names`` where the file has them).
+
+    Returns
+    -------
+    dict
+        ``root_pos`` (F, 3), ``root_quat`` (F, 4) wxyz, ``dof_pos`` (F, D), ``fps`` ().
+
+    Raises
+    ------
+    FormatError
+        A file without those keys or columns, of another robot's joints, or with
+        non-finite values: the file, the line for a CSV, what was expected.
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if not p.is_file():
+        raise FormatError(str(p), None, "no such file")
+    if suffix == ".npz":
+        try:
+            with np.load(p, allow_pickle=False) as z:
+                data = {k: np.asarray(z[k]) for k in z.files}
+        except (OSError, ValueError) as exc:
+            raise FormatError(str(p), None, f"not a readable .npz ({exc})") from None
+        missing = [k for k in ("root_pos", "root_quat", "dof_pos", "fps") if k not in data]
+        if missing:
+            raise FormatError(
+                str(p), None, f"expected the keys root_pos, root_quat, dof_pos, fps; no {missing}"
+            )
+        names = [str(n) for n in data["joint_names"]] if "joint_names" in data else None
+        root, base, dof = (np.asarray(data[k], float) for k in ("root_pos", "root_quat", "dof_pos"))
+        fps = float(data["fps"])
+        line: int | None = None
+    elif suffix == ".csv":
+        lines = p.read_text().splitlines()
+        head = lines[0].split(",") if lines else []
+        columns = ["time", "root_x", "root_y", "root_z", "root_qw", "root_qx", "root_qy", "root_qz"]
+        if head[:8] != columns:
+            raise FormatError(str(p), 1, f"expected the header {','.join(columns)},<joints>")
+        names = head[8:]
+        try:
+            rows = np.loadtxt(lines[1:], delimiter=",", ndmin=2)
+        except ValueError as exc:
+            raise FormatError(str(p), None, f"expected {len(head)} numbers a row ({exc})") from None
+        if rows.shape[1] != len(head):
+            raise FormatError(str(p), 2, f"expected {len(head)} columns, found {rows.shape[1]}")
+        root, base, dof = rows[:, 1:4], rows[:, 4:8], rows[:, 8:]
+        step = np.diff(rows[:, 0])
+        fps = float(1.0 / np.median(step)) if len(step) and np.median(step) > 0 else 30.0
+        line = 2
+    else:
+        raise FormatError(
+            str(p), None, f"a robot's trajectories are read from {' or '.join(TRAJECTORY_SUFFIXES)}"
+        )
+    n = len(robot.joint_names)
+    if names is not None:
+        unknown = [name for name in robot.joint_names if name not in names]
+        if unknown:
+            raise FormatError(
+                str(p), line and 1, f"not {Path(robot.path).name}'s joints: no {unknown[:3]}"
+            )
+        dof = dof[:, [names.index(name) for name in robot.joint_names]]
+    if root.ndim != 2 or root.shape[1:] != (3,) or base.shape != (len(root), 4):
+        raise FormatError(str(p), line, "expected root_pos (F, 3) and root_quat (F, 4)")
+    if dof.shape != (len(root), n):
+        raise FormatError(str(p), line, f"expected dof_pos ({len(root)}, {n}), got {dof.shape}")
+    if not (np.isfinite(root).all() and np.isfinite(base).all() and np.isfinite(dof).all()):
+        raise FormatError(str(p), line, "expected finite numbers, found NaN or infinity")
+    if not fps > 0:
+        raise FormatError(str(p), line, f"expected a positive fps, got {fps}")
+    return {"root_pos": root, "root_quat": base, "dof_pos": dof, "fps": np.float64(fps)}
