@@ -131,8 +131,12 @@ def _eval_robot(args: argparse.Namespace, source: Any) -> int:
         sys.stdout.write(dumps_json(measures))
         return 0
     for key, what in ROBOT_MEASURES.items():
-        print(f"{key:<24}{float(measures[key]):>12.4f}   {what}")
-    for pair in measures["self_collision_pairs"][:8]:  # type: ignore[union-attr]
+        value = measures[key]
+        assert isinstance(value, int | float)
+        print(f"{key:<24}{float(value):>12.4f}   {what}")
+    pairs = measures["self_collision_pairs"]
+    assert isinstance(pairs, list)
+    for pair in pairs[:8]:
         a, b = pair["bodies"]
         print(f"  {a} – {b}: {pair['frames']} frames, {pair['depth_cm']:.2f} cm deep")
     return 0

@@ -735,4 +735,4 @@ def read_trajectories(path: str | Path, robot: Robot) -> dict[str, NDArray[np.fl
         raise FormatError(str(p), line, "expected finite numbers, found NaN or infinity")
     if not fps > 0:
         raise FormatError(str(p), line, f"expected a positive fps, got {fps}")
-    return {"root_pos": root, "root_quat": base, "dof_pos": dof, "fps": np.float64(fps)}
+    return {"root_pos": root, "root_quat": base, "dof_pos": dof, "fps": np.asarray(fps)}
