@@ -367,3 +367,34 @@ def test_capsules_of_the_primitives():
     direction = (caps.b - caps.a)[1:] / (2 * half[1:, None])
     np.testing.assert_allclose(np.abs(direction[:, 0]), 1.0, atol=1e-12)  # along the turned z
     np.testing.assert_allclose((caps.a + caps.b) / 2, np.tile(at, (4, 1)), atol=1e-12)
+
+
+def test_batch_onto_a_robot(data_dir, g1_path, tmp_path):
+    """``retarget batch`` onto a robot: joint trajectories per clip (npz by default, csv
+    on request) and the robot measures in the manifest; a character's format refused."""
+    from retarget.io.bvh import read_bvh, write_bvh
+
+    walk = read_bvh(data_dir / "lafan_walk.bvh")
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    for k in range(2):
+        write_bvh(clips / f"c{k}.bvh", walk[300 * k : 300 * k + 40])
+    for fmt in ("", "csv"):
+        out = tmp_path / f"out{fmt}"
+        extra = ["--format", fmt] if fmt else []
+        done = _cli(
+            "batch", str(clips / "*.bvh"), "--target", str(g1_path), "--out", str(out), *extra
+        )
+        assert done.returncode == 0, done.stderr
+        records = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
+        assert [r["status"] for r in records] == ["ok", "ok"]
+        assert all(r["measures"]["limit_violations"] == 0 for r in records)
+        suffix = f".{fmt or 'npz'}"
+        for k in range(2):
+            back = read_trajectories(out / f"c{k}{suffix}", read_robot(g1_path))
+            assert back["dof_pos"].shape == (40, 29)
+    done = _cli(
+        "batch", str(clips / "*.bvh"), "--target", str(g1_path), "--out", str(tmp_path / "x"),
+        "--format", "bvh",
+    )  # fmt: skip
+    assert done.returncode == 2 and "onto a robot" in done.stderr

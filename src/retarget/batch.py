@@ -117,7 +117,8 @@ def plan_batch(
         and ``output`` are replaced).
     suffix : str
         ``.bvh`` or ``.npz``: a format whose files hold their skeleton
-        (:func:`retarget.io.formats.writable`).
+        (:func:`retarget.io.formats.writable`); onto a robot ``.npz`` or ``.csv``
+        joint trajectories.
 
     Raises
     ------
@@ -127,10 +128,14 @@ def plan_batch(
     if not sources:
         raise RetargetError("no input clip matched")
     from .io.formats import writable
+    from .io.robot import TRAJECTORY_SUFFIXES, is_robot_file
 
-    if suffix not in writable(any_skeleton=True):
-        kinds = " or ".join(writable(any_skeleton=True))
-        raise RetargetError(f"batch writes {kinds}, not {suffix!r}")
+    robot = bool(template.target) and is_robot_file(str(template.target))
+    allowed = TRAJECTORY_SUFFIXES if robot else writable(any_skeleton=True)
+    if suffix not in allowed:
+        kinds = " or ".join(allowed)
+        onto = "onto a robot " if robot else ""
+        raise RetargetError(f"batch writes {onto}{kinds}, not {suffix!r}")
     paths = [Path(s).absolute() for s in sources]
     root = Path(os.path.commonpath([p.parent for p in paths]))
     out = Path(out_dir).absolute()
@@ -224,6 +229,8 @@ def run_clip(task: ClipTask) -> dict[str, Any]:
             report = run_job(job)
             record["frames"] = report.get("frames")
             record["measures"] = report.get("measures")
+            if report.get("robot"):  # onto a robot: the robot measures
+                record["measures"] = report["robot"].get("measures")
             record["output_hash"] = file_hash(job.output)
         except Exception as exc:  # a bad clip is recorded, never stops the batch
             record["status"], record["error"] = "error", _one_line(exc)

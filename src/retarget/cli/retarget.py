@@ -62,7 +62,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
         kinds = ", ".join(readable())
         raise RetargetError(f"no motion file ({kinds}) matches {' '.join(args.sources)}")
     template = RunJob.from_args(args, source="", output="", report=None)
-    tasks = plan_batch(sources, args.out, template, suffix=f".{args.format}")
+    from ..io.robot import is_robot_file
+
+    robot = bool(args.target) and is_robot_file(args.target)
+    fmt = args.format or ("npz" if robot else "bvh")
+    tasks = plan_batch(sources, args.out, template, suffix=f".{fmt}")
     manifest = Path(args.manifest or Path(args.out) / "manifest.jsonl")
     summary = run_batch(
         tasks,
@@ -253,7 +257,11 @@ def _batch_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("sources", nargs="+", metavar="SRC_GLOB", help="clips (quote globs: '**/*.bvh')")
     p.add_argument("--out", required=True, metavar="DIR", help="outputs, by their source paths")
     kinds = [suffix[1:] for suffix in writable(any_skeleton=True)]
-    p.add_argument("--format", choices=kinds, default="bvh", help="default: bvh")
+    p.add_argument(
+        "--format",
+        choices=sorted({*kinds, "csv"}),
+        help="default: bvh; onto a robot npz (or csv) joint trajectories",
+    )
     p.add_argument(
         "--engine", choices=ENGINES, default="local", help="local process pool (default), dask, ray"
     )
