@@ -333,3 +333,70 @@ def test_view_live_draws_the_served_stream(browser, lafan, start_server, tmp_pat
     assert errors == []
     page.close()
     assert main(["view", "--live", "ws://127.0.0.1:9", "-o", str(tmp_path / "x.html")]) == 2
+
+
+#: Motion k's drawn capsules: centre (the cylinder's y = 0) and radius (its x scale).
+CAPSULES = """k => {
+  const mesh = window.viewer.scene.getObjectByName(`capsules ${k}`);
+  const m = new THREE.Matrix4();
+  const p = new THREE.Vector3();
+  const x = new THREE.Vector3();
+  const out = [];
+  for (let i = 0; i < mesh.count; i++) {
+    mesh.getMatrixAt(i, m);
+    m.premultiply(mesh.matrixWorld);
+    p.setFromMatrixPosition(m);
+    out.push([p.x, p.y, p.z, x.setFromMatrixColumn(m, 0).length()]);
+  }
+  return out;
+}"""
+
+
+def test_view_draws_a_robot_with_its_collision_geometry(browser, data_dir, tmp_path):
+    """``retarget view SRC traj.npz --robot g1.xml``: the robot's capsules drawn where
+    MuJoCo puts its primitive collision geoms (the G1's feet spheres and shoulder
+    cylinders) at the shown frame, of their radii, relative to its root (z up turned
+    y up), with no console error."""
+    import mujoco
+
+    robots = data_dir.parent / "robots"
+    model_path = robots / "unitree_g1" / "g1_29dof.xml"
+    gmr = robots / "reference" / "gmr_lafan_walk_g1.npz"
+    if not (model_path.is_file() and gmr.is_file()):
+        missing("../shared/robots not found beside RETARGET_DATA")
+    page_path = tmp_path / "robot.html"
+    args = [str(data_dir / "lafan_walk.bvh"), str(gmr), "--robot", str(model_path)]
+    assert main(["view", *args, "--frames", "0:60", "-o", str(page_path)]) == 0
+    errors: list[str] = []
+    page, _ = _open(browser, page_path, errors)
+    n = 40
+    page.locator("#scrub").fill(str(n))
+    points, _ = _drawn(page, 1)
+    drawn = np.array(page.evaluate(CAPSULES, 1))  # (C, 4)
+    model = mujoco.MjModel.from_xml_path(str(model_path))
+    data = mujoco.MjData(model)
+    with np.load(gmr) as z:
+        data.qpos[:3], data.qpos[3:7], data.qpos[7:] = (
+            z["root_pos"][n],
+            z["root_quat"][n],
+            z["dof_pos"][n],
+        )
+    mujoco.mj_kinematics(model, data)
+    turn = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])  # z up -> y up
+    root = data.xpos[1] @ turn.T
+    found = 0
+    for g in range(model.ngeom):
+        kind = int(model.geom_type[g])
+        if kind not in (mujoco.mjtGeom.mjGEOM_SPHERE, mujoco.mjtGeom.mjGEOM_CYLINDER):
+            continue
+        if not (model.geom_contype[g] or model.geom_conaffinity[g]):
+            continue
+        want = data.geom_xpos[g] @ turn.T - root + points[0]  # the drawn root is point 0
+        near = np.linalg.norm(drawn[:, :3] - want, axis=1)
+        k = int(np.argmin(near))
+        assert near[k] < 1e-5, (g, near[k])
+        assert drawn[k, 3] == pytest.approx(float(model.geom_size[g, 0]), abs=1e-6)
+        found += 1
+    assert found == 12  # 8 foot spheres, 4 shoulder cylinders
+    assert errors == []
+    page.close()

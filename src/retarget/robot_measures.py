@@ -144,6 +144,30 @@ def robot_motion(robot: Robot, traj: RobotTrajectory) -> Motion:
     return Motion(sk, np.asarray(traj.root_pos, float), rot, traj.fps)
 
 
+def robot_view(robot: Robot, traj: RobotTrajectory) -> tuple[Motion, list[tuple[int, int, float]]]:
+    """The trajectory as a motion to look at (``retarget view --robot``) and the robot's
+    collision capsules on it (:func:`retarget.robot.geom_capsules`, the ones its IK pass
+    keeps apart): the motion's skeleton is the robot's with two end sites a capsule
+    (``_capsule<i>_a``, ``_b``); each capsule is (point a, point b, radius m)."""
+    from .robot import geom_capsules
+
+    motion = robot_motion(robot, traj)
+    sk = motion.skeleton
+    caps = geom_capsules(robot.geoms)
+    n = len(caps.joints)
+    names = tuple(f"_capsule{i}_{end}" for i in range(n) for end in "ab")
+    shown = sk.replace(
+        site_names=sk.site_names + names,
+        site_parents=np.concatenate([sk.site_parents, np.repeat(caps.joints, 2)]).astype(np.intp),
+        site_offsets=np.concatenate(
+            [sk.site_offsets, np.stack([caps.a, caps.b], axis=1).reshape(-1, 3)]
+        ),
+    )
+    first = sk.num_points
+    capsules = [(first + 2 * i, first + 2 * i + 1, float(caps.radius[i])) for i in range(n)]
+    return motion.replace(skeleton=shown), capsules
+
+
 def _feet(robot: Robot) -> dict[str, list[int]]:
     """Per side, the robot joints of the foot: the ankle's hinges and everything below."""
     sk = robot.skeleton

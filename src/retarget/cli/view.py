@@ -18,7 +18,29 @@ def cmd_view(args: argparse.Namespace) -> int:
 
     if not (args.files or args.live):
         raise RetargetError("nothing to view: give motion files or --live ws://HOST:PORT")
-    motions = ([live_motion(args.live)] if args.live else []) + named_motions(args)
+    motions = [live_motion(args.live)] if args.live else []
+    capsules: dict[int, list[tuple[int, int, float]]] = {}
+    robot = None
+    if args.robot:
+        from ..io.robot import read_robot
+
+        robot = read_robot(args.robot)
+    for path in args.files:
+        if robot is None or not _is_trajectory(path):
+            motions += named_motions(_only(args, path))
+            continue
+        # a robot's joint trajectories: drawn on its skeleton with its collision capsules
+        from ..io.robot import read_trajectories
+        from ..robot_measures import RobotTrajectory, robot_view
+
+        data = read_trajectories(path, robot)
+        traj = RobotTrajectory(
+            data["root_pos"], data["root_quat"], data["dof_pos"], float(data["fps"])
+        )
+        motion, capsules[len(motions)] = robot_view(robot, traj)
+        if args.frames:
+            motion = motion[frame_slice(args.frames, motion.num_frames)]
+        motions.append((Path(path).name, motion))
     report = read_report(args.report) if args.report else None
     out = write_viewer(
         args.output,
@@ -27,9 +49,31 @@ def cmd_view(args: argparse.Namespace) -> int:
         overlay=args.overlay,
         inputs=[*args.files, *([args.report] if args.report else [])],
         live=args.live,
+        capsules=capsules,
     )
     print(f"view: {len(motions)} motion(s){' and ' + args.live if args.live else ''} -> {out}")
     return 0
+
+
+def _is_trajectory(path: str) -> bool:
+    """A robot's joint trajectories: a .csv, or a .npz holding ``dof_pos``."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".csv":
+        return True
+    if suffix != ".npz" or not Path(path).is_file():
+        return False
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return "dof_pos" in z.files
+    except (OSError, ValueError):
+        return False
+
+
+def _only(args: argparse.Namespace, path: str) -> argparse.Namespace:
+    """``args`` with ``files`` just ``path``."""
+    return argparse.Namespace(**{**vars(args), "files": [path]})
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -99,6 +143,12 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--report", metavar="REPORT.json", help="a run's report: goals, scene")
     p.add_argument("--overlay", action="store_true", help="in one place, not side by side")
     p.add_argument("--frames", metavar="A:B", help="only these frames of each motion")
+    p.add_argument(
+        "--robot",
+        metavar="MODEL",
+        help="trajectory files (.npz, .csv) are this robot's (.xml MJCF, .urdf): drawn with "
+        "its collision capsules",
+    )
     motion_options(p)
     p.set_defaults(func=cmd_view)
 

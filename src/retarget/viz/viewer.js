@@ -2,7 +2,9 @@
 // window.viewer reports what is shown, for the browser test (retarget/viz/viewer.py); its
 // `scene` is the three.js scene drawn, where motion k is the instanced meshes named
 // "points k" (a sphere per joint and end site, at the point) and "bones k" (a cylinder per
-// bone, the geometry's y = -1/2 end at the parent point, y = +1/2 at the child).
+// bone, the geometry's y = -1/2 end at the parent point, y = +1/2 at the child), and for a
+// robot "capsules k" (a cylinder per collision capsule, its ends at two of the points, its
+// radius the instance's x scale) and "capsule ends k" (a sphere at each end).
 (function () {
   "use strict";
   const DATA = JSON.parse(document.getElementById("data").textContent);
@@ -70,6 +72,22 @@
     m.world = new Float32Array(m.points * 3);
     m.radius = 0.014 * m.height;
     m.thickness = 0.007 * m.height;
+    m.capsules = m.capsules || [];
+    if (m.capsules.length) {
+      // a robot's collision geometry: a cylinder and two end spheres per capsule
+      const skin = new THREE.MeshLambertMaterial({
+        color: new THREE.Color(m.colour),
+        transparent: true,
+        opacity: 0.35,
+      });
+      m.tubes = new THREE.InstancedMesh(cylinder, skin, m.capsules.length);
+      m.tubes.frustumCulled = false;
+      m.tubes.name = `capsules ${k}`;
+      m.caps = new THREE.InstancedMesh(sphere, skin, 2 * m.capsules.length);
+      m.caps.frustumCulled = false;
+      m.caps.name = `capsule ends ${k}`;
+      scene.add(m.tubes, m.caps);
+    }
   });
   const goalDots = goals.map((g) => {
     const mesh = new THREE.Mesh(
@@ -206,6 +224,24 @@
         m.sticks.setMatrixAt(i, matrix.compose(middle, spin, size));
       });
       m.sticks.instanceMatrix.needsUpdate = true;
+      m.capsules.forEach(([a, b, r], i) => {
+        const radius = r * m.scale;
+        along.set(w[3 * b] - w[3 * a], w[3 * b + 1] - w[3 * a + 1], w[3 * b + 2] - w[3 * a + 2]);
+        const length = along.length();
+        middle.set(w[3 * a], w[3 * a + 1], w[3 * a + 2]).addScaledVector(along, 0.5);
+        spin.setFromUnitVectors(UP, length > 0 ? along.divideScalar(length) : UP);
+        size.set(radius, length, radius);
+        m.tubes.setMatrixAt(i, matrix.compose(middle, spin, size));
+        [a, b].forEach((p, e) => {
+          matrix.makeScale(radius, radius, radius);
+          matrix.setPosition(w[3 * p], w[3 * p + 1], w[3 * p + 2]);
+          m.caps.setMatrixAt(2 * i + e, matrix);
+        });
+      });
+      if (m.tubes) {
+        m.tubes.instanceMatrix.needsUpdate = true;
+        m.caps.instanceMatrix.needsUpdate = true;
+      }
     }
     goals.forEach((g, i) => {
       const k = Math.min(frame, g.frames - 1);

@@ -64,7 +64,13 @@ def _b64(a: np.ndarray) -> str:
 
 
 def _motion_data(
-    motion: Motion, name: str, colour: str, slot: int, spacing: float, side: np.ndarray
+    motion: Motion,
+    name: str,
+    colour: str,
+    slot: int,
+    spacing: float,
+    side: np.ndarray,
+    capsules: Sequence[tuple[int, int, float]] = (),
 ) -> dict:
     sk = motion.skeleton
     pos, _ = forward_kinematics(sk, motion.root_position, motion.rotations)  # (F, P, 3)
@@ -108,6 +114,7 @@ def _motion_data(
         "height": tall,
         "contactPoints": contact_points,
         "contacts": _b64(contact_mask),
+        "capsules": [[int(a), int(b), float(r)] for a, b, r in capsules],
     }
 
 
@@ -118,6 +125,7 @@ def viewer_html(
     overlay: bool = False,
     title: str = "retarget",
     live: str | None = None,
+    capsules: Mapping[int, Sequence[tuple[int, int, float]]] | None = None,
 ) -> str:
     """The page (module docstring) for named motions, the first the reference.
 
@@ -133,6 +141,12 @@ def viewer_html(
         A ``retarget serve`` WebSocket address (``ws://HOST:PORT``): the page
         connects to it and draws each pose that arrives on the first motion's
         skeleton (its ``positions``), counting them in ``window.viewer.received()``.
+    capsules : mapping of int to sequence of (int, int, float), optional
+        Per motion index, capsules drawn on it (a robot's collision geometry,
+        :func:`retarget.robot_measures.robot_view`): the two points (joint or site
+        indices) its segment runs between and its radius (the motion's unit),
+        the three.js meshes ``"capsules k"`` (cylinders) and ``"capsule ends k"``
+        (spheres, two a capsule).
     """
     if not motions:
         raise RetargetError("nothing to view: give at least one motion")
@@ -147,7 +161,9 @@ def viewer_html(
     data: dict[str, Any] = {
         "title": title,
         "motions": [
-            _motion_data(m, name, COLOURS[k % len(COLOURS)], k, spacing, side)
+            _motion_data(
+                m, name, COLOURS[k % len(COLOURS)], k, spacing, side, (capsules or {}).get(k, ())
+            )
             for k, (name, m) in enumerate(motions)
         ],
         "goals": [],
@@ -233,10 +249,13 @@ def write_viewer(
     overlay: bool = False,
     inputs: Sequence[str | os.PathLike] = (),
     live: str | None = None,
+    capsules: Mapping[int, Sequence[tuple[int, int, float]]] | None = None,
 ) -> Path:
     """Write :func:`viewer_html` to ``path`` atomically (never over ``inputs``)."""
     title = " | ".join(name for name, _ in motions)
-    html = viewer_html(motions, report=report, overlay=overlay, title=title, live=live)
+    html = viewer_html(
+        motions, report=report, overlay=overlay, title=title, live=live, capsules=capsules
+    )
     return atomic_write(path, html, inputs=inputs)
 
 
