@@ -398,3 +398,34 @@ def test_batch_onto_a_robot(data_dir, g1_path, tmp_path):
         "--format", "bvh",
     )  # fmt: skip
     assert done.returncode == 2 and "onto a robot" in done.stderr
+
+
+def test_physics_onto_a_robot_with_its_own_mass_model(data_dir, g1_path, g1, tmp_path):
+    """``--method physics`` onto a robot: Tak & Ko's filter with the robot's own masses
+    (the model's total, every link somewhere) and its actuators' torque limits."""
+    from retarget.robot import inertia_on
+
+    g = gather_hinges(g1.skeleton)
+    mass, com, inertia, limits = inertia_on(g, g1, g.skeleton)
+    assert mass.sum() == pytest.approx(g1.masses.sum(), rel=1e-12)
+    assert (np.linalg.eigvalsh(inertia[mass > 0]) > -1e-12).all()
+    # the whole body's centre of mass at rest, from the folded model and from MuJoCo
+    import mujoco
+
+    model = mujoco.MjModel.from_xml_path(str(g1_path))
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    pos, _ = forward_kinematics(g.skeleton, np.zeros(3), quat.identity((g.skeleton.num_joints,)))
+    ours = ((pos[: len(mass)] + com) * mass[:, None]).sum(0) / mass.sum()
+    theirs = data.subtree_com[1] - data.xpos[1]  # about the pelvis, z up, rest = qpos0
+    np.testing.assert_allclose(ours, theirs, atol=1e-9)
+    assert limits["left_knee_joint"] == 139.0  # the knee's actuator
+    out, report = tmp_path / "p.npz", tmp_path / "p.json"
+    args = ["run", str(data_dir / "lafan_walk.bvh"), "--target", str(g1_path)]
+    done = _cli(
+        *args, "--method", "physics", "--frames", "0:60", "-o", str(out), "--report", str(report)
+    )
+    assert done.returncode == 0, done.stderr
+    rep = json.loads(report.read_text())
+    assert rep["total_mass"] == pytest.approx(g1.masses.sum())
+    assert rep["torque_limits"]["left_knee_joint"] == 139.0

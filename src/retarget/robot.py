@@ -6,10 +6,11 @@ swivel) wants hip, knee and ankle each the parent of the next. So a method
 runs on the **method skeleton** :func:`gather_hinges` makes of the robot's
 (:func:`retarget.io.robot.read_robot`): each run of hinges that make one joint
 (:func:`retarget.roles.one_joint`: one name but for the axis words, each axis
-square to the next, up to three) becomes one ball joint, the bones between
-its hinges folded into the bone after it, so every other joint and end site
-stands where the robot's does at the zero configuration; single hinges (knees,
-elbows) stay hinges with their ranges.
+square to the next, up to three) becomes one ball joint at the run's centre
+(:func:`_pivot`: the point about which a ball best moves what the hinges move),
+the bones between re-hung from the centres; single hinges (knees, elbows) stay
+hinges with their ranges. The **rig** is the robot's skeleton with a site at
+each centre.
 
 :func:`to_robot` carries a motion on the method skeleton back onto the robot:
 
@@ -20,18 +21,18 @@ elbows) stay hinges with their ranges.
    clamped into them; every other joint's local rotation is the method
    skeleton's (the frames agree: both are the world's axes at the zero
    configuration);
-2. the folded bones, the clamps and a two-hinge ankle's missing turn move the
-   robot away from the method's pose (a hip roll 5 cm from the pitch hinge
-   turning by 0.2 rad moves the knee 1 cm), so one pass of the numerical IK
-   (:func:`retarget.ik.numeric.solve_ik`, Lee & Shin eqs. 5-6, in the robot's
-   own tangent space and task contract) tracks the method's pose: every
-   gathered joint's frame turned as the method turned it, the feet's and
-   hands' end sites where it put them and the feet's frames (firmly), the
-   soles' corners above the floor (:class:`~retarget.tasks.GroundTask`), the
-   links apart (:class:`~retarget.tasks.CollisionTask`, capsules fitted to the
-   collision geometry), the joint ranges (:class:`~retarget.tasks.JointLimitTask`),
-   with the root stiff (the method's root path is smooth; free, it jumped by
-   centimetres where a limb met a range);
+2. the hinges' offsets from the centres, the clamps and a two-hinge ankle's
+   missing turn move the robot away from the method's pose, so one pass of the
+   numerical IK (:func:`retarget.ik.numeric.solve_ik`, Lee & Shin eqs. 5-6, in the
+   robot's own tangent space and task contract) tracks it: every gathered joint
+   where the method put it (its centre site: the limbs' directions) and its frame
+   turned as the method turned it (the twists); the feet's ends, the ankles'
+   centres and frames firmly, the hands' ends softly; the soles' support points
+   above the floor (:class:`~retarget.tasks.GroundTask`); the links apart
+   (:class:`~retarget.tasks.CollisionTask`, :func:`geom_capsules`); the joint
+   ranges (:class:`~retarget.tasks.JointLimitTask`), with the root stiff (the
+   method's root path is smooth; free, it jumped by centimetres where a limb met a
+   range); the weights are :data:`_GROUND` … :data:`_SOFT`;
 3. any hinge still past its range is clamped, and counted.
 """
 
@@ -47,7 +48,7 @@ from . import dofs, quat
 from ._arrays import Array
 from .environment import as_shape
 from .ik.numeric import default_rigidity, solve_ik
-from .io.robot import Geom
+from .io.robot import Geom, Robot
 from .kinematics import Pose, forward_kinematics
 from .motion import Motion
 from .roles import find_roles, one_joint
@@ -62,7 +63,15 @@ from .tasks import (
 )
 from .tasks.collision import Capsules, separate_pairs
 
-__all__ = ["Gathered", "RobotFit", "gather_hinges", "geom_capsules", "hinge_angles", "to_robot"]
+__all__ = [
+    "Gathered",
+    "RobotFit",
+    "gather_hinges",
+    "geom_capsules",
+    "hinge_angles",
+    "inertia_on",
+    "to_robot",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -251,13 +260,15 @@ def _channel(skeleton: Skeleton, j: int) -> int:
     return "XYZ".index(skeleton.euler_orders[j])
 
 
-#: The IK pass's position weights, per (robot height)²: the feet (their ends, the soles
-#: above the floor) and the links apart, firm; every other joint and the hands' ends,
-#: soft. (Measured on the first 1,200 frames of the LAFAN walk onto the G1: with the
-#: joints' positions out, the hands' ends pulled the arms 6.9° off the human's
-#: directions; with everything soft, soles sank 0.5 cm where a joint's place met the
-#: floor.)
-_FIRM, _SOFT = 1e5, 1e4
+#: The IK pass's position weights, per (robot height)²: the soles above the floor,
+#: firmest; the feet (their ends, the ankles' centres), then the links apart, firm; every
+#: other joint and the hands' ends, soft. (Measured on the first 1,200 frames of the
+#: LAFAN walk onto the G1: with the joints' positions out, the hands' ends pulled the
+#: arms 6.9° off the human's directions; with everything soft, soles sank 0.5 cm where
+#: a joint's place met the floor; with the soles only as firm as the feet's ends, a
+#: pitched toe sank 0.54 cm; with the ankles' centres soft, the feet skated 0.997 times
+#: the source's, 0.91 now, the method's own 0.88.)
+_GROUND, _FEET, _APART, _SOFT = 1e6, 3e5, 1e5, 1e4
 
 
 @dataclass(frozen=True)
@@ -459,7 +470,7 @@ def to_robot(
     pm, wm = forward_kinematics(g.skeleton, planned.root_position, planned.rotations)
     roles = find_roles(g.skeleton)
     tall = role_height(g.skeleton, roles)
-    firm, soft = _FIRM / tall**2, _SOFT / tall**2  # per (robot unit)²
+    ground, feet_w, apart, soft = (w / tall**2 for w in (_GROUND, _FEET, _APART, _SOFT))
     tasks: list = []
     ends: list[tuple[int, int]] = []  # (method point, robot point): the limb ends
     feet: list[int] = []  # the robot's foot joints (an ankle's last hinge)
@@ -476,14 +487,15 @@ def to_robot(
                     r = int(g.points[s])
                     ends.append((s, r))
                     tasks.append(
-                        PositionTask(r, pm[:, s], weight=firm if role == "ankle" else soft)
+                        PositionTask(r, pm[:, s], weight=feet_w if role == "ankle" else soft)
                     )
     # every gathered joint where the method put it (the limbs' directions) and its frame
     # turned as the method turned it (the twists, which positions leave free)
     for m, group in enumerate(g.members):
         if m == 0:
             continue
-        tasks.append(PositionTask(int(g.points[m]), pm[:, m], weight=soft))
+        on_foot = any(k in feet for k in group)  # an ankle's centre: as firm as its ends
+        tasks.append(PositionTask(int(g.points[m]), pm[:, m], weight=feet_w if on_foot else soft))
         if len(g.skeleton.euler_orders[m]) > 0:
             tasks.append(OrientationTask(group[-1], wm[:, m], weight=1.0))
     tasks.append(JointLimitTask(sk, weight=1e5))
@@ -497,7 +509,7 @@ def to_robot(
         )
         points = g.rig.num_points + np.arange(len(corners))
         floor = as_shape(0.0)
-        tasks.append(GroundTask(points, floor, np.zeros(len(corners)), weight=10 * firm))
+        tasks.append(GroundTask(points, floor, np.zeros(len(corners)), weight=ground))
     if geoms:  # links kept apart (the ones apart at the zero configuration)
         capsules = geom_capsules(geoms)
         rest = Pose.of(ik, np.zeros(3), np.tile(quat.identity(), (ik.num_joints, 1)))
@@ -508,7 +520,7 @@ def to_robot(
             close = near < 0.1 * tall
             pairs, gaps = pairs[close], gaps[close]
         if len(pairs):
-            tasks.append(CollisionTask(capsules, pairs, margin=gaps, weight=firm))
+            tasks.append(CollisionTask(capsules, pairs, margin=gaps, weight=apart))
     # the method's root path is smooth and right: the limbs, not the root, take the change
     rigidity = default_rigidity(ik)
     rigidity[:2] *= 100.0  # (left free, the root jumped where a limb met a limit: 4.5 cm)
@@ -527,6 +539,61 @@ def to_robot(
     pz, _ = forward_kinematics(g.skeleton, motion.root_position, motion.rotations)
     error = max((float(np.abs(pr[:, r] - pz[:, s]).max()) for s, r in ends), default=0.0)
     return out, RobotFit(error, clamped, float(past.max(initial=0.0)))
+
+
+def inertia_on(
+    gathered: Gathered, robot: Robot, skeleton: Skeleton
+) -> tuple[Array, Array, Array, dict[str, float]]:
+    """The robot's own mass model on ``skeleton`` (the method skeleton, or one a
+    mapping made of it: joints named as its joints), for the physics filter.
+
+    Each robot joint's link (mass, centre, inertia about it; the model's, with fixed
+    bodies folded in, :attr:`retarget.io.robot.Robot.masses`) goes to the method
+    joint that gathers it, centres moved from the hinge's anchor to the ball's
+    centre and inertias by the parallel-axis theorem; joints of ``skeleton`` the
+    robot does not have carry nothing.
+
+    Returns
+    -------
+    mass : (J,) kg
+    com : (J, 3) m, in each joint's frame (the world's axes at rest)
+    inertia : (J, 3, 3) kg m², about the centre of mass
+    torque_limits : dict of joint name to N m
+        Per gathered joint with actuator limits on all its hinges, the least of them.
+    """
+    sk = gathered.robot
+    rest = np.zeros((sk.num_joints, 3))
+    for j in range(1, sk.num_joints):
+        rest[j] = rest[int(sk.parents[j])] + sk.offsets[j]
+    at, _ = forward_kinematics(gathered.rig, np.zeros(3), quat.identity((gathered.rig.num_joints,)))
+    n = skeleton.num_joints
+    mass, first = np.zeros(n), np.zeros((n, 3))
+    second = np.zeros((n, 3, 3))
+    limits: dict[str, float] = {}
+    effort = dict(zip(robot.dof_joint.tolist(), robot.effort.tolist(), strict=True))
+    head = {k: m for m, group in enumerate(gathered.members) for k in group}
+    for k in range(sk.num_joints):
+        m = head.get(k)
+        name = gathered.skeleton.names[m] if m is not None else None
+        if name is None or name not in skeleton.names or robot.masses[k] <= 0:
+            continue
+        j = skeleton.index(name)
+        c = robot.centres[k] + rest[k] - at[int(gathered.points[m])]
+        mk = float(robot.masses[k])
+        mass[j] += mk
+        first[j] += mk * c
+        second[j] += robot.inertias[k] + mk * (float(c @ c) * np.eye(3) - np.outer(c, c))
+    com = np.divide(first, mass[:, None], out=np.zeros_like(first), where=mass[:, None] > 0)
+    inertia = second - mass[:, None, None] * (
+        np.einsum("jk,jk->j", com, com)[:, None, None] * np.eye(3)
+        - np.einsum("ja,jb->jab", com, com)
+    )
+    for m, group in enumerate(gathered.members):
+        tau = [effort.get(k, np.inf) for k in group]
+        name = gathered.skeleton.names[m]
+        if name in skeleton.names and tau and all(np.isfinite(tau)) and min(tau) > 0:
+            limits[name] = float(min(tau))
+    return mass, com, inertia, limits
 
 
 def hinge_angles(robot: Skeleton, rotations: Array) -> Array:

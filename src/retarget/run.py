@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -357,7 +357,17 @@ def retarget_robot_clip(
     gathered = gather_hinges(robot.skeleton, names)
     if "limits" in _method_option_names(job.method) and "limits" not in job.method_options:
         job = dataclasses.replace(job, method_options={**job.method_options, "limits": "strict"})
-    result, report = retarget_clip(job, source, gathered.skeleton)
+
+    def own(target: Any) -> dict[str, Any]:  # the robot's mass model and torque limits
+        from .physics.body import Body
+        from .robot import inertia_on
+        from .world import metres_per_unit
+
+        mass, com, inertia, limits = inertia_on(gathered, robot, target)
+        body = Body(target, mass, com, inertia, metres_per_unit(target.unit), {})
+        return {"body": body, "torque_limits": limits}
+
+    result, report = retarget_clip(job, source, gathered.skeleton, extra=own)
     motion, fit = to_robot(gathered, result.motion, robot.geoms)
     trajectories = joint_trajectories(robot, motion.root_position, motion.rotations)
     seconds = time.perf_counter() - t0
@@ -396,7 +406,13 @@ def _method_option_names(method: str) -> set[str]:
     return {o.name for o in get_method(method).options}
 
 
-def retarget_clip(job: RunJob, source: Any, target: Any) -> tuple[Any, dict[str, Any]]:
+def retarget_clip(
+    job: RunJob,
+    source: Any,
+    target: Any,
+    *,
+    extra: Callable[[Any], dict[str, Any]] | None = None,
+) -> tuple[Any, dict[str, Any]]:
     """Retarget a source motion onto a target skeleton as ``job`` says, and measure.
 
     The source is made ready for the method (:func:`retarget.mapping.map_for_method`:
@@ -434,6 +450,13 @@ def retarget_clip(job: RunJob, source: Any, target: Any) -> tuple[Any, dict[str,
         raise MappingError(f"{job.source} onto {character}: {exc}") from None
     source, method_target = mapping.motion, mapping.target
     options = method_options(method, job, source, method_target, mapped=mapping.mapped)
+    if extra is not None:  # what the target knows of itself (a robot's mass model)
+        import inspect
+
+        takes = inspect.signature(method.run).parameters
+        for name, value in extra(method_target).items():
+            if name in takes and name not in options:
+                options[name] = value
     t0 = time.perf_counter()
     result = method.run(source, method_target, **options)
     seconds = time.perf_counter() - t0

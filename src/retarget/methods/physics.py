@@ -69,6 +69,7 @@ def filter_motion(
     spacing: float = 4.0,
     iterations: int = 3,
     form: str = "curve",
+    body: Any = None,
 ) -> tuple[Result, list[str]]:
     """The physics filter of a Y-up ``source`` (``retarget physics`` after it is turned
     upright or retargeted); the result and the files read (constraints, hint).
@@ -78,7 +79,9 @@ def filter_motion(
     ``turn`` (a quaternion; default none) carries to Y up; ``hint`` reads the
     kinematic hint, the first prior (with the source's joints and frames). ``form``
     is how dynamic applications run (:class:`~retarget.physics.filter.FilterSettings`):
-    ``"curve"`` (the default) or ``"paper"`` (§§5–6 as printed).
+    ``"curve"`` (the default) or ``"paper"`` (§§5–6 as printed). ``body`` is a mass
+    model of the source's skeleton to use instead of de Leva's of ``mass`` (a
+    robot's own, :func:`retarget.robot.inertia_on`); loads are not added to it.
     """
     from .. import quat
     from ..contacts import detect_contacts
@@ -101,7 +104,10 @@ def filter_motion(
     limits = {joint(k, "--torque-limit"): v for k, v in (torque_limits or {}).items()}
     if any(v <= 0 for v in limits.values()):
         raise RetargetError("--torque-limit: limits must be positive (N m)")
-    body = body_model(sk, mass, loads=loads)
+    if body is None:
+        body = body_model(sk, mass, loads=loads)
+    elif loads:
+        raise RetargetError("--load: not with a robot's own mass model")
     contacts = detect_contacts(source)
     positions = (
         footplant_goals(source, contacts, widen, footprints=footprints) if not free_feet else {}
@@ -150,6 +156,7 @@ def physics_retarget(
     spacing: float = 4.0,
     iterations: int = 3,
     form: str = "curve",
+    body: Any = None,
 ) -> Result:
     """Retarget ``source`` onto ``target`` (hierarchical), then the physics filter.
 
@@ -189,6 +196,7 @@ def physics_retarget(
         spacing=spacing,
         iterations=iterations,
         form=form,
+        body=body,
     )
     return result
 
