@@ -429,3 +429,36 @@ def test_physics_onto_a_robot_with_its_own_mass_model(data_dir, g1_path, g1, tmp
     rep = json.loads(report.read_text())
     assert rep["total_mass"] == pytest.approx(g1.masses.sum())
     assert rep["torque_limits"]["left_knee_joint"] == 139.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.floats(-3.0, 3.0), min_size=2, max_size=40),
+    st.floats(0.01, 1.0),
+)
+def test_rate_limit_keeps_the_bound_and_what_is_within_it(path, step):
+    """Every frame-to-frame change at most ``step``; a path already within it is left
+    exactly as it is; a constant path stays."""
+    from retarget.robot import _rate_limit
+
+    theta = np.asarray(path)[:, None]
+    out = _rate_limit(theta, np.array([step]))
+    assert (np.abs(np.diff(out, axis=0)) <= step + 1e-12).all()
+    if (np.abs(np.diff(theta, axis=0)) <= step).all():
+        np.testing.assert_array_equal(out, theta)
+    free = _rate_limit(theta, np.array([np.inf]))
+    np.testing.assert_array_equal(free, theta)
+
+
+def test_velocity_limit_onto_a_robot(data_dir, g1_path, tmp_path):
+    """``--velocity-limit`` where the model gives none: the hinges slowed are counted,
+    and the robot measures (with the same limit) find none over it."""
+    out, report = tmp_path / "v.npz", tmp_path / "v.json"
+    args = ["run", str(data_dir / "lafan_walk.bvh"), "--target", str(g1_path), "--frames"]
+    done = _cli(*args, "0:90", "--velocity-limit", "1", "-o", str(out), "--report", str(report))
+    assert done.returncode == 0, done.stderr
+    robot = json.loads(report.read_text())["robot"]
+    assert robot["slowed"] > 0 and robot["measures"]["velocity_violations"] == 0
+    with np.load(out) as z:
+        speed = np.abs(np.diff(z["dof_pos"], axis=0)) * float(z["fps"])
+    assert speed.max() <= 1.0 + 1e-6

@@ -282,6 +282,8 @@ class RobotFit:
     clamped_rad: float = 0.0
     """The largest of those clamps, rad (the limits are a penalty in the IK pass: a
     hinge pressed against its range ends a fraction of a milliradian past it)."""
+    slowed: int = 0
+    """Hinge angles the velocity limits moved (frames × hinges)."""
 
 
 def _solve_hinges(
@@ -422,8 +424,31 @@ def _sole_points(joint: int, geoms: Sequence[Geom], tilt: float = 0.7) -> Array:
     return p[np.unique(np.argmax(down @ p.T, axis=1))]
 
 
+def _rate_limit(theta: Array, step: Array) -> Array:
+    """Hinge angles (F, J) whose change from frame to frame is at most ``step`` (J,)
+    (``inf``: free): a forward pass that follows the angles as fast as allowed, then
+    a backward pass that does the same from the end, so that the result keeps the
+    bound everywhere and lags neither way (a slew-rate limiter run both ways)."""
+    out = theta.copy()
+
+    def follow(f: int, near: Array) -> None:  # (within the bound: left exactly as it is)
+        d = out[f] - near
+        out[f] = np.where(np.abs(d) > step, near + np.clip(d, -step, step), out[f])
+
+    for f in range(1, len(out)):
+        follow(f, out[f - 1])
+    for f in range(len(out) - 2, -1, -1):
+        follow(f, out[f + 1])
+    return out
+
+
 def to_robot(
-    gathered: Gathered, motion: Motion, geoms: Sequence[Geom] = (), *, margin: float = 0.01
+    gathered: Gathered,
+    motion: Motion,
+    geoms: Sequence[Geom] = (),
+    *,
+    margin: float = 0.01,
+    velocity: Array | None = None,
 ) -> tuple[Motion, RobotFit]:
     """A motion on the method skeleton carried onto the robot (module docstring).
 
@@ -438,6 +463,10 @@ def to_robot(
         fitted to the links apart by ``margin`` (skeleton unit; no deeper than at the
         zero configuration where they overlap there; :class:`retarget.tasks.CollisionTask`),
         but for a link and its parent.
+    velocity : (J,) array, optional
+        Per robot joint, the hinge's speed limit (rad/s; ``inf`` or absent: none):
+        after the IK pass the angles are slew-rate limited (:func:`_rate_limit`) and
+        the hinge angles it moved counted (:attr:`RobotFit.slowed`).
 
     Returns
     -------
@@ -533,12 +562,23 @@ def to_robot(
     clamped = int((past > 1e-9).sum())
     if clamped:
         rot = dofs.clamp_to_limits(sk, rot)
+    slowed = 0
+    if velocity is not None and np.isfinite(velocity).any() and f > 1:
+        hinges = [j for j in range(sk.num_joints) if len(sk.euler_orders[j]) == 1]
+        theta = hinge_angles(sk, rot)[:, hinges]
+        theta = np.unwrap(theta, axis=0)  # (a hinge without a range turns on)
+        limited = _rate_limit(theta, np.asarray(velocity, float)[hinges] / motion.fps)
+        moved = np.abs(limited - theta) > 1e-9
+        slowed = int(moved.sum())
+        for i, j in enumerate(hinges):
+            if moved[:, i].any():
+                rot[:, j] = quat.quat_from_rotvec(limited[:, i, None] * _hinge_axis(sk, j))
     out = world.reorient(Motion(sk.replace(up="y"), root_position, rot, motion.fps), sk.up or "z")
     out = out.replace(skeleton=sk)
     pr, _ = forward_kinematics(g.rig, out.root_position, out.rotations)
     pz, _ = forward_kinematics(g.skeleton, motion.root_position, motion.rotations)
     error = max((float(np.abs(pr[:, r] - pz[:, s]).max()) for s, r in ends), default=0.0)
-    return out, RobotFit(error, clamped, float(past.max(initial=0.0)))
+    return out, RobotFit(error, clamped, float(past.max(initial=0.0)), slowed)
 
 
 def inertia_on(

@@ -51,6 +51,7 @@ class RunJob:
     fps: float | None = None
     unit: str | None = None
     up: str | None = None
+    velocity_limit: float | None = None
     method_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -368,7 +369,11 @@ def retarget_robot_clip(
         return {"body": body, "torque_limits": limits}
 
     result, report = retarget_clip(job, source, gathered.skeleton, extra=own)
-    motion, fit = to_robot(gathered, result.motion, robot.geoms)
+    velocity = np.full(robot.skeleton.num_joints, np.inf)  # the model's, else the job's
+    velocity[robot.dof_joint] = np.where(
+        np.isfinite(robot.velocity), robot.velocity, job.velocity_limit or np.inf
+    )
+    motion, fit = to_robot(gathered, result.motion, robot.geoms, velocity=velocity)
     trajectories = joint_trajectories(robot, motion.root_position, motion.rotations)
     seconds = time.perf_counter() - t0
     measures = None
@@ -382,6 +387,7 @@ def retarget_robot_clip(
                 source.fps,
             ),
             source,
+            velocity=job.velocity_limit,
         )
     report.update(
         {
@@ -393,6 +399,7 @@ def retarget_robot_clip(
                 "ik_end_error_m": fit.end_error,
                 "clamped": fit.clamped,
                 "clamped_rad": fit.clamped_rad,
+                "slowed": fit.slowed,
                 "measures": measures,
             },
         }

@@ -209,9 +209,17 @@ def run_options(p: argparse.ArgumentParser) -> None:
     from ..methods import METHODS
 
     p.add_argument(
-        "--target", help="the character: a motion file's skeleton (.bvh, .amc, .npz) or an .asf"
+        "--target",
+        help="the character: a motion file's skeleton (.bvh, .amc, .npz) or an .asf; or a "
+        "robot (.xml MJCF, .urdf): joint trajectories out (.npz, .csv)",
     )
     p.add_argument("--target-preset", choices=Presets())
+    p.add_argument(
+        "--velocity-limit",
+        type=float,
+        metavar="RAD_S",
+        help="onto a robot: the hinges' speed limit where the model gives none",
+    )
     p.add_argument(
         "--target-from",
         metavar="A.bvh",

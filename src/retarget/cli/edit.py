@@ -126,7 +126,7 @@ def _eval_robot(args: argparse.Namespace, source: Any) -> int:
             f"{args.result} has {traj.num_frames} frames, the source {source.num_frames}: "
             "pass the --frames used for the run"
         )
-    measures = measure_robot(robot, traj, source)
+    measures = measure_robot(robot, traj, source, velocity=args.velocity_limit)
     if args.json:
         sys.stdout.write(dumps_json(measures))
         return 0
@@ -203,6 +203,12 @@ def add_parsers(sub: Any) -> None:
         metavar="MODEL",
         help="RESULT is joint trajectories (.npz, .csv) of this robot (.xml MJCF, .urdf): "
         "the robot measures",
+    )
+    p.add_argument(
+        "--velocity-limit",
+        type=float,
+        metavar="RAD_S",
+        help="with --robot: the hinges' speed limit where the model gives none",
     )
     motion_options(p)
     p.set_defaults(func=cmd_eval)
