@@ -462,3 +462,27 @@ def test_velocity_limit_onto_a_robot(data_dir, g1_path, tmp_path):
     with np.load(out) as z:
         speed = np.abs(np.diff(z["dof_pos"], axis=0)) * float(z["fps"])
     assert speed.max() <= 1.0 + 1e-6
+
+
+def test_soles_held_over_the_floor_where_the_method_puts_them_under(g1):
+    """A method pose 3 cm too low (its feet's ends under the floor, which the IK pass
+    follows firmly): the frames the penalty leaves past the floor are solved again with
+    the soles firmer, and no sole ends deeper than the slack (0.1 % of the height)."""
+    from retarget.robot import _SLACK, _sole_points
+    from retarget.roles import height as role_height
+
+    g = gather_hinges(g1.skeleton)
+    sk = g.skeleton
+    rest = quat.identity((4, sk.num_joints))
+    pos, _ = forward_kinematics(g1.skeleton, np.zeros(3), quat.identity((g1.skeleton.num_joints,)))
+    feet = [g1.skeleton.index(f"{s}_ankle_roll_joint") for s in ("left", "right")]
+    lowest = min(float((pos[j] + _sole_points(j, g1.geoms))[:, 2].min()) for j in feet)
+    root = np.tile([0.0, 0.0, -lowest - 0.03], (4, 1))
+    back, fit = to_robot(g, Motion(sk, root, rest, 30.0), g1.geoms)
+    assert fit.hardened == 4
+    p, w = forward_kinematics(g1.skeleton, back.root_position, back.rotations)
+    soles = np.concatenate(
+        [p[:, j, None] + quat.rotate(w[:, j, None], _sole_points(j, g1.geoms)) for j in feet], 1
+    )
+    tall = role_height(sk, find_roles(sk))
+    assert soles[..., 2].min() > -_SLACK * tall

@@ -400,6 +400,7 @@ def retarget_robot_clip(
                 "clamped": fit.clamped,
                 "clamped_rad": fit.clamped_rad,
                 "slowed": fit.slowed,
+                "hardened": fit.hardened,
                 "measures": measures,
             },
         }
