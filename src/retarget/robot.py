@@ -280,8 +280,8 @@ _GROUND, _FEET, _APART, _SOFT = 1e6, 1e5, 1e5, 1e4
 #: 0.15° further from the human's directions.)
 _HULL_SHARE = 0.8
 
-#: A sole under the floor or links into each other by more than this share of the
-#: height after the IK pass: the frame is solved again with them firmer.
+#: A sole under the floor by more than this share of the height after the IK pass: the
+#: frame is solved again with the floor firmer.
 _SLACK = 1e-3
 
 
@@ -299,7 +299,7 @@ class RobotFit:
     slowed: int = 0
     """Hinge angles the velocity limits moved (frames × hinges)."""
     hardened: int = 0
-    """Frames solved again with the soles and the links firmer (:data:`_SLACK`)."""
+    """Frames solved again with the floor firmer (:data:`_SLACK`)."""
 
 
 def _solve_hinges(
@@ -574,10 +574,11 @@ def to_robot(
         ik, upright.root_position, upright.rotations, tasks, rigidity=rigidity, max_iterations=30
     )
     root_position, rot = solved.root_position.copy(), solved.rotations.copy()
-    # the soles and the links are hard constraints: frames the penalty leaves past them
-    # (where the method's pose asks for it: legs crossed, a foot under the floor) are
-    # solved again with them a hundred, then ten thousand times firmer
-    hard = [i for i, t in enumerate(tasks) if isinstance(t, GroundTask | CollisionTask)]
+    # the floor is a hard constraint: frames the penalty leaves a sole under (where the
+    # method puts a foot there) are solved again with it a hundred, then ten thousand
+    # times firmer (not the links: capsules only approximate them, and held that firmly
+    # they twisted IHMC's Alexander round its box-shaped torso, body jerk 100x)
+    hard = [i for i, t in enumerate(tasks) if isinstance(t, GroundTask)]
     hardened = 0
     for boost in (1e2, 1e4):
         pose = Pose.of(ik, root_position, rot)
