@@ -274,11 +274,12 @@ def _channel(skeleton: Skeleton, j: int) -> int:
 _GROUND, _FEET, _APART, _SOFT = 1e6, 1e5, 1e5, 1e4
 
 #: The quantile of a mesh's hull vertices' distances from its axis that is its
-#: capsule's radius. (On the whole walk by ``omr`` onto the G1, with the soles and
-#: links hardened: the 65th percentile left the hip links up to 1.25 cm into each
-#: other on 6 frames, the 80th 0.94 cm on 3; the 95th none, but it held the legs
-#: 0.15° further from the human's directions.)
-_HULL_SHARE = 0.8
+#: capsule's radius. (On the whole walk onto the G1, the soles hardened: the 65th
+#: percentile left the hip links up to 1.25 cm into each other on 6 frames by ``omr``,
+#: the 80th 0.94 cm on 4 by either method; the 90th none, the directions unchanged by
+#: ``hierarchical`` (3.05°), 0.01° further by ``omr``; the 95th none, but ``omr``'s
+#: 0.15° further.)
+_HULL_SHARE = 0.9
 
 #: A sole under the floor by more than this share of the height after the IK pass: the
 #: frame is solved again with the floor firmer.
