@@ -48,7 +48,8 @@ from numpy.typing import NDArray
 from . import dofs, quat
 from ._arrays import Array
 from .environment import as_shape
-from .ik.numeric import default_rigidity, solve_ik
+from .ik.newton import solve_ik_newton
+from .ik.numeric import default_rigidity
 from .io.robot import Geom, Robot
 from .kinematics import Pose, forward_kinematics
 from .motion import Motion
@@ -284,6 +285,9 @@ _HULL_SHARE = 0.9
 #: A sole under the floor by more than this share of the height after the IK pass: the
 #: frame is solved again with the floor firmer.
 _SLACK = 1e-3
+
+#: The IK pass stops a frame when its last step moved no hinge by more than this (rad).
+_TOLERANCE = 1e-4
 
 
 @dataclass(frozen=True)
@@ -561,41 +565,30 @@ def to_robot(
         capsules = geom_capsules(geoms)
         rest = Pose.of(ik, np.zeros(3), np.tile(quat.identity(), (ik.num_joints, 1)))
         pairs, gaps = separate_pairs(ik, capsules, rest, margin)
-        if len(pairs):  # only the pairs the starting poses bring near (a few of hundreds)
-            start = Pose.of(ik, upright.root_position, upright.rotations)
-            near = CollisionTask(capsules, pairs, margin=gaps).residual(start).min(axis=0)
-            close = near < 0.1 * tall
-            pairs, gaps = pairs[close], gaps[close]
         if len(pairs):
             tasks.append(CollisionTask(capsules, pairs, margin=gaps, weight=apart))
     # the method's root path is smooth and right: the limbs, not the root, take the change
     rigidity = default_rigidity(ik)
     rigidity[:2] *= 100.0  # (left free, the root jumped where a limb met a limit: 4.5 cm)
-    solved = solve_ik(
-        ik, upright.root_position, upright.rotations, tasks, rigidity=rigidity, max_iterations=30
-    )
-    root_position, rot = solved.root_position.copy(), solved.rotations.copy()
-    # the floor is a hard constraint: frames the penalty leaves a sole under (where the
-    # method puts a foot there) are solved again with it a hundred, then ten thousand
-    # times firmer (not the links: capsules only approximate them, and held that firmly
-    # they twisted IHMC's Alexander round its box-shaped torso, body jerk 100x)
+    # the floor is a hard constraint: a frame the penalty leaves with a sole under it
+    # (where the method puts a foot there) is solved again with it a hundred, then ten
+    # thousand times firmer (not the links: capsules only approximate them, and held
+    # that firmly they twisted IHMC's Alexander round its box-shaped torso, body jerk 100x)
     hard = [i for i, t in enumerate(tasks) if isinstance(t, GroundTask)]
-    hardened = 0
-    for boost in (1e2, 1e4):
-        pose = Pose.of(ik, root_position, rot)
-        worst = np.min([tasks[i].residual(pose).min(axis=-1) for i in hard] or [[0.0]], axis=0)
-        bad = np.flatnonzero(worst < -_SLACK * tall)
-        if not len(bad):
-            break
-        hardened = max(hardened, len(bad))
-        sub = [
-            dataclasses.replace(t.take(bad), weight=t.weight * boost) if i in hard else t.take(bad)
-            for i, t in enumerate(tasks)
-        ]
-        again = solve_ik(
-            ik, root_position[bad], rot[bad], sub, rigidity=rigidity, max_iterations=30
-        )
-        root_position[bad], rot[bad] = again.root_position, again.rotations
+    solved = solve_ik_newton(
+        ik,
+        upright.root_position,
+        upright.rotations,
+        tasks,
+        rigidity=rigidity,
+        hard=hard,
+        slack=_SLACK * tall,
+        tolerance=_TOLERANCE,
+        predict=1.0,
+        pair_buffer=0.05 * tall,
+    )
+    root_position, rot = solved.root_position, solved.rotations
+    hardened = int((solved.boosted > 0).sum())
     rot = dofs.project_to_dofs(sk, rot)
     past = dofs.limit_violation(sk, rot)
     clamped = int((past > 1e-9).sum())

@@ -7,6 +7,10 @@
 (section 5.1), on the tasks of :mod:`retarget.tasks`; the minimisers are
 :mod:`retarget.optimize`'s.
 
+:mod:`retarget.ik.newton`: the same penalty objective frame by frame by Gauss-Newton,
+each frame from the last (compiled; a robot's hinges, its soles on the floor, its links
+apart).
+
 :mod:`retarget.ik.hybrid`: reduced coordinates with analytic limbs (section 5.2).
 
 :mod:`retarget.ik.verbs` (on :mod:`retarget.ik.rbf`): example-based IK by blending
@@ -29,6 +33,7 @@ from .limb import (
     solve_limb,
     swivel_angle,
 )
+from .newton import NewtonResult, solve_ik_newton
 from .numeric import IKResult, NumericSolver, default_rigidity, solve_ik
 from .verbs import Verb, build_verb, error_map, refine, search_adverb
 
@@ -38,6 +43,7 @@ __all__ = [
     "IKResult",
     "Limb",
     "LimbSolution",
+    "NewtonResult",
     "NumericSolver",
     "Verb",
     "build_verb",
@@ -50,6 +56,7 @@ __all__ = [
     "search_adverb",
     "soft_reach",
     "solve_ik",
+    "solve_ik_newton",
     "solve_limb",
     "swivel_angle",
 ]

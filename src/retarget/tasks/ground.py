@@ -73,7 +73,7 @@ class GroundTask(Task):
     def _normals(self, pose: Pose) -> tuple[Array, NDArray[np.bool_]]:
         """``∂r/∂p`` per point, ``(−h_x, 1, −h_z)``, shape (..., K, 3)."""
         r, xz, active = self._raw(pose)
-        slope = self.ground.ground_gradient(xz)
+        slope = np.broadcast_to(self.ground.ground_gradient(xz), (*r.shape, 2))
         n = np.stack([-slope[..., 0], np.ones(r.shape), -slope[..., 1]], axis=-1)
         return np.where(active[..., None], n, 0.0), active
 

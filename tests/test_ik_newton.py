@@ -1,0 +1,302 @@
+"""The frame-by-frame Gauss-Newton IK (retarget.ik.newton): its compiled rows against the
+task objects, its gradient against finite differences, its minimiser against the batched
+CG of solve_ik, and its hard rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retarget import dofs, quat
+from retarget.ik import newton
+from retarget.ik.numeric import default_rigidity, solve_ik
+from retarget.io.robot import read_robot
+from retarget.kinematics import Pose, forward_kinematics
+from retarget.robot import geom_capsules
+from retarget.skeleton import Skeleton
+from retarget.tasks import (
+    CollisionTask,
+    GroundTask,
+    JointLimitTask,
+    OrientationTask,
+    PositionTask,
+    Task,
+    penalty,
+)
+from retarget.tasks.collision import separate_pairs
+
+ALEXANDER = Path(__file__).parent / "data" / "robots" / "ihmc_alexander" / "ihmc_alexander.urdf"
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return read_robot(ALEXANDER)
+
+
+def _random_poses(sk: Skeleton, frames: int, rng, spread: float = 0.5):
+    rot = np.tile(quat.identity(), (frames, sk.num_joints, 1))
+    axes = dofs.channel_axes(sk, rot[0])
+    for j in range(1, sk.num_joints):
+        if len(sk.euler_orders[j]) == 1:
+            theta = rng.uniform(-spread, spread, frames)
+            rot[:, j] = quat.quat_from_rotvec(theta[:, None] * axes[j, :, 0])
+    rot[:, 0] = quat.quat_from_rotvec(rng.normal(size=(frames, 3)) * 0.3)
+    root = rng.normal(size=(frames, 3)) * 0.1 + [0.0, 0.0, 1.0]
+    return root, rot
+
+
+def _tasks(robot, root, rot, rng, push: float = 1.0):
+    """One task of every kind the kernel takes, all partly violated (``push``: how far
+    the goals are moved from the pose)."""
+    sk = robot.skeleton
+    frames = len(root)
+    pm, wm = forward_kinematics(sk, root, rot)
+    capsules = geom_capsules(robot.geoms)
+    rest = Pose.of(sk, np.zeros(3), quat.identity((sk.num_joints,)))
+    pairs, gaps = separate_pairs(sk, capsules, rest, 0.01)
+    hand = sk.num_points - 1
+    feet = np.arange(sk.num_joints, sk.num_points)
+    floor = pm[:, feet, 1].min() + 0.1 * push  # under it at a few frames
+    goal = pm[:, 7] + rng.normal(size=(frames, 3)) * 0.05 * push
+    goal[0, 1] = np.nan  # a component not tracked
+    turned = quat.multiply(
+        wm[:, 9], quat.quat_from_rotvec(rng.normal(size=(frames, 3)) * 0.3 * push)
+    )
+    return [
+        PositionTask(7, goal, weight=1e4),
+        PositionTask(hand, pm[:, hand] + rng.normal(size=(frames, 3)) * 0.05 * push, weight=1e3),
+        OrientationTask(9, turned, weight=2.0),
+        GroundTask(feet, floor, rng.uniform(0, 0.05 * push, (frames, len(feet))), weight=1e5),
+        CollisionTask(capsules, pairs, margin=gaps + 0.05 * push, weight=1e5),
+        JointLimitTask(sk, weight=1e3),
+    ]
+
+
+def _kernel_problem(sk, root, rot, tasks, rigidity):
+    frames = len(root)
+    skel = newton._joints(sk, rigidity, rot[0])
+    flat = [t.flatten_batch((frames,)) if t.batch_shape else t for t in tasks]
+    lowered, _ = newton._lower(flat, frames, skel[3], set())
+    theta = np.zeros((frames, sk.num_joints))
+    hinges = np.flatnonzero(skel[3] == 1)
+    theta[:, hinges] = dofs.channel_angles(sk, rot)[:, hinges, 0]
+    return skel, lowered, theta
+
+
+def test_rows_equal_the_tasks_residuals(robot):
+    rng = np.random.default_rng(1)
+    sk = robot.skeleton
+    root, rot = _random_poses(sk, 6, rng)
+    tasks = _tasks(robot, root, rot, rng)
+    res = newton.solve_ik_newton(
+        sk, root, rot, tasks, max_iterations=0, first_iterations=0, carry=False, residuals=True
+    )
+    pose = Pose.of(sk, root, rot)
+    assert res.task_residuals is not None
+    for task, ours in zip(tasks, res.task_residuals, strict=True):
+        np.testing.assert_allclose(ours, task.residual(pose), atol=1e-12)
+    np.testing.assert_allclose(res.penalty, penalty(tasks, pose), rtol=1e-12)
+    assert (res.penalty > 0).all()
+
+
+def test_hessian_and_gradient_are_the_tasks_jacobians(robot):
+    """``H = M + 2 Jᵀ W J`` and ``g = M p + 2 Jᵀ W r`` with ``J`` the tasks' own
+    tangent-space Jacobians (:meth:`Task.jacobian`) on the kernel's parameters."""
+    rng = np.random.default_rng(2)
+    sk = robot.skeleton
+    root, rot = _random_poses(sk, 3, rng)
+    tasks = _tasks(robot, root, rot, rng)
+    rigidity = default_rigidity(sk)
+    skel, lowered, theta = _kernel_problem(sk, root, rot, tasks, rigidity)
+    kind, col, axis, t_col, m_reg = skel[3], skel[4], skel[5], skel[6], skel[7]
+    n = len(m_reg)
+    # tangent columns (3 + 3J) -> the kernel's parameters
+    basis = np.zeros((3 + 3 * sk.num_joints, n))
+    basis[:3, t_col : t_col + 3] = np.eye(3)
+    for j in range(sk.num_joints):
+        if kind[j] == 1:
+            basis[3 + 3 * j : 6 + 3 * j, col[j]] = axis[j]
+        elif kind[j] == 3:
+            basis[3 + 3 * j : 6 + 3 * j, col[j] : col[j] + 3] = np.eye(3)
+    kernel = newton._kernel()
+    for f in range(len(root)):
+        _, pen, grad, hess = kernel.evaluate_frame(
+            skel, lowered, root, rot, theta, f, np.zeros(n), 1.0, 0.0, 0.0
+        )
+        pose = Pose.of(sk, root[f], rot[f])
+        h = np.diag(m_reg)
+        g = np.zeros(n)
+        for task in tasks:
+            t = task.take(np.array([f])) if task.batch_shape else task
+            r = t.residual(pose).reshape(-1)
+            jac = t.jacobian(pose).reshape(len(r), -1) @ basis
+            on = r < 0 if task.inequality else np.ones(len(r), bool)
+            h += 2 * task.weight * jac[on].T @ jac[on]
+            g += 2 * task.weight * jac[on].T @ r[on]
+        scale = np.abs(h).max()
+        np.testing.assert_allclose(hess, h, atol=1e-9 * scale)
+        np.testing.assert_allclose(grad, g, atol=1e-9 * np.abs(g).max())
+        assert pen == pytest.approx(float(penalty(tasks, Pose.of(sk, root, rot))[f]), rel=1e-12)
+
+
+def test_gradient_against_finite_differences(robot):
+    """Along each parameter, moved as the solver moves it (a ball by ``exp(v) exp(δ)``)."""
+    rng = np.random.default_rng(3)
+    sk = robot.skeleton
+    root, rot = _random_poses(sk, 2, rng)
+    tasks = _tasks(robot, root, rot, rng)
+    skel, lowered, theta = _kernel_problem(sk, root, rot, tasks, default_rigidity(sk))
+    kernel = newton._kernel()
+    n = len(skel[7])
+    p = rng.normal(size=n) * 0.05
+    h = 1e-6
+    for f in range(2):
+        _, _, grad, _ = kernel.evaluate_frame(skel, lowered, root, rot, theta, f, p, 1.0, 0.0, 0.0)
+        fd = np.zeros(n)
+        for a in range(n):
+            e = np.zeros(n)
+            e[a] = h
+            ahead, back = np.zeros(n), np.zeros(n)
+            kernel._step(skel, p, e, 1.0, ahead)
+            kernel._step(skel, p, -e, 1.0, back)
+            up = kernel.evaluate_frame(skel, lowered, root, rot, theta, f, ahead, 1.0, 0.0, 0.0)[0]
+            down = kernel.evaluate_frame(skel, lowered, root, rot, theta, f, back, 1.0, 0.0, 0.0)[0]
+            fd[a] = (up - down) / (2 * h)
+        np.testing.assert_allclose(grad, fd, atol=1e-6 * np.abs(fd).max())
+
+
+def test_minimum_no_worse_than_solve_ik(robot):
+    """The same objective: Gauss-Newton frame by frame reaches the batched CG's minimum
+    (or a lower one) and is stationary there (goals near the pose: one minimum; links
+    crossing each other, whose normal flips, are the next test's)."""
+    rng = np.random.default_rng(4)
+    sk = robot.skeleton
+    root, rot = _random_poses(sk, 4, rng, spread=0.3)
+    tasks = [t for t in _tasks(robot, root, rot, rng, push=0.5) if not isinstance(t, CollisionTask)]
+    rigidity = default_rigidity(sk)
+    ours = newton.solve_ik_newton(
+        sk, root, rot, tasks, rigidity=rigidity, tolerance=1e-10, carry=False
+    )
+    cg = solve_ik(sk, root, rot, tasks, rigidity=rigidity, max_iterations=300)
+    assert (ours.objective <= cg.objective * (1 + 1e-6)).all()
+    assert (ours.iterations < 100).all()
+    skel, lowered, theta = _kernel_problem(sk, root, rot, tasks, rigidity)
+    kernel = newton._kernel()
+    for f in range(len(root)):
+        obj, _, grad, hess = kernel.evaluate_frame(
+            skel, lowered, root, rot, theta, f, ours.x[f], 1.0, 0.0, 0.0
+        )
+        assert obj == pytest.approx(ours.objective[f], rel=1e-12)
+        # the Newton decrement at the result: nothing left to gain
+        assert grad @ np.linalg.solve(hess, grad) < 1e-8 * obj
+
+
+def test_links_pushed_apart(robot):
+    """The arms' links asked to keep 3 cm further from the legs' than at the zero
+    configuration (they hang by the hips) end (nearly) that far apart."""
+    sk = robot.skeleton
+    root = np.array([[0.0, 0.0, 1.0]])
+    rot = quat.identity((1, sk.num_joints))
+    capsules = geom_capsules(robot.geoms)
+    rest = Pose.of(sk, root[0], rot[0])
+    pairs, gaps = separate_pairs(sk, capsules, rest, np.inf)
+    names = [sk.names[j] for j in capsules.joints]
+    arm = np.array(["ELBOW" in n or "WRIST" in n for n in names])
+    leg = np.array(["HIP" in n or "KNEE" in n for n in names])
+    close = (gaps < 0.02) & (
+        arm[pairs[:, 0]] & leg[pairs[:, 1]] | leg[pairs[:, 0]] & arm[pairs[:, 1]]
+    )
+    task = CollisionTask(capsules, pairs[close], margin=gaps[close] + 0.03, weight=1e5)
+    before = task.residual(rest)
+    assert before.min() < -0.02
+    res = newton.solve_ik_newton(sk, root, rot, [task], tolerance=1e-10, residuals=True)
+    assert res.task_residuals is not None
+    after = res.task_residuals[0]
+    assert after.min() > -0.1 * -before.min()
+    assert res.iterations[0] < 100
+
+
+def test_carry_reaches_the_same_minima_as_a_cold_start(robot):
+    """Each frame started from the last one's result (extrapolated) or from the
+    reference: the same minima."""
+    rng = np.random.default_rng(5)
+    sk = robot.skeleton
+    root, rot = _random_poses(sk, 1, rng, spread=0.3)
+    # a smooth clip: the pose turned slowly
+    turn = quat.quat_from_rotvec(np.linspace(0, 0.4, 12)[:, None] * [0.0, 0.0, 1.0])
+    rot = np.repeat(rot, 12, axis=0)
+    rot[:, 0] = quat.multiply(turn, rot[:, 0])
+    root = np.repeat(root, 12, axis=0)
+    tasks = [
+        t for t in _tasks(robot, root, rot, rng, push=0.5) if not isinstance(t, CollisionTask)
+    ]
+    kw = {"tolerance": 1e-10, "max_iterations": 60}
+    warm = newton.solve_ik_newton(sk, root, rot, tasks, predict=1.0, **kw)
+    cold = newton.solve_ik_newton(sk, root, rot, tasks, carry=False, **kw)
+    assert (warm.iterations < 60).all() and (cold.iterations < 60).all()
+    np.testing.assert_allclose(warm.objective, cold.objective, rtol=1e-8)
+    np.testing.assert_allclose(warm.x, cold.x, atol=1e-6)
+
+
+def test_hard_rows_made_firmer(robot):
+    """A floor the hands are pushed through: soft, the penalty leaves them under it;
+    hard, the frames are solved again firmer and end within the slack."""
+    sk = robot.skeleton
+    rng = np.random.default_rng(6)
+    root, rot = _random_poses(sk, 3, rng, spread=0.2)
+    pm, _ = forward_kinematics(sk, root, rot)
+    feet = np.arange(sk.num_joints, sk.num_points)
+    floor = pm[:, feet, 1].min() + 0.05
+    below = pm[:, feet].copy()
+    below[..., 1] = floor - 0.2
+    tasks = [
+        *[PositionTask(int(p), below[:, k], weight=1e3) for k, p in enumerate(feet)],
+        GroundTask(feet, floor, weight=1e3),
+    ]
+    soft = newton.solve_ik_newton(sk, root, rot, tasks, residuals=True)
+    hard = newton.solve_ik_newton(sk, root, rot, tasks, hard=[len(tasks) - 1], slack=1e-4)
+    assert soft.task_residuals is not None
+    assert soft.task_residuals[-1].min() < -1e-2
+    assert (hard.boosted > 0).all()
+    assert (hard.hard_violation < soft.task_residuals[-1].min(axis=1) * -0.01 + 1e-3).all()
+    pos, _ = forward_kinematics(sk, hard.root_position, hard.rotations)
+    assert pos[:, feet, 1].min() > floor - 2e-3
+
+
+class _Height(Task):
+    """A task of a kind the kernel does not know (the root's height)."""
+
+    @property
+    def size(self) -> int:
+        return 1
+
+    def residual(self, pose):
+        return pose.positions[..., 0, 1:2]
+
+    def jacobian(self, pose):
+        return pose.jacobian([0])[..., 1:2, :]
+
+
+def test_refuses_what_it_cannot_solve(robot):
+    sk = robot.skeleton
+    root, rot = _random_poses(sk, 2, np.random.default_rng(7))
+    goal = _Height(weight=1.0)
+    with pytest.raises(ValueError, match=r"_Height.*solve_ik"):
+        newton.solve_ik_newton(sk, root, rot, [goal])
+    two = sk.replace(channels=(sk.channels[0], ("Xrotation", "Yrotation"), *sk.channels[2:]))
+    with pytest.raises(ValueError, match="two rotation channels"):
+        newton.solve_ik_newton(two, root, rot, [])
+    with pytest.raises(ValueError, match="NaN"):
+        newton.solve_ik_newton(sk, root * np.nan, rot, [])
+
+
+def test_never_nan_on_a_degenerate_problem(robot):
+    """Goals at the joint they belong to and an unreachable goal: finite results."""
+    sk = robot.skeleton
+    root, rot = _random_poses(sk, 2, np.random.default_rng(8))
+    far = np.full((2, 3), 1e3)
+    res = newton.solve_ik_newton(sk, root, rot, [PositionTask(sk.num_points - 1, far, weight=1e6)])
+    assert np.isfinite(res.rotations).all() and np.isfinite(res.root_position).all()
+    assert np.isfinite(res.objective).all()
