@@ -379,3 +379,39 @@ def test_filter_leaves_its_inputs_alone(lafan):
         filt.step(GoalFrame(root[f], rot[f], goals[f], ori[f]))
     np.testing.assert_array_equal(root, walk.root_position)  # the state is the filter's own
     np.testing.assert_array_equal(rot, walk.rotations)
+
+
+# -- the channels of one pose (retarget._dofs_kernels) ----------------------------------------
+@pytest.mark.parametrize("seed", range(3))
+def test_channel_kernels_are_the_dofs_functions(vicon, seed):
+    """Channel axes, their pseudo-inverse and the projection onto the channels of one
+    pose, compiled, against :func:`retarget.dofs.channel_axes`, ``numpy.linalg.pinv`` and
+    :func:`retarget.dofs.project_to_dofs`, on CMU's skeleton (one, two and three channels,
+    channel frames turned) at random rotations off the channels."""
+    from retarget._dofs_kernels import channel_basis, project
+
+    sk = vicon.skeleton
+    rng = np.random.default_rng(seed)
+    rot = quat.normalize(rng.normal(size=(sk.num_joints, 4)))
+    order = np.array(
+        [
+            ["XYZ".index(a) for a in o + "".join(c for c in "XYZ" if c not in o)]
+            for o in sk.euler_orders
+        ],
+        dtype=np.intp,
+    )
+    count = np.array([len(o) for o in sk.euler_orders], dtype=np.intp)
+    assert set(count) == {0, 1, 2, 3}
+    joints = np.flatnonzero(count > 0)
+    basis = np.zeros((len(joints), 3, 3))
+    inverse = np.zeros((len(joints), 3, 3))
+    axes = np.ascontiguousarray(sk.axes)
+    channel_basis(rot, joints, axes, order, count, basis, inverse)
+    want = channel_axes(sk, rot)[joints]
+    np.testing.assert_allclose(basis, want, atol=1e-12)
+    np.testing.assert_allclose(inverse, np.linalg.pinv(want), atol=1e-9)
+    projected = rot.copy()
+    project(projected, axes, order, count)
+    np.testing.assert_allclose(
+        quat.canonical(projected), quat.canonical(project_to_dofs(sk, rot)), atol=1e-12
+    )

@@ -26,7 +26,15 @@ from retarget.io.robot import (
 )
 from retarget.kinematics import forward_kinematics
 from retarget.motion import Motion
-from retarget.robot import _hinge_axis, _solve_hinges, gather_hinges, geom_capsules, to_robot
+from retarget.robot import (
+    _continuous,
+    _hinge_axis,
+    _hinge_path,
+    _solve_hinges,
+    gather_hinges,
+    geom_capsules,
+    to_robot,
+)
 from retarget.robot_measures import RobotTrajectory, robot_motion, standing_height
 from retarget.roles import find_roles
 
@@ -165,6 +173,32 @@ def test_davenport_split_recovers_the_hinge_angles(angles):
     lo, hi = np.full(3, -1.3), np.full(3, 1.3)
     got = _solve_hinges(sk, group, product, lo, hi)[0]  # (branches, 3)
     assert np.abs(got - theta).max(axis=1).min() < 1e-8  # one of the two is the angles
+
+
+@pytest.mark.parametrize(
+    "names", [("LEFT_HIP_X", "LEFT_HIP_Z", "LEFT_HIP_Y"), ("LEFT_ANKLE_Y", "LEFT_ANKLE_X")]
+)
+def test_hinge_path_frame_by_frame_is_the_batched_one(names):
+    """The compiled split, each frame from the last one's angles, against the numpy one
+    (every frame from zero, then the branches and turns chosen along the path), on a
+    wandering rotation that crosses the ranges' ends and the branches' seam."""
+    sk = read_robot(ALEXANDER).skeleton
+    group = [sk.index(n) for n in names]
+    rng = np.random.default_rng(3)
+    steps = rng.normal(size=(400, len(group))) * 0.08
+    theta = np.cumsum(steps, axis=0) + 0.3
+    parts = [
+        quat.quat_from_rotvec(theta[:, i, None] * _hinge_axis(sk, k)) for i, k in enumerate(group)
+    ]
+    wanted = parts[0]
+    for p in parts[1:]:
+        wanted = quat.multiply(wanted, p)
+    lo, hi = np.full(len(group), -1.0), np.full(len(group), 1.5)
+    ours = _hinge_path(sk, group, wanted, lo, hi)
+    reference = _continuous(_solve_hinges(sk, group, wanted, lo, hi), lo, hi)
+    np.testing.assert_allclose(ours, reference, atol=1e-8)
+    if len(group) == 3:  # exact: the angles themselves, up to whole turns
+        assert np.abs(np.angle(np.exp(1j * (ours - theta)))).max() < 1e-8
 
 
 def test_gathered_and_carried_back_is_the_robot(g1):

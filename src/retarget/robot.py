@@ -17,8 +17,9 @@ each centre.
 1. each ball's rotation is split into its hinges' angles (Davenport angles by
    Gauss-Newton: exact for three hinges each square to the next, least squares
    for two; :func:`_solve_hinges`), the branch and each angle's ``2πk`` kept
-   continuous in time and brought into the ranges (:func:`_continuous`), then
-   clamped into them; every other joint's local rotation is the method
+   continuous in time and brought into the ranges (:func:`_continuous`; both
+   compiled, frame by frame from the last frame's angles: :func:`_hinge_path`),
+   then clamped into them; every other joint's local rotation is the method
    skeleton's (the frames agree: both are the world's axes at the zero
    configuration);
 2. the hinges' offsets from the centres, the clamps and a two-hinge ankle's
@@ -38,7 +39,6 @@ each centre.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -47,6 +47,7 @@ from numpy.typing import NDArray
 
 from . import dofs, quat
 from ._arrays import Array
+from ._lazy import loader
 from .environment import as_shape
 from .ik.newton import solve_ik_newton
 from .ik.numeric import default_rigidity
@@ -64,6 +65,8 @@ from .tasks import (
     fit_capsules,
 )
 from .tasks.collision import Capsules, separate_pairs
+
+_robot_kernels = loader("retarget._robot_kernels")
 
 __all__ = [
     "Gathered",
@@ -376,11 +379,31 @@ def _continuous(branches: Array, lower: Array, upper: Array) -> Array:
             if d < cost:
                 best, cost = c, d
         out[f] = prev = best
-    middle = np.median(out, axis=0)
-    turns = np.arange(-2, 3)[:, None] * two_pi  # the whole path 2πk over, k = -2..2
+    return _into_ranges(out, lower, upper)
+
+
+def _into_ranges(path: Array, lower: Array, upper: Array) -> Array:
+    """A hinge-angle path (F, n) shifted by ``2πk`` per hinge where that brings its
+    middle into the range."""
+    middle = np.median(path, axis=0)
+    turns = np.arange(-2, 3)[:, None] * 2 * np.pi  # the whole path 2πk over, k = -2..2
     shifted = middle + turns
     off = np.maximum(lower - shifted, 0) + np.maximum(shifted - upper, 0)
-    return out + turns[np.argmin(off + 1e-9 * np.abs(turns), axis=0), 0]
+    return path + turns[np.argmin(off + 1e-9 * np.abs(turns), axis=0), 0]
+
+
+def _hinge_path(
+    skeleton: Skeleton, group: list[int], wanted: Array, lower: Array, upper: Array
+) -> Array:
+    """:func:`_continuous` of :func:`_solve_hinges`, frame by frame from the last frame's
+    angles (compiled: :mod:`retarget._robot_kernels`), shape (F, n)."""
+    axes = np.stack([_hinge_axis(skeleton, k) for k in group])
+    out = np.empty((len(wanted), len(group)))
+    if len(wanted):
+        _robot_kernels().split_path(
+            axes, np.ascontiguousarray(wanted, dtype=np.float64), lower, upper, out
+        )
+    return _into_ranges(out, lower, upper)
 
 
 def geom_capsules(geoms: Sequence[Geom]) -> Capsules:
@@ -509,8 +532,7 @@ def to_robot(
         # a ball: its hinges' angles by Gauss-Newton, continuous in time, in their ranges
         lo = np.array([sk.limits[k, _channel(sk, k), 0] for k in group])
         hi = np.array([sk.limits[k, _channel(sk, k), 1] for k in group])
-        branches = _solve_hinges(sk, list(group), motion.rotations[:, m], lo, hi)
-        theta = np.clip(_continuous(branches, lo, hi), lo, hi)
+        theta = np.clip(_hinge_path(sk, list(group), motion.rotations[:, m], lo, hi), lo, hi)
         for i, k in enumerate(group):
             rot[:, k] = quat.quat_from_rotvec(theta[:, i, None] * _hinge_axis(sk, k))
     robot = Motion(sk, motion.root_position, dofs.clamp_to_limits(sk, rot), motion.fps)

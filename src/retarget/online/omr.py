@@ -84,8 +84,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._arrays import Array
+from .._dofs_kernels import channel_basis, project
 from .._kinematics_kernels import _fk_kernel
-from ..dofs import channel_axes, project_to_dofs
 from ..frames import GoalFrame, PoseFrame
 from ..ik.rate import rate_settings
 from ..result import speed
@@ -328,6 +328,18 @@ class OnlineRetargeter:
         self._parents = np.ascontiguousarray(skeleton.point_parents, dtype=np.intp)
         self._offsets_of_points = np.ascontiguousarray(skeleton.point_offsets[None], np.float64)
         self._no_basis = np.zeros((0, 3, 3))
+        # the channels as the compiled kernels take them (retarget._dofs_kernels)
+        self._axes_q = np.ascontiguousarray(skeleton.axes, dtype=np.float64)
+        self._order = np.array(
+            [
+                ["XYZ".index(a) for a in o + "".join(c for c in "XYZ" if c not in o)]
+                for o in skeleton.euler_orders
+            ],
+            dtype=np.intp,
+        ).reshape(-1, 3)
+        self._count = np.array([len(o) for o in skeleton.euler_orders], dtype=np.intp)
+        self._basis = np.zeros((len(self._joints), 3, 3))
+        self._basis_inverse = np.zeros((len(self._joints), 3, 3))
         feet = base.feet if base is not None else ()
         # feet whose turn fades with their toe's offset
         self._turning = np.array([f.orientation for f in feet if f.orientation >= 0], np.intp)
@@ -639,8 +651,16 @@ class OnlineRetargeter:
         basis: Array = self._no_basis
         basis_inverse: Array = self._no_basis
         if self._partial:  # joints move along their channels: columns v = C δθ
-            basis = channel_axes(self.skeleton, self._rot[0])[self._joints]  # (A, 3, 3)
-            basis_inverse = np.asarray(np.linalg.pinv(basis), dtype=np.float64)
+            basis, basis_inverse = self._basis, self._basis_inverse
+            channel_basis(
+                self._rot[0],
+                self._joints,
+                self._axes_q,
+                self._order,
+                self._count,
+                basis,
+                basis_inverse,
+            )
         gain, clamped = _update(
             self._root,
             self._rot,
@@ -673,7 +693,7 @@ class OnlineRetargeter:
             not self._partial,
         )
         if self._partial:  # back onto the channels exactly, then the FK
-            self._rot[0] = project_to_dofs(self.skeleton, self._rot[0])
+            project(self._rot[0], self._axes_q, self._order, self._count)
             self._forward_kinematics()
         return gain, clamped
 
