@@ -22,6 +22,7 @@ from retarget.tasks import (
     JointLimitTask,
     OrientationTask,
     PositionTask,
+    SegmentTask,
     Task,
     penalty,
 )
@@ -68,6 +69,9 @@ def _tasks(robot, root, rot, rng, push: float = 1.0):
         PositionTask(7, goal, weight=1e4),
         PositionTask(hand, pm[:, hand] + rng.normal(size=(frames, 3)) * 0.05 * push, weight=1e3),
         OrientationTask(9, turned, weight=2.0),
+        SegmentTask(
+            4, hand, pm[:, hand] - pm[:, 4] + rng.normal(size=(frames, 3)) * 0.05 * push, weight=5e3
+        ),
         GroundTask(feet, floor, rng.uniform(0, 0.05 * push, (frames, len(feet))), weight=1e5),
         CollisionTask(capsules, pairs, margin=gaps + 0.05 * push, weight=1e5),
         JointLimitTask(sk, weight=1e3),
@@ -229,15 +233,13 @@ def test_carry_reaches_the_same_minima_as_a_cold_start(robot):
     rot = np.repeat(rot, 12, axis=0)
     rot[:, 0] = quat.multiply(turn, rot[:, 0])
     root = np.repeat(root, 12, axis=0)
-    tasks = [
-        t for t in _tasks(robot, root, rot, rng, push=0.5) if not isinstance(t, CollisionTask)
-    ]
-    kw = {"tolerance": 1e-10, "max_iterations": 60}
+    tasks = [t for t in _tasks(robot, root, rot, rng, push=0.5) if not isinstance(t, CollisionTask)]
+    kw = {"tolerance": 1e-9, "max_iterations": 300, "first_iterations": 300}
     warm = newton.solve_ik_newton(sk, root, rot, tasks, predict=1.0, **kw)
     cold = newton.solve_ik_newton(sk, root, rot, tasks, carry=False, **kw)
-    assert (warm.iterations < 60).all() and (cold.iterations < 60).all()
+    assert (warm.iterations < 300).all() and (cold.iterations < 300).all()
     np.testing.assert_allclose(warm.objective, cold.objective, rtol=1e-8)
-    np.testing.assert_allclose(warm.x, cold.x, atol=1e-6)
+    np.testing.assert_allclose(warm.x, cold.x, atol=1e-5)
 
 
 def test_hard_rows_made_firmer(robot):

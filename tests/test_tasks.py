@@ -22,6 +22,7 @@ from retarget.tasks import (
     JointLimitTask,
     OrientationTask,
     PositionTask,
+    SegmentTask,
     Task,
     penalty,
     penalty_and_gradient,
@@ -95,10 +96,16 @@ def make_tasks(sk, n_frames, rng):
         ),
         "ground_fd": GroundTask(sk.indices(["LeftToe_end", "Hips"]), Bumpy(exact=False)),
         "limits": JointLimitTask(limited(sk), weight=5.0),
+        "segment": SegmentTask(
+            sk.index("LeftForeArm"), hand, rng.normal(0, 30, (n_frames, 3)), weight=4.0
+        ),
+        "segment_across": SegmentTask(  # two limbs: the start not above the end
+            sk.index("RightHand"), sk.index("LeftToe_end"), rng.normal(0, 30, (n_frames, 3))
+        ),
     }
 
 
-KINDS = ["position", "orientation", "ground", "ground_fd", "limits"]
+KINDS = ["position", "orientation", "ground", "ground_fd", "limits", "segment", "segment_across"]
 
 
 @pytest.fixture(scope="module")

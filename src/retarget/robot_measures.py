@@ -26,7 +26,8 @@ collision detection of the model (the reference the field checks with):
   source's joints scaled by the height ratio (``jerk_ratio``) and of the hinge
   angles (rad/s³);
 * **segment directions**: mean angle (degrees) between the robot's thighs,
-  shins, upper arms and forearms and the human's (each from the joint of one
+  shins, upper arms and forearms and the human's (and per segment,
+  ``segment_directions_deg``) (each from the joint of one
   role to the next, :func:`retarget.roles.find_roles` on both; a robot's joint
   of several hinges stands at their centre, :func:`retarget.robot.gather_hinges`,
   not at the anchor its file happens to give the first hinge).
@@ -302,7 +303,8 @@ def measure_robot(
     # segment directions
     turn = world.axes_between(world.up_name(up), "z")
     angles = []
-    for _, a, b in SEGMENTS:
+    by_segment: dict[str, float] = {}
+    for name, a, b in SEGMENTS:
         for side in ("left", "right"):
             ra, rb = r_roles.get(f"{side}_{a}"), r_roles.get(f"{side}_{b}")
             sa, sb = s_roles.get(f"{side}_{a}"), s_roles.get(f"{side}_{b}")
@@ -314,6 +316,7 @@ def measure_robot(
                 np.linalg.norm(dr, axis=-1) * np.linalg.norm(ds, axis=-1), 1e-300
             )
             angles.append(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
+            by_segment[f"{side}_{name}"] = float(angles[-1].mean())
     return {
         "frames": f,
         "robot_height_m": tall,
@@ -336,4 +339,5 @@ def measure_robot(
         "jerk_ratio": jerk_ratio,
         "joint_jerk": joint_jerk,
         "segment_direction_deg": float(np.mean(angles)) if angles else float("nan"),
+        "segment_directions_deg": by_segment,
     }

@@ -15,6 +15,8 @@ one tangent space (DESIGN.md idea 1), each with its chain of columns:
   ``[R_j]_k × (p − p_j)`` for a ball, ``I`` for the root translation;
 * orientation ``r = log(W ⊗ goal⁻¹)``, columns ``J_l(r)⁻¹ u_j``
   (:class:`~retarget.tasks.OrientationTask`);
+* segment ``r = (p_end − p_start) − goal``, the end's position columns less the
+  start's (:class:`~retarget.tasks.SegmentTask`);
 * ground ``r = p_y − h − clearance ≥ 0`` on a level floor
   (:class:`~retarget.tasks.GroundTask`);
 * collision ``r = |c_a − c_b| − r_a − r_b − margin ≥ 0``, columns
@@ -281,9 +283,45 @@ def _chain3(joint, x, y, z, moment, pos, parents, kind, col, u, t_col, jac3, nz_
 
 
 @numba.njit(cache=True, nogil=True)
+def _chain3_add(
+    joint, x, y, z, sign, pos, parents, kind, col, u, t_col, jac3, mark, nz_list, count
+):
+    # pragma: no cover - jitted
+    """Add ``sign`` times the position Jacobian of the point ``(x, y, z)`` carried by
+    ``joint`` (3 rows) into ``jac3`` (zero where not marked), new columns marked and
+    listed in ``nz_list`` after ``count``; returns the new count."""
+    j = joint
+    while j >= 0:
+        k = kind[j]
+        if k != FIXED and col[j] >= 0:
+            dx, dy, dz = x - pos[j, 0], y - pos[j, 1], z - pos[j, 2]
+            for m in range(k):
+                c = col[j] + m
+                ux, uy, uz = u[j, m, 0], u[j, m, 1], u[j, m, 2]
+                if not mark[c]:
+                    mark[c] = True
+                    nz_list[count] = c
+                    count += 1
+                jac3[0, c] += sign * (uy * dz - uz * dy)
+                jac3[1, c] += sign * (uz * dx - ux * dz)
+                jac3[2, c] += sign * (ux * dy - uy * dx)
+        j = parents[j]
+    if t_col >= 0:
+        for m in range(3):
+            c = t_col + m
+            if not mark[c]:
+                mark[c] = True
+                nz_list[count] = c
+                count += 1
+            jac3[m, c] += sign
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
 def _accumulate3(w, r0, r1, r2, jac3, nz_list, count, hess, grad):  # pragma: no cover
     """``H += 2 w J₃ᵀ J₃`` (lower triangle), ``g += 2 w J₃ᵀ r`` for three rows sharing
-    their columns (a row with ``r = 0`` and zero columns counts for nothing)."""
+    their columns (a row with ``r = 0`` and zero columns counts for nothing); clears
+    the columns of ``jac3`` after."""
     w2 = 2.0 * w
     for a in range(count):
         ca = nz_list[a]
@@ -293,6 +331,11 @@ def _accumulate3(w, r0, r1, r2, jac3, nz_list, count, hess, grad):  # pragma: no
             cb = nz_list[b]
             if cb <= ca:
                 hess[ca, cb] += w2 * (j0 * jac3[0, cb] + j1 * jac3[1, cb] + j2 * jac3[2, cb])
+    for a in range(count):  # cleared for the next rows
+        ca = nz_list[a]
+        jac3[0, ca] = 0.0
+        jac3[1, ca] = 0.0
+        jac3[2, ca] = 0.0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -312,8 +355,9 @@ def _store(w, r, jrow, mark, nz_list, count, ineq_j, ineq_r, ineq_w, ineq_n):
 
 
 @numba.njit(cache=True, nogil=True)
-def _model_step(hess, grad, ineq_j, ineq_r, ineq_w, ineq_n, scale, delta, lower, h, g, active):
-    # pragma: no cover - jitted
+def _model_step(
+    hess, grad, ineq_j, ineq_r, ineq_w, ineq_n, scale, mu, delta, lower, h, g, active
+):  # pragma: no cover - jitted
     """The Gauss-Newton step ``δ`` that minimises the model of the objective with its
     inequality rows as they are, one-sided:
 
@@ -321,8 +365,10 @@ def _model_step(hess, grad, ineq_j, ineq_r, ineq_w, ineq_n, scale, delta, lower,
 
     (``H``, ``g``: the equality rows' and the regulariser's, lower triangle), a convex
     piecewise quadratic, by its active set: the rows predicted violated are added, the
-    step solved again, until the set holds (a few solves). Returns ``(solved, slope)``,
-    ``slope`` the objective's own derivative along ``δ`` (negative: a descent)."""
+    step solved again, until the set holds (a few solves); ``μ diag(H)`` is added to
+    ``H`` (Levenberg-Marquardt's damping). Returns ``(solved, slope, decrease)``:
+    ``slope`` the objective's own derivative along ``δ`` (negative: a descent),
+    ``decrease`` the model's (positive)."""
     n = grad.shape[0]
     m = ineq_n[0]
     for k in range(m):
@@ -333,7 +379,7 @@ def _model_step(hess, grad, ineq_j, ineq_r, ineq_w, ineq_n, scale, delta, lower,
             g[a] = grad[a]
             for b in range(a + 1):
                 h[a, b] = hess[a, b]
-            h[a, a] += 1e-9 * scale[a] * scale[a]
+            h[a, a] += mu * hess[a, a] + 1e-9 * scale[a] * scale[a]
         for k in range(m):
             if not active[k]:
                 continue
@@ -360,15 +406,22 @@ def _model_step(hess, grad, ineq_j, ineq_r, ineq_w, ineq_n, scale, delta, lower,
         if not changed:
             break
     slope = 0.0
+    model = 0.0  # m(δ) − m(0)
     for a in range(n):
         slope += grad[a] * delta[a]
+        model += delta[a] * (grad[a] + 0.5 * hess[a, a] * delta[a])
+        for b in range(a):
+            model += hess[a, b] * delta[a] * delta[b]
     for k in range(m):
+        jd = 0.0
+        for a in range(n):
+            jd += ineq_j[k, a] * delta[a]
         if ineq_r[k] < 0.0:
-            jd = 0.0
-            for a in range(n):
-                jd += ineq_j[k, a] * delta[a]
             slope += 2.0 * ineq_w[k] * ineq_r[k] * jd
-    return solved, slope
+            model -= ineq_w[k] * ineq_r[k] * ineq_r[k]
+        after = min(ineq_r[k] + jd, 0.0)
+        model += ineq_w[k] * after * after
+    return solved, slope, -model
 
 
 @numba.njit(cache=True, nogil=True)
@@ -428,6 +481,10 @@ def _evaluate(
         lim_bound,
         lim_w,
         lim_hard,
+        seg_a,
+        seg_b,
+        seg_goal,
+        seg_w,
     ) = tasks
     root, rot, p, theta_ref, pos, world = state
     hess, grad, jrow, mark, nz_list, u, ends, jac3, cand, flags = work[:10]
@@ -541,6 +598,69 @@ def _evaluate(
             jac3[1, c] = jl[3] * ux + jl[4] * uy + jl[5] * uz
             jac3[2, c] = jl[6] * ux + jl[7] * uy + jl[8] * uz
         _accumulate3(ori_w[i], rv[0], rv[1], rv[2], jac3, nz_list, count, hess, grad)
+    # -- segments: p_end − p_start ----------------------------------------------------
+    for i in range(seg_a.shape[0]):
+        ea, eb = seg_a[i], seg_b[i]
+        r0, r1, r2 = 0.0, 0.0, 0.0
+        on0, on1, on2 = (
+            np.isfinite(seg_goal[f, i, 0]),
+            np.isfinite(seg_goal[f, i, 1]),
+            np.isfinite(seg_goal[f, i, 2]),
+        )
+        if on0:
+            r0 = pos[eb, 0] - pos[ea, 0] - seg_goal[f, i, 0]
+        if on1:
+            r1 = pos[eb, 1] - pos[ea, 1] - seg_goal[f, i, 1]
+        if on2:
+            r2 = pos[eb, 2] - pos[ea, 2] - seg_goal[f, i, 2]
+        if keep:
+            residuals[f, row], residuals[f, row + 1], residuals[f, row + 2] = r0, r1, r2
+        row += 3
+        if not (on0 or on1 or on2):
+            continue
+        pen += seg_w[i] * (r0 * r0 + r1 * r1 + r2 * r2)
+        if with_jac:
+            count = _chain3_add(
+                _joint_of(eb, parents, num_joints),
+                pos[eb, 0],
+                pos[eb, 1],
+                pos[eb, 2],
+                1.0,
+                pos,
+                parents,
+                kind,
+                col,
+                u,
+                t_col,
+                jac3,
+                mark,
+                nz_list,
+                0,
+            )
+            count = _chain3_add(
+                _joint_of(ea, parents, num_joints),
+                pos[ea, 0],
+                pos[ea, 1],
+                pos[ea, 2],
+                -1.0,
+                pos,
+                parents,
+                kind,
+                col,
+                u,
+                t_col,
+                jac3,
+                mark,
+                nz_list,
+                count,
+            )
+            for a in range(count):
+                cc = nz_list[a]
+                mark[cc] = False
+                jac3[0, cc] *= on0
+                jac3[1, cc] *= on1
+                jac3[2, cc] *= on2
+            _accumulate3(seg_w[i], r0, r1, r2, jac3, nz_list, count, hess, grad)
     # -- ground -----------------------------------------------------------------------
     for i in range(gr_pt.shape[0]):
         e = gr_pt[i]
@@ -948,6 +1068,7 @@ def solve_frames(
         boosts = 0
         total = 0
         flags[:] = False
+        mu = 0.0  # Levenberg-Marquardt's damping, from the steps' gain ratios
         _set_pose(f, skel, root_ref, rot_ref, p, root, rot)
         _select_pairs(skel, tasks, root, rot, pos, world, ends, buffer, cand)
         while True:
@@ -973,7 +1094,7 @@ def solve_frames(
             while it < budget:
                 it += 1
                 total += 1
-                solved, slope = _model_step(
+                solved, slope, predicted = _model_step(
                     hess,
                     grad,
                     work[10],
@@ -981,6 +1102,7 @@ def solve_frames(
                     work[12],
                     work[13],
                     scale,
+                    mu,
                     delta,
                     lower,
                     work[15],
@@ -1060,10 +1182,17 @@ def solve_frames(
                 for a in range(n):
                     size = max(size, scale[a] * abs(alpha * delta[a]))
                 if accepted:
+                    # the gain ratio: the objective's decrease over the model's (a GN
+                    # model far off, as where residuals stay large, zigzags: damp it)
+                    ratio = (obj - o2) / max(predicted, 1e-300) if alpha == 1.0 else 0.0
+                    if ratio < 0.25:
+                        mu = max(4.0 * mu, 1e-3)
+                    elif ratio > 0.75:
+                        mu = mu / 3.0 if mu > 1e-6 else 0.0
                     for a in range(n):
                         p[a] = trial[a]
                     obj, pen, worst = o2, pen2, worst2
-                if not accepted or size < tol:
+                if not accepted or size * (1.0 + mu) < tol:  # (the undamped step's size)
                     break
                 if not fresh:  # H and g at the point taken
                     obj, pen, worst = _at(

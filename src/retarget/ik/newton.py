@@ -34,7 +34,10 @@ firmer (:attr:`NewtonResult.boosted`).
 Joints: the root translation and any three-channel joint (a rotation vector,
 ``q ⊗ exp(v)``), one-channel joints (hinges, ``q_ref ⊗ exp(δθ c)`` with ``c``
 the channel's axis, :func:`retarget.dofs.channel_axes`) and joints without
-channels or with infinite rigidity (fixed). Two-channel joints are refused.
+channels or with infinite rigidity (fixed). Two-channel joints are refused. A
+hinge's angle (for its limits) is its reference's twist about its axis plus ``δθ``:
+:func:`retarget.dofs.channel_angles`' for a reference on its channel, as the
+reference of a robot's hinges is.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from ..tasks import (
     JointLimitTask,
     OrientationTask,
     PositionTask,
+    SegmentTask,
     Task,
 )
 from .numeric import _check_rigidity, default_rigidity
@@ -88,6 +92,8 @@ class NewtonResult:
         The largest violation of a hard row at the result (task units; 0: none).
     task_residuals : list of (F, m) arrays, or None
         Every task's residual at the result, in the order given (``residuals=True``).
+    columns : (J,) int
+        Each joint's first column of ``x`` (-1: none; a hinge has one, a ball three).
     """
 
     root_position: Array
@@ -99,6 +105,7 @@ class NewtonResult:
     boosted: NDArray[np.int64]
     hard_violation: Array
     task_residuals: list[Array] | None
+    columns: NDArray[np.intp]
 
 
 def _joints(skeleton: Skeleton, rigidity: Array, rot0: Array) -> tuple:
@@ -144,12 +151,14 @@ def _lower(
     tasks: Sequence[Task], frames: int, kind: NDArray[np.intp], hard: set[int]
 ) -> tuple[tuple, list[tuple[str, int, int]]]:
     """The tasks as the kernel's arrays, and per task ``(kind, first row, rows)`` in
-    the kernel's row order (positions, orientations, ground, collision, limits)."""
+    the kernel's row order (positions, orientations, segments, ground, collision,
+    limits)."""
     pos: list = []
     ori: list = []
     ground: list = []
     coll: list = []
     lim: list = []
+    seg: list = []
     floor = None
     for i, t in enumerate(tasks):
         if t.weight == 0.0 or t.size == 0:
@@ -158,6 +167,8 @@ def _lower(
             pos.append((i, t.point, np.broadcast_to(t.goal, (frames, 3)), t.weight))
         elif isinstance(t, OrientationTask):
             ori.append((i, t.point, np.broadcast_to(t.goal, (frames, 4)), t.weight))
+        elif isinstance(t, SegmentTask):
+            seg.append((i, (t.start, t.end), np.broadcast_to(t.goal, (frames, 3)), t.weight))
         elif isinstance(t, GroundTask):
             if not isinstance(t.ground, Floor):
                 raise ValueError(
@@ -181,8 +192,8 @@ def _lower(
             lim.append((i, t))
         else:
             raise ValueError(
-                f"solve_ik_newton takes position, orientation, ground, collision and joint-"
-                f"limit tasks; got {type(t).__name__} (use solve_ik)"
+                f"solve_ik_newton takes position, orientation, segment, ground, collision "
+                f"and joint-limit tasks; got {type(t).__name__} (use solve_ik)"
             )
     layout: list[tuple[int, str, int, int]] = []
     row = 0
@@ -191,6 +202,9 @@ def _lower(
         row += 3
     for i, *_ in ori:
         layout.append((i, "orientation", row, 3))
+        row += 3
+    for i, *_ in seg:
+        layout.append((i, "segment", row, 3))
         row += 3
     for i, pts, _, _ in ground:
         layout.append((i, "ground", row, len(pts)))
@@ -270,6 +284,12 @@ def _lower(
         np.asarray(lim_bound, dtype=np.float64),
         np.asarray(lim_w, dtype=np.float64),
         np.asarray(lim_hard, dtype=np.bool_),
+        np.asarray([a for _, (a, _), _, _ in seg], dtype=np.intp),
+        np.asarray([b for _, (_, b), _, _ in seg], dtype=np.intp),
+        np.ascontiguousarray(
+            np.stack([g for _, _, g, _ in seg], axis=1) if seg else np.zeros((frames, 0, 3))
+        ),
+        np.asarray([w for *_, w in seg], dtype=np.float64),
     )
     order = sorted(layout)  # by task index
     return lowered, [(k, start, size) for _, k, start, size in order]
@@ -306,7 +326,7 @@ def solve_ik_newton(
     rotations : array_like, shape (F, J, 4)
         Reference local rotations.
     tasks : sequence of Task
-        Position, orientation, ground (level floor), collision and joint-limit tasks,
+        Position, orientation, segment, ground (level floor), collision and joint-limit tasks,
         their goals per frame (F, ...) or constant; NaN: inactive.
     rigidity : array_like, shape (J + 1,), optional
         Diagonal of ``M`` (:func:`retarget.ik.numeric.default_rigidity`).
@@ -356,8 +376,10 @@ def solve_ik_newton(
     n = len(skel[7])
     theta_ref = np.zeros((frames, n_joints))
     hinges = np.flatnonzero(skel[3] == _HINGE)
-    if len(hinges) and len(lowered[20]):
-        theta_ref[:, hinges] = dofs.channel_angles(skeleton, rot)[:, hinges, 0]
+    if len(hinges) and len(lowered[20]):  # the hinges' angles at the reference: their twist
+        q = rot[:, hinges]
+        along = np.einsum("fhc,hc->fh", q[..., 1:], skel[5][hinges])
+        theta_ref[:, hinges] = np.angle(np.exp(2j * np.arctan2(along, q[..., 0])))
     p0 = np.zeros((frames, n)) if start is None else np.asarray(start, dtype=np.float64)
     p0 = np.ascontiguousarray(np.broadcast_to(p0, (frames, n)))
     settings = np.array(
@@ -405,4 +427,5 @@ def solve_ik_newton(
         boosted=info[:, 3].astype(np.int64),
         hard_violation=info[:, 4],
         task_residuals=task_residuals,
+        columns=skel[4],
     )

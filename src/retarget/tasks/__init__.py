@@ -19,6 +19,7 @@ OrientationTask    ``log(W_point ⊗ goal⁻¹)`` (world-frame rotvec)   3      
 JointLimitTask     ``θ − lo ≥ 0``, ``hi − θ ≥ 0`` per finite limit  varies ``limits``
 GroundTask         ``y − h(x, z) − clearance ≥ 0`` per point        K      ``ground``
 CollisionTask      ``|c_a − c_b| − r_a − r_b − margin ≥ 0``         P      ``collision``
+SegmentTask        ``(p_end − p_start) − goal``                     3      ``segment``
 =================  ===============================================  =====  ===============
 
 A root-position task is ``PositionTask(0, goal)``.
@@ -36,6 +37,7 @@ from .ground import GroundTask
 from .limits import JointLimitTask
 from .orientation import OrientationTask
 from .position import PositionTask
+from .segment import SegmentTask
 from .solver import IKFrames, IKSolver
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "OrientationTask",
     "PositionTask",
     "Residual",
+    "SegmentTask",
     "Task",
     "fit_capsules",
     "penalty",
