@@ -85,20 +85,22 @@ def channel_basis(rot, joints, axes, order, count, basis, basis_inverse):  # pra
     channels it has not; :func:`retarget.dofs.channel_axes`) into ``basis[t]`` (3, 3) and
     their pseudo-inverse (the present columns' ``(CᵀC)⁻¹ Cᵀ``, zero rows elsewhere)
     into ``basis_inverse[t]``."""
+    body = np.zeros((3, 3))
+    local = np.zeros((3, 3))
     for t in range(joints.shape[0]):
         j = joints[t]
         i0, i1, i2 = order[j, 0], order[j, 1], order[j, 2]
         _, b, c = _euler(_channel_frame(rot, axes, j), i0, i1, i2)
         rb = _about(i1, b)
         rc = _about(i2, c)
-        body = np.zeros((3, 3))  # columns Rcᵀ Rbᵀ e0, Rcᵀ e1, e2
+        body[:, :] = 0.0  # columns Rcᵀ Rbᵀ e0, Rcᵀ e1, e2
         for r in range(3):
             for m in range(3):
                 body[r, 0] += rc[m, r] * rb[i0, m]
             body[r, 1] = rc[i1, r]
         body[i2, 2] = 1.0
         frame = _matrix(axes[j, 0], axes[j, 1], axes[j, 2], axes[j, 3])
-        local = np.zeros((3, 3))  # A ω_k
+        local[:, :] = 0.0  # A ω_k
         for r in range(3):
             for k in range(3):
                 for m in range(3):
@@ -110,19 +112,24 @@ def channel_basis(rot, joints, axes, order, count, basis, basis_inverse):  # pra
                 basis_inverse[t, k, r] = 0.0
         if n == 0:
             continue
-        # (CᵀC)⁻¹ Cᵀ of the n present columns
-        gram = np.zeros((n, n))
-        for p in range(n):
-            for q in range(n):
-                for r in range(3):
-                    gram[p, q] += local[r, p] * local[r, q]
-        inverse = np.linalg.inv(gram)
-        for p in range(n):
+        # (CᵀC)⁻¹ Cᵀ of the n present columns: the Gram matrix's inverse in closed form
+        g00 = local[0, 0] ** 2 + local[1, 0] ** 2 + local[2, 0] ** 2
+        if n == 1:
             for r in range(3):
-                v = 0.0
-                for q in range(n):
-                    v += inverse[p, q] * local[r, q]
-                basis_inverse[t, p, r] = v
+                basis_inverse[t, 0, r] = local[r, 0] / g00
+            continue
+        g01 = local[0, 0] * local[0, 1] + local[1, 0] * local[1, 1] + local[2, 0] * local[2, 1]
+        g11 = local[0, 1] ** 2 + local[1, 1] ** 2 + local[2, 1] ** 2
+        if n == 2:
+            det = g00 * g11 - g01 * g01
+            for r in range(3):
+                basis_inverse[t, 0, r] = (g11 * local[r, 0] - g01 * local[r, 1]) / det
+                basis_inverse[t, 1, r] = (g00 * local[r, 1] - g01 * local[r, 0]) / det
+            continue
+        inverse = np.linalg.inv(local)  # three channels: C itself is square
+        for p in range(3):
+            for r in range(3):
+                basis_inverse[t, p, r] = inverse[p, r]
 
 
 @numba.njit(cache=True, nogil=True)

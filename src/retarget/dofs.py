@@ -23,6 +23,7 @@ All arrays broadcast over leading axes; angles in radians.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -374,10 +375,13 @@ def twist_for_hinge(
     outside = np.maximum(lo - hinge, 0.0) + np.maximum(hinge - hi, 0.0)
     out = np.empty(len(roots))
     last = 0.0
-    for f in range(len(roots)):  # frame by frame: a straight knee's roots swap places
-        if r[f] > 1e-12:
-            step = np.abs(np.angle(np.exp(1j * (roots[f] - last))))
-            cost = np.where(outside[f] > 1e-12, 10.0 + outside[f], 0.0) + step  # inside first
-            last = float(roots[f, int(np.argmin(cost))])
+    two_pi = 2.0 * math.pi
+    reach, pairs, off = r.tolist(), roots.tolist(), outside.tolist()
+    for f in range(len(pairs)):  # frame by frame: a straight knee's roots swap places
+        if reach[f] > 1e-12:
+            (r0, r1), (o0, o1) = pairs[f], off[f]
+            c0 = (10.0 + o0 if o0 > 1e-12 else 0.0) + abs(math.remainder(r0 - last, two_pi))
+            c1 = (10.0 + o1 if o1 > 1e-12 else 0.0) + abs(math.remainder(r1 - last, two_pi))
+            last = r0 if c0 <= c1 else r1  # inside first, then nearest the last
         out[f] = last
     return out

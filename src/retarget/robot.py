@@ -189,14 +189,20 @@ def gather_hinges(robot: Skeleton, names: tuple[str, ...] | None = None) -> Gath
     for j in range(1, n):
         kids[int(sk.parents[j])].append(j)
     head = list(range(n))  # the gathered joint each robot joint belongs to
+    # hinges at one place: within a hundredth of the robot's extent at rest (TALOS's
+    # leg_left_1/2/3_joint, numbered, not named by axis, meet at the hip's centre)
+    at = np.zeros((n, 3))
+    for j in range(1, n):
+        at[j] = at[int(sk.parents[j])] + sk.offsets[j]
+    near = 0.01 * float(np.ptp(at, axis=0).max()) if n > 1 else 0.0
     for j in range(1, n):
         p = int(sk.parents[j])
         group = [k for k in range(n) if head[k] == head[p]]
         if (
             len(group) < 3
             and len(kids[p]) == 1
-            and one_joint(sk, p, j, names)
-            and all(len(sk.euler_orders[k]) == 1 for k in group)
+            and all(len(sk.euler_orders[k]) == 1 for k in (*group, j))
+            and (one_joint(sk, p, j, names) or float(np.linalg.norm(sk.offsets[j])) <= near)
             and _orthogonal([_hinge_axis(sk, p), _hinge_axis(sk, j)])
         ):
             head[j] = head[p]
@@ -254,8 +260,11 @@ def gather_hinges(robot: Skeleton, names: tuple[str, ...] | None = None) -> Gath
             [sk.site_parents, [int(sk.parents[m[0]]) for m in balls]]
         ).astype(np.intp),
         site_offsets=np.concatenate(
-            [sk.site_offsets, [centre[m[0]] - rest[int(sk.parents[m[0]])] for m in balls]]
-        ).reshape(-1, 3),
+            [
+                sk.site_offsets,
+                np.reshape([centre[m[0]] - rest[int(sk.parents[m[0]])] for m in balls], (-1, 3)),
+            ]
+        ),
     )
     points = [rig.index(f"{sk.names[m[0]]}_centre") if len(m) > 1 else m[0] for m in members] + [
         rig.index(name) for name in sk.site_names
@@ -312,7 +321,7 @@ _HULL_SHARE = 0.9
 _SLACK = 1e-3
 
 #: The IK pass stops a frame when its last step moved no hinge by more than this (rad).
-_TOLERANCE = 1e-4
+_TOLERANCE = 1e-3
 
 
 @dataclass(frozen=True)

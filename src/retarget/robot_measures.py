@@ -206,7 +206,7 @@ def measure_robot(
     *,
     margin: float = 0.005,
     velocity: float | None = None,
-) -> dict[str, float | int | list]:
+) -> dict[str, float | int | list | dict]:
     """The robot measures of a trajectory against its human source (module docstring).
 
     ``source`` is the human clip the trajectory was made from (same frames, any

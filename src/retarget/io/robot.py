@@ -50,6 +50,7 @@ records both (``unit="m"``, ``up="z"``).
 
 from __future__ import annotations
 
+import os
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -196,8 +197,12 @@ def _load(path: Path):
         raise FormatError(str(path), None, f"reading robots needs mujoco ({exc})") from None
     if not path.is_file():
         raise FormatError(str(path), None, "no such file")
+    text = _resolved_urdf(path) if path.suffix.lower() == ".urdf" else None
     try:
-        spec = mujoco.MjSpec.from_file(str(path))
+        if text is None:
+            spec = mujoco.MjSpec.from_file(str(path))
+        else:
+            spec = mujoco.MjSpec.from_string(text)
         root = spec.worldbody.first_body()
         fixed = root is not None and not any(
             j.type == mujoco.mjtJoint.mjJNT_FREE for j in root.joints
@@ -210,6 +215,63 @@ def _load(path: Path):
         found = re.search(r"line(?: number)?[ =](\d+)", message, re.IGNORECASE)
         line = int(found.group(1)) if found else None
         raise FormatError(str(path), line, f"MuJoCo cannot compile it: {message}") from None
+
+
+def _package_file(urdf: Path, uri: str) -> Path | None:
+    """Where ``package://PKG/REST`` (a ROS package path) is: ``REST`` (or its tail, the
+    longest that exists) under the URDF's folder or one above it, nearest first, or
+    under a folder of ``ROS_PACKAGE_PATH``; None when none exists. (A robot's
+    description package holds ``urdf/`` and ``meshes/`` side by side, and packages
+    are copied under other names: the tails find them wherever the copy lies.)"""
+    rest = uri[len("package://") :].lstrip("/")
+    parts = Path(rest).parts
+    roots = list(urdf.resolve().parents)
+    roots += [Path(d) for d in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep) if d]
+    for top in roots:
+        if parts and (top / parts[0]).is_dir() and (top / rest).is_file():
+            return top / rest
+        for k in range(1, len(parts)):
+            candidate = top.joinpath(*parts[k:])
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def _resolved_urdf(path: Path) -> str | None:
+    """The URDF's text with its ``package://`` and ``file://`` mesh filenames resolved to
+    files (:func:`_package_file`) and every mesh path absolute, for MuJoCo (which reads
+    neither); None when it has none of them. A mesh not found is a one-line error."""
+    try:
+        tree = ET.parse(path)
+    except (ET.ParseError, OSError):
+        return None  # MuJoCo's own error says what is wrong
+    meshes = [m for m in tree.getroot().iter("mesh") if m.get("filename")]
+    if not any(str(m.get("filename")).startswith(("package://", "file://")) for m in meshes):
+        return None
+    for mesh in meshes:
+        name = str(mesh.get("filename"))
+        if name.startswith("package://"):
+            found = _package_file(path, name)
+            if found is None:
+                raise FormatError(
+                    str(path),
+                    None,
+                    f"mesh {name!r} not found in the folders above the file or in ROS_PACKAGE_PATH",
+                )
+        elif name.startswith("file://"):
+            found = Path(name[len("file://") :])
+        else:
+            found = path.parent / name
+        mesh.set("filename", str(found.resolve()))
+    root = tree.getroot()
+    extra = root.find("mujoco")
+    if extra is None:
+        extra = ET.SubElement(root, "mujoco")
+    compiler = extra.find("compiler")
+    if compiler is None:
+        compiler = ET.SubElement(extra, "compiler")
+    compiler.set("strippath", "false")  # the paths just made absolute
+    return ET.tostring(root, encoding="unicode")
 
 
 def _urdf_velocities(path: Path) -> dict[str, float]:
@@ -279,18 +341,54 @@ def _root_body(model) -> int:
     return max(tops, key=lambda b: below[b])
 
 
-def _sole_tip(points: NDArray[np.float64]) -> NDArray[np.float64]:
+def _forward(
+    foot: int,
+    parents: list[int],
+    channels: list[tuple[str, ...]],
+    axes: list[NDArray[np.float64]],
+    limits: list[NDArray[np.float64]],
+    rest: NDArray[np.float64],
+    point: NDArray[np.float64],
+) -> NDArray[np.float64] | None:
+    """Which way the robot faces (a horizontal unit vector), from a leg: its knee, the
+    hinge above ``foot`` whose range bends one way (from about 0 to a radian or more)
+    and that moves the foot's ``point`` (in the foot joint's frame) most horizontally,
+    bends the shin back; None when the leg has no such hinge. (A foot's sole is not a
+    guide: TALOS's reaches 11 cm behind its ankle and 10 cm ahead.)"""
+    at = rest[foot] + point
+    best, forward = 0.0, None
+    k = foot
+    while k > 0:
+        lo, hi = limits[k][0] if len(channels[k]) == 1 else (-np.inf, np.inf)
+        if len(channels[k]) == 1 and ((lo >= -0.2 and hi >= 1.0) or (hi <= 0.2 and lo <= -1.0)):
+            theta = 0.5 if hi >= 1.0 else -0.5
+            a = quat.rotate(axes[k], np.array([1.0, 0.0, 0.0]))
+            v = at - rest[k]
+            moved = quat.rotate(quat.quat_from_rotvec(theta * a), v) - v
+            flat = np.array([moved[0], moved[1], 0.0])
+            size = float(np.linalg.norm(flat))
+            if size > best:
+                best, forward = size, -flat / size
+        k = parents[k]
+    return forward
+
+
+def _sole_tip(
+    points: NDArray[np.float64], forward: NDArray[np.float64] | None = None
+) -> NDArray[np.float64]:
     """The tip (3,) of a foot's geometry ``points`` (N, 3), in its joint's frame: on
     its sole (the points within 2 mm of the lowest), along the sole's long axis
-    (its principal axis in the floor's plane, turned away from the joint), the
-    middle of the front edge (the sole's points within 1 cm of the farthest),
-    pushed out to the farthest. (The farthest point itself is a corner of the sole,
-    3.5 cm to the side on the G1: aimed at, it turned the foot 15° for the methods.)"""
+    (its principal axis in the floor's plane, turned the way the robot faces,
+    ``forward``, :func:`_forward`; without it, away from the joint), the middle of
+    the front edge (the sole's points within 1 cm of the farthest), pushed out to
+    the farthest. (The farthest point itself is a corner of the sole, 3.5 cm to the
+    side on the G1: aimed at, it turned the foot 15° for the methods.)"""
     sole = points[points[:, 2] <= points[:, 2].min() + 0.002]
     centre = sole.mean(axis=0)
     spread = (sole - centre) * np.array([1.0, 1.0, 0.0])
     _, _, vt = np.linalg.svd(spread, full_matrices=False)
-    axis = vt[0] if float(vt[0] @ centre) >= 0.0 else -vt[0]
+    way = centre if forward is None else forward
+    axis = vt[0] if float(vt[0] @ way) >= 0.0 else -vt[0]
     along = sole @ axis
     front = sole[along >= along.max() - 0.01].mean(axis=0)
     return front + (along.max() - float(front @ axis)) * axis
@@ -503,7 +601,8 @@ def read_robot(path: str | Path) -> Robot:
         site_names.append(_unique(f"{names[j]}_end", names, site_names))
         site_parents.append(j)
         if pts[:, 2].min() + rest[j, 2] <= lowest + 0.02:  # a foot: its sole's tip
-            site_offsets.append(_sole_tip(pts))
+            forward = _forward(j, parents, channels, axes, limits, rest, pts.mean(axis=0))
+            site_offsets.append(_sole_tip(pts, forward))
         else:
             site_offsets.append(pts[int(np.argmax(np.linalg.norm(pts, axis=1)))])
 

@@ -221,10 +221,18 @@ def run_method(
     tracked: list[Array] = []
     restarts = set(np.asarray(cuts, dtype=np.intp).tolist())
     method.reset()
+    inputs: tuple[Array, ...] = ()
     for f in range(n):
         if f in restarts and f > 0:
             method.reset(restart=True)
-        pose = method.step(PoseFrame(source.root_position[f], source.rotations[f]))
+        if method.plan is None or method.filter is None:  # the first frame fixes the plan
+            pose = method.step(PoseFrame(source.root_position[f], source.rotations[f]))
+            assert method.plan is not None
+            # each frame's inputs are the plan's of that frame alone (what ``step``
+            # computes frame by frame): all at once
+            inputs = method.plan.inputs(source.root_position, source.rotations)
+        else:
+            pose = method.filter.step(GoalFrame(*(a[f] for a in inputs)))
         out_root[f], out_rot[f] = pose.root_position, pose.rotations
         assert method.filter is not None
         tracked.append(method.filter.goals)
