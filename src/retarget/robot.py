@@ -116,6 +116,14 @@ class Gathered:
         return any(len(m) > 1 for m in self.members)
 
 
+#: A link between two hinges, each square to the next, shorter than this share of the
+#: bone the second carries is part of one joint with them, unless one is a knee or an
+#: elbow (TALOS's shoulder: its first hinge 14 cm in from the other two, which carry a
+#: 27 cm upper arm; without it the shoulder had two hinges and the upper arms were
+#: 11-13° off the human's).
+_SHORT = 0.6
+
+
 def _hinge_axis(skeleton: Skeleton, j: int) -> NDArray[np.float64]:
     """The axis of one-channel joint ``j`` in its frame (unit)."""
     axes = dofs.channel_axes(skeleton, quat.identity((skeleton.num_joints,)))[j]
@@ -179,7 +187,11 @@ def gather_hinges(robot: Skeleton, names: tuple[str, ...] | None = None) -> Gath
     ----------
     robot : Skeleton
         A robot's (:func:`retarget.io.robot.read_robot`), or any skeleton: one
-        without runs of one-channel joints of one name comes back unchanged.
+        without runs of one-channel joints comes back unchanged. A run: hinges each
+        the only child of the last, each axis square to the next, up to three, of
+        one name but for the axis words (:func:`retarget.roles.one_joint`) or at one
+        place, or a short link apart (:data:`_SHORT`); a knee or an elbow is never
+        part of one.
     names : tuple of str, optional
         The names to compare (default the joints'): the hinges' own names.
     """
@@ -195,15 +207,36 @@ def gather_hinges(robot: Skeleton, names: tuple[str, ...] | None = None) -> Gath
     for j in range(1, n):
         at[j] = at[int(sk.parents[j])] + sk.offsets[j]
     near = 0.01 * float(np.ptp(at, axis=0).max()) if n > 1 else 0.0
+
+    def carried(j: int) -> float:
+        """The bone below ``j``: to the first joint down its chain not at its place."""
+        k = j
+        while len(kids[k]) == 1 and np.linalg.norm(sk.offsets[kids[k][0]]) <= near:
+            k = kids[k][0]
+        return max((float(np.linalg.norm(sk.offsets[c])) for c in kids[k]), default=0.0)
+
+    def bends(j: int) -> bool:
+        """A knee or an elbow, never part of a ball: a hinge whose range bends one way
+        only (about 0 to a radian or more) between two long bones (the one above it
+        not short against the one below; TALOS's shoulder roll bends one way too, but
+        14 cm from the shoulder's first hinge, against a 27 cm upper arm)."""
+        lo, hi = sk.limits[j, _channel(sk, j)]
+        one_way = (lo >= -0.2 and hi >= 1.0) or (hi <= 0.2 and lo <= -1.0)
+        return bool(one_way and np.linalg.norm(sk.offsets[j]) >= _SHORT * carried(j))
+
     for j in range(1, n):
         p = int(sk.parents[j])
         group = [k for k in range(n) if head[k] == head[p]]
+        link = float(np.linalg.norm(sk.offsets[j]))
         if (
             len(group) < 3
             and len(kids[p]) == 1
             and all(len(sk.euler_orders[k]) == 1 for k in (*group, j))
-            and (one_joint(sk, p, j, names) or float(np.linalg.norm(sk.offsets[j])) <= near)
             and _orthogonal([_hinge_axis(sk, p), _hinge_axis(sk, j)])
+            and (
+                one_joint(sk, p, j, names)
+                or ((link <= near or link < _SHORT * carried(j)) and not (bends(p) or bends(j)))
+            )
         ):
             head[j] = head[p]
     heads = [j for j in range(n) if head[j] == j]

@@ -381,7 +381,9 @@ def _sole_tip(
     (its principal axis in the floor's plane, turned the way the robot faces,
     ``forward``, :func:`_forward`; without it, away from the joint), the middle of
     the front edge (the sole's points within 1 cm of the farthest), pushed out to
-    the farthest. (The farthest point itself is a corner of the sole, 3.5 cm to the
+    the farthest, at the sole's lowest point's height (a rounded or tilted sole's
+    points within 2 mm of the lowest are up to 2 mm above it: TALOS's soles sank
+    2 mm where its toes were planted). (The farthest point itself is a corner of the sole, 3.5 cm to the
     side on the G1: aimed at, it turned the foot 15° for the methods.)"""
     sole = points[points[:, 2] <= points[:, 2].min() + 0.002]
     centre = sole.mean(axis=0)
@@ -391,7 +393,9 @@ def _sole_tip(
     axis = vt[0] if float(vt[0] @ way) >= 0.0 else -vt[0]
     along = sole @ axis
     front = sole[along >= along.max() - 0.01].mean(axis=0)
-    return front + (along.max() - float(front @ axis)) * axis
+    tip = front + (along.max() - float(front @ axis)) * axis
+    tip[2] = points[:, 2].min()  # on the sole's plane: planted, the sole is on the floor
+    return tip
 
 
 def read_robot(path: str | Path) -> Robot:
