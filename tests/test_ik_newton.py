@@ -302,3 +302,33 @@ def test_never_nan_on_a_degenerate_problem(robot):
     res = newton.solve_ik_newton(sk, root, rot, [PositionTask(sk.num_points - 1, far, weight=1e6)])
     assert np.isfinite(res.rotations).all() and np.isfinite(res.root_position).all()
     assert np.isfinite(res.objective).all()
+
+
+def test_hinge_speeds_kept_by_the_others(robot):
+    """A hand asked to jump: without a speed limit the elbow turns fast; with one, it
+    turns at most its rate a frame (to the penalty's slack) and the shoulder and the
+    body take more of the jump."""
+    sk = robot.skeleton
+    frames = 8
+    root = np.tile([0.0, 0.0, 1.0], (frames, 1))
+    rot = quat.identity((frames, sk.num_joints))
+    pm, _ = forward_kinematics(sk, root, rot)
+    hand = sk.index("LEFT_GRIPPER_Z")
+    goal = np.repeat(pm[:1, hand], frames, axis=0)
+    goal[3:] += [0.25, 0.0, 0.2]  # a jump at frame 3
+    tasks = [PositionTask(hand, goal, weight=1e4)]
+    elbow = sk.index("LEFT_ELBOW_Y")
+    free = newton.solve_ik_newton(sk, root, rot, tasks)
+    rate = np.full(sk.num_joints, np.inf)
+    rate[elbow] = 0.05
+    slow = newton.solve_ik_newton(sk, root, rot, tasks, rate=rate)
+
+    def elbow_steps(res):
+        return np.abs(np.diff(res.x[:, res.columns[elbow]]))
+
+    assert elbow_steps(free).max() > 0.15
+    assert elbow_steps(slow).max() < 0.05 + 1e-3
+    pos, _ = forward_kinematics(sk, slow.root_position, slow.rotations)
+    assert np.linalg.norm(pos[-1, hand] - goal[-1]) < 0.05  # the others reached it
+    with pytest.raises(ValueError, match="rate"):
+        newton.solve_ik_newton(sk, root, rot, tasks, rate=np.ones(3))

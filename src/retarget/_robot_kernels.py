@@ -17,12 +17,24 @@ from ._quat_kernels import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 
 __all__: list[str] = []
 
+#: The pull into the ranges of :func:`_newton`, per radian outside (a radian out weighs
+#: as 0.05 rad of the rotation).
+_PULL = 0.05
+
 
 @numba.njit(cache=True, nogil=True)
-def _newton(axes, back, theta, iterations, parts, jac, normal, right):  # pragma: no cover
+def _newton(
+    axes, back, theta, iterations, parts, jac, normal, right, lower, upper
+):  # pragma: no cover - jitted
     """Gauss-Newton on ``r = log(wanted⁻¹ ⊗ Π exp(θ_k a_k))`` from ``theta`` (n,), in
-    place; ``back`` the conjugate of the wanted rotation (4-tuple); the rest scratch
-    arrays (n, 4), (3, n), (n, n), (n,)."""
+    place, with a faint pull into the ranges ``lower``, ``upper`` (n,): a row
+    :data:`_PULL` ``× (lo − θ)`` or ``(θ − hi)`` per hinge outside its range. Where the
+    hinges turn the rotation alike (a shoulder's first and last axes both along the
+    hanging arm: gimbal lock at rest, as TALOS's), the rotation alone leaves their
+    share free and the pull takes the one inside the ranges; elsewhere it moves an
+    exact split only where the split leaves the ranges, by ``_PULL²`` of the way.
+    ``back``: the conjugate of the wanted rotation (4-tuple); the rest scratch arrays
+    (n, 4), (3, n), (n, n), (n,)."""
     n = theta.shape[0]
     for _ in range(iterations):
         for k in range(n):
@@ -71,6 +83,10 @@ def _newton(axes, back, theta, iterations, parts, jac, normal, right):  # pragma
             for b in range(n):
                 normal[a, b] = jac[0, a] * jac[0, b] + jac[1, a] * jac[1, b] + jac[2, a] * jac[2, b]
             normal[a, a] += 1e-9
+            out = min(theta[a] - lower[a], 0.0) + max(theta[a] - upper[a], 0.0)
+            if out != 0.0:
+                normal[a, a] += _PULL * _PULL
+                right[a] += _PULL * _PULL * out
         _solve_small(normal, right)  # the step, into ``right``
         biggest = 0.0
         for a in range(n):
@@ -137,13 +153,13 @@ def split_path(axes, wanted, lower, upper, out):  # pragma: no cover - jitted
         back = (wanted[f, 0], -wanted[f, 1], -wanted[f, 2], -wanted[f, 3])
         if f == 0:
             first[:] = 0.0
-            _newton(axes, back, first, 30, *scratch)
+            _newton(axes, back, first, 30, *scratch, lower, upper)
             _wrap(first)
             best_cost = np.inf
             for b in range(2 if n == 3 else 1):
                 if b == 1:
                     _other_branch(first, other)
-                    _newton(axes, back, other, 30, *scratch)
+                    _newton(axes, back, other, 30, *scratch, lower, upper)
                     _wrap(other)
                 cand = first if b == 0 else other
                 cost = 0.0
@@ -154,13 +170,13 @@ def split_path(axes, wanted, lower, upper, out):  # pragma: no cover - jitted
                     prev[:] = cand
         else:
             first[:] = prev
-            _newton(axes, back, first, 30, *scratch)
+            _newton(axes, back, first, 30, *scratch, lower, upper)
             best_cost = np.inf
             best[:] = prev
             for b in range(2 if n == 3 else 1):
                 if b == 1:
                     _other_branch(first, other)
-                    _newton(axes, back, other, 30, *scratch)
+                    _newton(axes, back, other, 30, *scratch, lower, upper)
                 cand = first if b == 0 else other
                 cost = 0.0
                 for a in range(n):

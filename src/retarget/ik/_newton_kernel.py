@@ -485,6 +485,8 @@ def _evaluate(
         seg_b,
         seg_goal,
         seg_w,
+        rate,
+        rate_w,
     ) = tasks
     root, rot, p, theta_ref, pos, world = state
     hess, grad, jrow, mark, nz_list, u, ends, jac3, cand, flags = work[:10]
@@ -815,6 +817,35 @@ def _evaluate(
             ineq_r[m] = r
             ineq_w[m] = w
             ineq_n[0] = m + 1
+    # -- hinge speeds: at most rate[j] from the last frame's angle (the solver's, causal)
+    prev, has_prev = work[17], work[18][0] > 0
+    if has_prev and f > 0:
+        n_lim = lim_joint.shape[0]
+        for j in range(num_joints):
+            if kind[j] != HINGE or col[j] < 0 or not np.isfinite(rate[j]):
+                continue
+            c = col[j]
+            turn = theta_ref[f, j] - theta_ref[f - 1, j]  # the references' change, unwrapped
+            turn = np.arctan2(np.sin(turn), np.cos(turn))
+            moved = turn + p[c] - prev[c]
+            for side in range(2):
+                sign = 1.0 if side == 0 else -1.0
+                r = rate[j] + sign * moved  # moved ≥ −rate, moved ≤ rate
+                k = n_ground + n_pairs + n_lim + 2 * j + side
+                if record and r < 0.0 and not flags[k]:
+                    flags[k] = True
+                    added += 1
+                if r >= near_angle and not flags[k]:
+                    continue
+                if r < 0.0:
+                    pen += rate_w * r * r
+                if with_jac:
+                    m = ineq_n[0]
+                    ineq_j[m, :] = 0.0
+                    ineq_j[m, c] = sign
+                    ineq_r[m] = r
+                    ineq_w[m] = rate_w
+                    ineq_n[0] = m + 1
     return quad + pen, pen, worst, added
 
 
@@ -919,7 +950,8 @@ def _select_pairs(skel, tasks, root, rot, pos, world, ends, buffer, cand):
 def _work(n, num_joints, n_caps, n_pairs, n_flags):
     """Scratch arrays of one problem: ``(H, g, row, marks, columns, axes, capsule ends,
     three rows, candidate pairs, flagged inequality rows, the inequality rows'
-    Jacobians, residuals, weights and count, their active set, the model's H and g)``."""
+    Jacobians, residuals, weights and count, their active set, the model's H and g,
+    the last frame's parameters and whether there is one)``."""
     return (
         np.zeros((n, n)),
         np.zeros(n),
@@ -938,6 +970,8 @@ def _work(n, num_joints, n_caps, n_pairs, n_flags):
         np.zeros(n_flags, np.bool_),
         np.zeros((n, n)),
         np.zeros(n),
+        np.zeros(n),
+        np.zeros(1, np.intp),
     )
 
 
@@ -1052,7 +1086,7 @@ def solve_frames(
         num_joints,
         tasks[11].shape[0],
         tasks[16].shape[0],
-        tasks[6].shape[0] + tasks[16].shape[0] + tasks[20].shape[0],
+        tasks[6].shape[0] + tasks[16].shape[0] + tasks[20].shape[0] + 2 * num_joints,
     )
     hess, grad, ends, cand, flags = work[0], work[1], work[6], work[8], work[9]
     scale = np.sqrt(np.maximum(m_reg, 1e-12))
@@ -1226,6 +1260,8 @@ def solve_frames(
                 rot_out[f, j, c] = rot[j, c]
         for a in range(n):
             p_out[f, a] = p[a]
+            work[17][a] = p[a]
+        work[18][0] = 1
         info[f, 0] = total
         info[f, 1] = obj
         info[f, 2] = pen
@@ -1254,7 +1290,7 @@ def evaluate_frame(skel, tasks, root_ref, rot_ref, theta_ref, f, p, boost, near,
         num_joints,
         tasks[11].shape[0],
         tasks[16].shape[0],
-        tasks[6].shape[0] + tasks[16].shape[0] + tasks[20].shape[0],
+        tasks[6].shape[0] + tasks[16].shape[0] + tasks[20].shape[0] + 2 * num_joints,
     )
     _set_pose(f, skel, root_ref, rot_ref, p, root, rot)
     _select_pairs(skel, tasks, root, rot, pos, world, work[6], np.inf, work[8])

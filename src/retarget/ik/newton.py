@@ -148,11 +148,16 @@ def _joints(skeleton: Skeleton, rigidity: Array, rot0: Array) -> tuple:
 
 
 def _lower(
-    tasks: Sequence[Task], frames: int, kind: NDArray[np.intp], hard: set[int]
+    tasks: Sequence[Task],
+    frames: int,
+    kind: NDArray[np.intp],
+    hard: set[int],
+    rate: Array | None = None,
+    rate_weight: float = 0.0,
 ) -> tuple[tuple, list[tuple[str, int, int]]]:
-    """The tasks as the kernel's arrays, and per task ``(kind, first row, rows)`` in
-    the kernel's row order (positions, orientations, segments, ground, collision,
-    limits)."""
+    """The tasks as the kernel's arrays (and the hinges' speeds, ``rate``), and per task
+    ``(kind, first row, rows)`` in the kernel's row order (positions, orientations,
+    segments, ground, collision, limits)."""
     pos: list = []
     ori: list = []
     ground: list = []
@@ -290,6 +295,8 @@ def _lower(
             np.stack([g for _, _, g, _ in seg], axis=1) if seg else np.zeros((frames, 0, 3))
         ),
         np.asarray([w for *_, w in seg], dtype=np.float64),
+        np.ascontiguousarray(np.full(len(kind), np.inf) if rate is None else rate, np.float64),
+        float(rate_weight),
     )
     order = sorted(layout)  # by task index
     return lowered, [(k, start, size) for _, k, start, size in order]
@@ -315,6 +322,8 @@ def solve_ik_newton(
     pair_buffer: float = np.inf,
     near: float | None = None,
     near_angle: float = 1e-2,
+    rate: ArrayLike | None = None,
+    rate_weight: float = 1e5,
 ) -> NewtonResult:
     """Poses near the reference poses that meet the tasks, frame by frame (module docstring).
 
@@ -355,6 +364,12 @@ def solve_ik_newton(
         Inequality rows satisfied by less than this (skeleton unit; radians for joint
         limits) shape the Gauss-Newton steps (:mod:`retarget.ik._newton_kernel`,
         ``_evaluate``); default a hundredth of the mean bone length.
+    rate : array_like, shape (J,), optional
+        Per joint, the most a hinge may turn from one frame to the next (rad/frame;
+        ``inf``: free): two inequality rows a hinge from the last frame's result, at
+        ``rate_weight`` (1/rad²). Causal, as the solve: a velocity limit the other
+        joints work around, where clipping the angles afterwards would only slow the
+        hinge.
     """
     rot = np.ascontiguousarray(np.asarray(rotations, dtype=np.float64))
     root = np.ascontiguousarray(np.asarray(root_position, dtype=np.float64))
@@ -372,11 +387,14 @@ def solve_ik_newton(
         near = 1e-2 / np.sqrt(default_rigidity(skeleton)[0])
     skel = _joints(skeleton, m, rot[0] if frames else np.tile([1.0, 0, 0, 0], (n_joints, 1)))
     flat = [t.flatten_batch((frames,)) if t.batch_shape else t for t in tasks]
-    lowered, layout = _lower(flat, frames, skel[3], set(hard))
+    speed = np.full(n_joints, np.inf) if rate is None else np.asarray(rate, dtype=np.float64)
+    if speed.shape != (n_joints,) or (speed < 0).any():
+        raise ValueError(f"Expected `rate` of {n_joints} values >= 0, got {speed.shape}")
+    lowered, layout = _lower(flat, frames, skel[3], set(hard), speed, rate_weight)
     n = len(skel[7])
     theta_ref = np.zeros((frames, n_joints))
     hinges = np.flatnonzero(skel[3] == _HINGE)
-    if len(hinges) and len(lowered[20]):  # the hinges' angles at the reference: their twist
+    if len(hinges) and (len(lowered[20]) or np.isfinite(speed).any()):  # their twists
         q = rot[:, hinges]
         along = np.einsum("fhc,hc->fh", q[..., 1:], skel[5][hinges])
         theta_ref[:, hinges] = np.angle(np.exp(2j * np.arctan2(along, q[..., 0])))

@@ -382,9 +382,9 @@ def _sole_tip(
     ``forward``, :func:`_forward`; without it, away from the joint), the middle of
     the front edge (the sole's points within 1 cm of the farthest), pushed out to
     the farthest, at the sole's lowest point's height (a rounded or tilted sole's
-    points within 2 mm of the lowest are up to 2 mm above it: TALOS's soles sank
-    2 mm where its toes were planted). (The farthest point itself is a corner of the sole, 3.5 cm to the
-    side on the G1: aimed at, it turned the foot 15° for the methods.)"""
+    points within 2 mm of the lowest are up to 2 mm above it). (The farthest point
+    itself is a corner of the sole, 3.5 cm to the side on the G1: aimed at, it turned
+    the foot 15° for the methods.)"""
     sole = points[points[:, 2] <= points[:, 2].min() + 0.002]
     centre = sole.mean(axis=0)
     spread = (sole - centre) * np.array([1.0, 1.0, 0.0])
