@@ -14,6 +14,11 @@ read to the trajectories (the measures excluded), the median of ``--repeats`` ru
 after a warm-up, one core (``NUMBA_NUM_THREADS=1`` and one BLAS thread are set
 before numpy loads).
 
+``--robot MODEL`` runs the same commands onto another robot (MJCF or URDF, no
+configuration; GMR's column only where ``--reference`` names its output for that
+robot): the second robot of the issue's acceptance is IHMC's Alexander, the URDF of
+``tests/data/robots/ihmc_alexander``.
+
 The table is printed and appended to ``benchmarks/results/YYYY-MM-DD-robots.md``.
 """
 
@@ -28,6 +33,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import _common as common  # noqa: E402
 import numpy as np  # noqa: E402
@@ -59,19 +65,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--frames", type=int, default=0, help="first N frames (0: all)")
     parser.add_argument("--methods", default="hierarchical,omr")
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--robot", default="", help="MJCF or URDF (default: the G1)")
+    parser.add_argument("--reference", default="", help="GMR's npz for --robot (default: G1's)")
     args = parser.parse_args(argv)
     clip_path, source = common.read_clip()
     if args.frames:
         source = source[: args.frames]
     shared = clip_path.parent.parent / "robots"
-    model = shared / "unitree_g1" / "g1_29dof.xml"
+    model = Path(args.robot) if args.robot else shared / "unitree_g1" / "g1_29dof.xml"
     robot = read_robot(model)
-    gmr = np.load(shared / "reference" / "gmr_lafan_walk_g1.npz")
-    n = source.num_frames
-    theirs = RobotTrajectory(
-        gmr["root_pos"][:n], gmr["root_quat"][:n], gmr["dof_pos"][:n], float(gmr["fps"])
+    reference = args.reference or (
+        "" if args.robot else shared / "reference" / "gmr_lafan_walk_g1.npz"
     )
-    columns = {"GMR (reference output)": (measure_robot(robot, theirs, source), GMR_FPS)}
+    n = source.num_frames
+    columns = {}
+    if reference:
+        gmr = np.load(reference)
+        theirs = RobotTrajectory(
+            gmr["root_pos"][:n], gmr["root_quat"][:n], gmr["dof_pos"][:n], float(gmr["fps"])
+        )
+        columns["GMR (reference output)"] = (measure_robot(robot, theirs, source), GMR_FPS)
     for method in args.methods.split(","):
         job = RunJob(
             source=str(clip_path), output="(not written)", method=method, target=str(model)
@@ -90,8 +103,9 @@ def main(argv: list[str] | None = None) -> None:
             measure_robot(robot, ours, source),
             n / float(np.median(samples)),
         )
+    onto = model.name if args.robot else "the Unitree G1"
     lines = [
-        f"# Robots: {clip_path.name} ({n} frames) onto the Unitree G1",
+        f"# Robots: {clip_path.name} ({n} frames) onto {onto}",
         "",
         common.protocol_line("robots.py", args.repeats),
         f"- {common.cpu_line()}",

@@ -208,3 +208,18 @@ def test_widen_limits_takes_in_the_motion_only(data_dir):
     assert np.all(wide.limits[..., 1] >= asf.skeleton.limits[..., 1])
     inside = widen_limits(asf.skeleton, clamp_to_limits(asf.skeleton, rot))
     np.testing.assert_allclose(inside.limits, asf.skeleton.limits, rtol=0, atol=1e-12)
+
+
+def test_limit_violation_of_some_joints_is_theirs(data_dir):
+    """Decomposing only the joints asked (the hybrid IK's limited ones) gives their rows
+    of the whole skeleton's, on CMU's skeleton (one, two and three channels, turned
+    channel frames) at random rotations."""
+    from retarget import dofs
+
+    sk = read_asf_amc(data_dir / "vicon.asf", data_dir / "vicon.amc")[:2].skeleton
+    rng = np.random.default_rng(0)
+    rot = quat.normalize(rng.normal(size=(40, sk.num_joints, 4)))
+    joints = np.array([0, 3, 5, 7, 12, sk.num_joints - 1])
+    whole = dofs.limit_violation(sk, rot)
+    np.testing.assert_array_equal(dofs.limit_violation(sk, rot, joints), whole[:, joints])
+    assert whole[:, joints].max() > 0.1

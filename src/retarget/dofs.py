@@ -148,14 +148,29 @@ def channel_limits(skeleton: Skeleton) -> Array:
     return out
 
 
-def limit_violation(skeleton: Skeleton, rotations: ArrayLike) -> Array:
-    """How far each channel angle lies outside its limits (radians, ≥ 0), shape (..., J, 3).
+def limit_violation(
+    skeleton: Skeleton, rotations: ArrayLike, joints: ArrayLike | None = None
+) -> Array:
+    """How far each channel angle lies outside its limits (radians, ≥ 0), shape (..., J, 3)
+    (or (..., len(joints), 3): those joints' only, the others not decomposed).
 
     Only joints whose channels are all present or that have finite limits are
     bounded; a missing channel's angle counts as a violation of ``[0, 0]``.
     """
-    theta = channel_angles(skeleton, rotations)
     lim = channel_limits(skeleton)
+    if joints is None:
+        theta = channel_angles(skeleton, rotations)
+    else:
+        joints = np.asarray(joints, dtype=np.intp)
+        rotations = np.asarray(rotations, dtype=np.float64)[..., joints, :]
+        local = quat.multiply(
+            quat.multiply(quat.conjugate(skeleton.axes[joints]), rotations), skeleton.axes[joints]
+        )
+        orders = [_full_orders(skeleton)[j] for j in joints]
+        theta = np.empty((*local.shape[:-1], 3))
+        for order, at in _group(orders).items():
+            theta[..., at, :] = quat.euler_from_quat(local[..., at, :], order)
+        lim = lim[joints]
     return np.maximum(lim[:, :, 0] - theta, 0.0) + np.maximum(theta - lim[:, :, 1], 0.0)
 
 

@@ -577,7 +577,7 @@ class HybridSolver(IKSolver):
                         r = np.minimum(r, 0.0)
                     blocks.append(goal_scale * h * np.sqrt(t.weight) * r)
                 if limited.size:
-                    viol = dofs.limit_violation(skeleton, rot)[:, limited]
+                    viol = dofs.limit_violation(skeleton, rot, limited)
                     blocks.append(np.sqrt(2.0 * self.limit_weight) * viol.reshape(len(index), -1))
             return np.concatenate(blocks, axis=1)
 
