@@ -437,9 +437,10 @@ def test_robot_info_and_errors(g1_path, tmp_path):
 
 
 def test_capsules_of_the_primitives():
-    """A sphere and a capsule as they are; a cylinder within its length; a box along its
-    longest axis, turned with it, of the mean of its other half-extents (not the ball
-    round its corners)."""
+    """A sphere and a capsule as they are; a cylinder within its length; a box as a row
+    of capsules along its longest axis, turned with it, their radius its smallest
+    half-extent, across its middle one (not the ball round its corners), every point of
+    them inside the box and its faces' middles reached."""
     turn = quat.quat_from_rotvec(np.array([0.0, 0.5 * np.pi, 0.0]))  # z onto x
     at = np.array([0.1, 0.2, 0.3])
 
@@ -454,15 +455,20 @@ def test_capsules_of_the_primitives():
             geom("box", [0.03, 0.05, 0.2]),
         ]
     )
-    assert list(caps.joints) == [3, 3, 3, 3]
-    np.testing.assert_allclose(caps.radius, [0.05, 0.02, 0.02, 0.04])
+    assert list(caps.joints) == [3] * 5  # the box: two capsules
+    np.testing.assert_allclose(caps.radius, [0.05, 0.02, 0.02, 0.03, 0.03])
     np.testing.assert_allclose(caps.a[0], at)
     np.testing.assert_allclose(caps.b[0], at)
     half = np.linalg.norm(caps.b - caps.a, axis=1) / 2
-    np.testing.assert_allclose(half, [0.0, 0.1, 0.08, 0.16], atol=1e-12)
+    np.testing.assert_allclose(half, [0.0, 0.1, 0.08, 0.17, 0.17], atol=1e-12)
     direction = (caps.b - caps.a)[1:] / (2 * half[1:, None])
     np.testing.assert_allclose(np.abs(direction[:, 0]), 1.0, atol=1e-12)  # along the turned z
-    np.testing.assert_allclose((caps.a + caps.b) / 2, np.tile(at, (4, 1)), atol=1e-12)
+    np.testing.assert_allclose((caps.a + caps.b)[:3] / 2, np.tile(at, (3, 1)), atol=1e-12)
+    # the box's capsules in its frame: along z, at y = ±(0.05 − 0.03), inside the box
+    box = quat.rotate(quat.conjugate(turn), np.stack([caps.a[3:], caps.b[3:]]) - at)
+    np.testing.assert_allclose(np.sort(box[..., 1], axis=None), [-0.02, -0.02, 0.02, 0.02])
+    extent = np.abs(box).max(axis=(0, 1)) + [0.03, 0.03, 0.03]
+    np.testing.assert_allclose(extent, [0.03, 0.05, 0.2], atol=1e-12)
 
 
 def test_batch_onto_a_robot(data_dir, g1_path, tmp_path):
@@ -562,8 +568,8 @@ def test_velocity_limit_onto_a_robot(data_dir, g1_path, tmp_path):
 
 def test_soles_held_over_the_floor_where_the_method_puts_them_under(g1):
     """A method pose 3 cm too low (its feet's ends under the floor, which the IK pass
-    follows firmly): the frames the penalty leaves past the floor are solved again with
-    the soles firmer, and no sole ends deeper than the slack (0.1 % of the height)."""
+    follows firmly): the feet are placed higher by the sink of their soles
+    (``robot._lift``), and no sole ends deeper than the slack (0.1 % of the height)."""
     from retarget.robot import _SLACK, _sole_points
     from retarget.roles import height as role_height
 
@@ -575,7 +581,7 @@ def test_soles_held_over_the_floor_where_the_method_puts_them_under(g1):
     lowest = min(float((pos[j] + _sole_points(j, g1.geoms))[:, 2].min()) for j in feet)
     root = np.tile([0.0, 0.0, -lowest - 0.03], (4, 1))
     back, fit = to_robot(g, Motion(sk, root, rest, 30.0), g1.geoms)
-    assert fit.hardened == 4
+    assert fit.hardened == 0  # placed higher, not pushed up by a firmer floor
     p, w = forward_kinematics(g1.skeleton, back.root_position, back.rotations)
     soles = np.concatenate(
         [p[:, j, None] + quat.rotate(w[:, j, None], _sole_points(j, g1.geoms)) for j in feet], 1

@@ -479,14 +479,17 @@ def _hinge_path(
 
 
 def geom_capsules(geoms: Sequence[Geom]) -> Capsules:
-    """One capsule per collision geometry, in its joint's frame: a sphere or capsule as
+    """Capsules of each collision geometry, in its joint's frame: a sphere or capsule as
     it is; a cylinder its radius, its segment the cylinder's length less the caps; a
-    box or ellipsoid along its longest axis, the radius the mean of the other two
-    half-extents (a box's corners, the only points kept of a primitive, gave a
-    capsule round them: IHMC's 0.27 × 0.33 × 0.42 m torso box became a ball of
-    0.22 m radius that every arm overlapped at rest, so nothing was kept apart; a
-    capsule still leaves a box's edges out: on Alexander the hip links reach
-    4 cm into the torso box's lower edges, which no capsule covers);
+    box a row of capsules along its longest axis, their radius its smallest
+    half-extent, as many as cover its middle one (one capsule round a box's corners
+    made IHMC's 0.27 × 0.33 × 0.42 m torso a ball of 0.22 m that every arm overlapped
+    at rest, so nothing was kept apart; one along its long axis, the radius the mean
+    of the others, left its edges out, the hip links 7.5 cm into the torso box's lower
+    edges on the whole walk, 3.7 cm with the row; the row still rounds the box's edges
+    off by 0.41 of its radius: Alexander's shoulder boxes reach 2.5 cm into the torso's
+    corners, measured on its boxes); an ellipsoid along its longest axis, the radius
+    the mean of the other two half-extents;
     a mesh :func:`~retarget.tasks.fit_capsules` to its convex hull's vertices, the
     radius their :data:`_HULL_SHARE` quantile."""
     joints, a, b, radius = [], [], [], []
@@ -500,12 +503,25 @@ def geom_capsules(geoms: Sequence[Geom]) -> Capsules:
                 radius.append(float(c.radius[0]))
             continue
         size = np.asarray(g.size, dtype=np.float64)
+        if g.kind == "box":  # a row of capsules across its middle extent
+            long, mid, short = np.argsort(size[:3])[::-1]
+            r = float(size[short])
+            half = max(float(size[long]) - r, 0.0)
+            count = max(int(np.ceil(size[mid] / r - 1e-9)), 1)
+            along = np.linspace(-1.0, 1.0, count) * max(float(size[mid]) - r, 0.0)
+            axis, across = quat.rotate(g.rotation, np.eye(3)[[long, mid]])
+            for t in along if count > 1 else [0.0]:
+                joints.append(g.joint)
+                a.append(g.position + t * across - half * axis)
+                b.append(g.position + t * across + half * axis)
+                radius.append(r)
+            continue
         if g.kind == "sphere":
             r, axis, half = float(size[0]), np.array([0.0, 0.0, 1.0]), 0.0
         elif g.kind in ("capsule", "cylinder"):
             r, axis = float(size[0]), np.array([0.0, 0.0, 1.0])
             half = float(size[1]) if g.kind == "capsule" else max(float(size[1]) - r, 0.0)
-        else:  # box, ellipsoid: half-extents
+        else:  # an ellipsoid: half-extents
             k = int(np.argmax(size[:3]))
             r = float(np.delete(size[:3], k).mean())
             axis = np.eye(3)[k]
