@@ -467,7 +467,7 @@ def test_capsules_of_the_primitives():
     # the box's capsules in its frame: along z, at y = ±(0.05 − 0.03), inside the box
     box = quat.rotate(quat.conjugate(turn), np.stack([caps.a[3:], caps.b[3:]]) - at)
     np.testing.assert_allclose(np.sort(box[..., 1], axis=None), [-0.02, -0.02, 0.02, 0.02])
-    extent = np.abs(box).max(axis=(0, 1)) + [0.03, 0.03, 0.03]
+    extent = np.abs(box).max(axis=(0, 1)) + np.full(3, 0.03)
     np.testing.assert_allclose(extent, [0.03, 0.05, 0.2], atol=1e-12)
 
 
