@@ -12,7 +12,8 @@ one tangent space (DESIGN.md idea 1), each with its chain of columns:
 
 * position ``r = p − goal`` (a NaN component inactive), columns
   ``u_j × (p − p_j)`` for a hinge (``u_j = W_j c_j``, its world axis),
-  ``[R_j]_k × (p − p_j)`` for a ball, ``I`` for the root translation;
+  ``[R_j]_k × (p − p_j)`` for a ball, ``I`` for the root translation (a segment
+  with no start);
 * orientation ``r = log(W ⊗ goal⁻¹)``, columns ``J_l(r)⁻¹ u_j``
   (:class:`~retarget.tasks.OrientationTask`);
 * segment ``r = (p_end − p_start) − goal``, the end's position columns less the
@@ -37,6 +38,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._quat4 import rotate
 from .._quat_kernels import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 from .._so3_kernels import _coefficients_of, _matrix_entries
 
@@ -73,36 +75,19 @@ def _fk(root, rot, parents, offsets, num_joints, pos, world):  # pragma: no cove
 
 
 @numba.njit(cache=True, nogil=True)
-def _rotate(q0, q1, q2, q3, vx, vy, vz):  # pragma: no cover - jitted
-    tx = 2.0 * (q2 * vz - q3 * vy)
-    ty = 2.0 * (q3 * vx - q1 * vz)
-    tz = 2.0 * (q1 * vy - q2 * vx)
-    return (
-        vx + q0 * tx + (q2 * tz - q3 * ty),
-        vy + q0 * ty + (q3 * tx - q1 * tz),
-        vz + q0 * tz + (q1 * ty - q2 * tx),
-    )
-
-
-@numba.njit(cache=True, nogil=True)
 def _axes(world, kind, axis, num_joints, u):  # pragma: no cover - jitted
     """World axes of the joints' columns: ``u[j, k]`` (J, 3, 3), k < 1 for a hinge."""
     for j in range(num_joints):
         w0, w1, w2, w3 = world[j, 0], world[j, 1], world[j, 2], world[j, 3]
         if kind[j] == HINGE:
-            a = _rotate(w0, w1, w2, w3, axis[j, 0], axis[j, 1], axis[j, 2])
+            a = rotate((w0, w1, w2, w3), (axis[j, 0], axis[j, 1], axis[j, 2]))
             for c in range(3):
                 u[j, 0, c] = a[c]
         elif kind[j] == BALL:
             for k in range(3):
-                e = _rotate(
-                    w0,
-                    w1,
-                    w2,
-                    w3,
-                    1.0 if k == 0 else 0.0,
-                    1.0 if k == 1 else 0.0,
-                    1.0 if k == 2 else 0.0,
+                e = rotate(
+                    (w0, w1, w2, w3),
+                    (1.0 if k == 0 else 0.0, 1.0 if k == 1 else 0.0, 1.0 if k == 2 else 0.0),
                 )
                 for c in range(3):
                     u[j, k, c] = e[c]
@@ -165,37 +150,23 @@ def _capsule_ends(pos, world, cap_joint, cap_a, cap_b, ends):  # pragma: no cove
     for i in range(cap_joint.shape[0]):
         j = cap_joint[i]
         w0, w1, w2, w3 = world[j, 0], world[j, 1], world[j, 2], world[j, 3]
-        a = _rotate(w0, w1, w2, w3, cap_a[i, 0], cap_a[i, 1], cap_a[i, 2])
-        b = _rotate(w0, w1, w2, w3, cap_b[i, 0], cap_b[i, 1], cap_b[i, 2])
+        a = rotate((w0, w1, w2, w3), (cap_a[i, 0], cap_a[i, 1], cap_a[i, 2]))
+        b = rotate((w0, w1, w2, w3), (cap_b[i, 0], cap_b[i, 1], cap_b[i, 2]))
         for c in range(3):
             ends[i, 0, c] = pos[j, c] + a[c]
             ends[i, 1, c] = pos[j, c] + b[c]
 
 
 @numba.njit(cache=True, nogil=True)
-def _add_point_columns(
-    joint,
-    x,
-    y,
-    z,
-    nx,
-    ny,
-    nz,
-    sign,
-    pos,
-    parents,
-    kind,
-    col,
-    u,
-    t_col,
-    jrow,
-    mark,
-    nz_list,
-    count,
-):  # pragma: no cover - jitted
-    """Add ``sign · nᵀ J_c`` of point ``c = (x, y, z)`` carried rigidly by ``joint`` (the
-    columns of its chain) to the row ``jrow``; new columns go to ``nz_list``. Returns the
-    count."""
+def _add_point_columns(joint, at, normal, sign, chain, jrow, mark, nz_list, count):
+    # pragma: no cover - jitted
+    """Add ``sign · nᵀ J_c`` of the point ``c = at`` carried rigidly by ``joint`` (the
+    columns of its chain), ``n = normal`` (3-tuples), to the row ``jrow``; new columns
+    go to ``nz_list``. Returns the count. ``chain``: ``(pos, parents, kind, col, u,
+    t_col, num_joints)``."""
+    pos, parents, kind, col, u, t_col, _ = chain
+    x, y, z = at
+    nx, ny, nz = normal
     j = joint
     while j >= 0:
         k = kind[j]
@@ -245,52 +216,16 @@ def _accumulate(w, r, jrow, mark, nz_list, count, hess, grad):  # pragma: no cov
 
 
 @numba.njit(cache=True, nogil=True)
-def _chain3(joint, x, y, z, moment, pos, parents, kind, col, u, t_col, jac3, nz_list):
+def _chain3_add(point, sign, chain, jac3, mark, nz_list, count, moment=True):
     # pragma: no cover - jitted
-    """The columns of a point's three rows into ``jac3`` (3, n): for each parameter of
-    the chain of ``joint``, ``u × (c − p_j)`` (``moment``: the point's position, ``c =
-    (x, y, z)``) or ``u`` (its frame's rotation), and ``I`` for the root translation
-    (positions only). Returns the count of columns written to ``nz_list``."""
-    count = 0
-    j = joint
-    while j >= 0:
-        k = kind[j]
-        if k != FIXED and col[j] >= 0:
-            dx, dy, dz = x - pos[j, 0], y - pos[j, 1], z - pos[j, 2]
-            for m in range(k):
-                c = col[j] + m
-                ux, uy, uz = u[j, m, 0], u[j, m, 1], u[j, m, 2]
-                if moment:
-                    jac3[0, c] = uy * dz - uz * dy
-                    jac3[1, c] = uz * dx - ux * dz
-                    jac3[2, c] = ux * dy - uy * dx
-                else:
-                    jac3[0, c] = ux
-                    jac3[1, c] = uy
-                    jac3[2, c] = uz
-                nz_list[count] = c
-                count += 1
-        j = parents[j]
-    if moment and t_col >= 0:
-        for m in range(3):
-            c = t_col + m
-            jac3[0, c] = 1.0 if m == 0 else 0.0
-            jac3[1, c] = 1.0 if m == 1 else 0.0
-            jac3[2, c] = 1.0 if m == 2 else 0.0
-            nz_list[count] = c
-            count += 1
-    return count
-
-
-@numba.njit(cache=True, nogil=True)
-def _chain3_add(
-    joint, x, y, z, sign, pos, parents, kind, col, u, t_col, jac3, mark, nz_list, count
-):
-    # pragma: no cover - jitted
-    """Add ``sign`` times the position Jacobian of the point ``(x, y, z)`` carried by
-    ``joint`` (3 rows) into ``jac3`` (zero where not marked), new columns marked and
-    listed in ``nz_list`` after ``count``; returns the new count."""
-    j = joint
+    """Add ``sign`` times the Jacobian of ``point``'s position (``moment``: columns
+    ``u × (p − p_j)``, ``I`` for the root translation) or of its frame's rotation
+    (columns ``u``) into ``jac3`` (3, n; zero where not marked), new columns marked and
+    listed in ``nz_list`` after ``count``; returns the new count. ``chain``: ``(pos,
+    parents, kind, col, u, t_col, num_joints)``."""
+    pos, parents, kind, col, u, t_col, num_joints = chain
+    x, y, z = pos[point, 0], pos[point, 1], pos[point, 2]
+    j = _joint_of(point, parents, num_joints)
     while j >= 0:
         k = kind[j]
         if k != FIXED and col[j] >= 0:
@@ -302,11 +237,13 @@ def _chain3_add(
                     mark[c] = True
                     nz_list[count] = c
                     count += 1
-                jac3[0, c] += sign * (uy * dz - uz * dy)
-                jac3[1, c] += sign * (uz * dx - ux * dz)
-                jac3[2, c] += sign * (ux * dy - uy * dx)
+                if moment:
+                    ux, uy, uz = uy * dz - uz * dy, uz * dx - ux * dz, ux * dy - uy * dx
+                jac3[0, c] += sign * ux
+                jac3[1, c] += sign * uy
+                jac3[2, c] += sign * uz
         j = parents[j]
-    if t_col >= 0:
+    if moment and t_col >= 0:
         for m in range(3):
             c = t_col + m
             if not mark[c]:
@@ -349,6 +286,18 @@ def _store(w, r, jrow, mark, nz_list, count, ineq_j, ineq_r, ineq_w, ineq_n):
         ineq_j[m, c] = jrow[c]
         jrow[c] = 0.0
         mark[c] = False
+    ineq_r[m] = r
+    ineq_w[m] = w
+    ineq_n[0] = m + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _store_one(c, sign, r, w, ineq_j, ineq_r, ineq_w, ineq_n):  # pragma: no cover - jitted
+    """An inequality row of one column (``sign`` at column ``c``): a hinge's limit or
+    speed, for :func:`_model_step`."""
+    m = ineq_n[0]
+    ineq_j[m, :] = 0.0
+    ineq_j[m, c] = sign
     ineq_r[m] = r
     ineq_w[m] = w
     ineq_n[0] = m + 1
@@ -425,6 +374,22 @@ def _model_step(
 
 
 @numba.njit(cache=True, nogil=True)
+def _one_sided(r, k, w, hard, boost, near, record, flags):  # pragma: no cover - jitted
+    """An inequality row ``r ≥ 0`` (flag ``k``): ``(in the model, its weight, its
+    penalty, its violation if hard, newly flagged)`` (:func:`_evaluate`)."""
+    added = 0
+    if record and r < 0.0 and not flags[k]:
+        flags[k] = True
+        added = 1
+    if r >= near and not flags[k]:
+        return False, 0.0, 0.0, 0.0, added
+    w = w * (boost if hard else 1.0)
+    if r >= 0.0:
+        return True, w, 0.0, 0.0, added
+    return True, w, w * r * r, -r if hard else 0.0, added
+
+
+@numba.njit(cache=True, nogil=True)
 def _joint_of(point, parents, num_joints):  # pragma: no cover - jitted
     return point if point < num_joints else parents[point]
 
@@ -456,9 +421,9 @@ def _evaluate(
     it (``residuals[f]``)."""
     parents, offsets, num_joints, kind, col, axis, t_col, m_reg = skel
     (
-        pos_pt,
-        pos_goal,
-        pos_w,
+        vec_end,
+        vec_goal,
+        vec_w,
         ori_pt,
         ori_goal,
         ori_w,
@@ -481,15 +446,13 @@ def _evaluate(
         lim_bound,
         lim_w,
         lim_hard,
-        seg_a,
-        seg_b,
-        seg_goal,
-        seg_w,
+        vec_start,
         rate,
         rate_w,
     ) = tasks
     root, rot, p, theta_ref, pos, world = state
     hess, grad, jrow, mark, nz_list, u, ends, jac3, cand, flags = work[:10]
+    chain = (pos, parents, kind, col, u, t_col, num_joints)
     ineq_j, ineq_r, ineq_w, ineq_n = work[10], work[11], work[12], work[13]
     ineq_n[0] = 0
     n_ground = gr_pt.shape[0]
@@ -513,50 +476,41 @@ def _evaluate(
             grad[a] += m_reg[a] * p[a]
     pen = 0.0
     worst = 0.0
-    # -- positions --------------------------------------------------------------------
-    for i in range(pos_pt.shape[0]):
-        e = pos_pt[i]
+    # -- positions and segments: p_end − p_start − goal (a position: no start) ---------
+    for i in range(vec_end.shape[0]):
+        ea, eb = vec_start[i], vec_end[i]
         r0, r1, r2 = 0.0, 0.0, 0.0
         on0, on1, on2 = (
-            np.isfinite(pos_goal[f, i, 0]),
-            np.isfinite(pos_goal[f, i, 1]),
-            np.isfinite(pos_goal[f, i, 2]),
+            np.isfinite(vec_goal[f, i, 0]),
+            np.isfinite(vec_goal[f, i, 1]),
+            np.isfinite(vec_goal[f, i, 2]),
         )
+        s0 = pos[ea, 0] if ea >= 0 else 0.0
+        s1 = pos[ea, 1] if ea >= 0 else 0.0
+        s2 = pos[ea, 2] if ea >= 0 else 0.0
         if on0:
-            r0 = pos[e, 0] - pos_goal[f, i, 0]
+            r0 = pos[eb, 0] - s0 - vec_goal[f, i, 0]
         if on1:
-            r1 = pos[e, 1] - pos_goal[f, i, 1]
+            r1 = pos[eb, 1] - s1 - vec_goal[f, i, 1]
         if on2:
-            r2 = pos[e, 2] - pos_goal[f, i, 2]
+            r2 = pos[eb, 2] - s2 - vec_goal[f, i, 2]
         if keep:
             residuals[f, row], residuals[f, row + 1], residuals[f, row + 2] = r0, r1, r2
         row += 3
         if not (on0 or on1 or on2):
             continue
-        pen += pos_w[i] * (r0 * r0 + r1 * r1 + r2 * r2)
+        pen += vec_w[i] * (r0 * r0 + r1 * r1 + r2 * r2)
         if with_jac:
-            count = _chain3(
-                _joint_of(e, parents, num_joints),
-                pos[e, 0],
-                pos[e, 1],
-                pos[e, 2],
-                True,
-                pos,
-                parents,
-                kind,
-                col,
-                u,
-                t_col,
-                jac3,
-                nz_list,
-            )
-            if not (on0 and on1 and on2):  # a NaN component: its row out
-                for a in range(count):
-                    c = nz_list[a]
-                    jac3[0, c] *= on0
-                    jac3[1, c] *= on1
-                    jac3[2, c] *= on2
-            _accumulate3(pos_w[i], r0, r1, r2, jac3, nz_list, count, hess, grad)
+            count = _chain3_add(eb, 1.0, chain, jac3, mark, nz_list, 0)
+            if ea >= 0:
+                count = _chain3_add(ea, -1.0, chain, jac3, mark, nz_list, count)
+            for a in range(count):
+                cc = nz_list[a]
+                mark[cc] = False
+                jac3[0, cc] *= on0
+                jac3[1, cc] *= on1
+                jac3[2, cc] *= on2
+            _accumulate3(vec_w[i], r0, r1, r2, jac3, nz_list, count, hess, grad)
     # -- orientations -----------------------------------------------------------------
     for i in range(ori_pt.shape[0]):
         e = ori_pt[i]
@@ -578,91 +532,15 @@ def _evaluate(
             continue
         coef = _coefficients_of(np.sqrt(rv[0] * rv[0] + rv[1] * rv[1] + rv[2] * rv[2]))
         jl = _matrix_entries(rv[0], rv[1], rv[2], -0.5, coef[2])  # J_l(r)⁻¹, row by row
-        count = _chain3(
-            _joint_of(e, parents, num_joints),
-            0.0,
-            0.0,
-            0.0,
-            False,
-            pos,
-            parents,
-            kind,
-            col,
-            u,
-            t_col,
-            jac3,
-            nz_list,
-        )
+        count = _chain3_add(e, 1.0, chain, jac3, mark, nz_list, 0, False)
         for a in range(count):  # J_l(r)⁻¹ u
             c = nz_list[a]
+            mark[c] = False
             ux, uy, uz = jac3[0, c], jac3[1, c], jac3[2, c]
             jac3[0, c] = jl[0] * ux + jl[1] * uy + jl[2] * uz
             jac3[1, c] = jl[3] * ux + jl[4] * uy + jl[5] * uz
             jac3[2, c] = jl[6] * ux + jl[7] * uy + jl[8] * uz
         _accumulate3(ori_w[i], rv[0], rv[1], rv[2], jac3, nz_list, count, hess, grad)
-    # -- segments: p_end − p_start ----------------------------------------------------
-    for i in range(seg_a.shape[0]):
-        ea, eb = seg_a[i], seg_b[i]
-        r0, r1, r2 = 0.0, 0.0, 0.0
-        on0, on1, on2 = (
-            np.isfinite(seg_goal[f, i, 0]),
-            np.isfinite(seg_goal[f, i, 1]),
-            np.isfinite(seg_goal[f, i, 2]),
-        )
-        if on0:
-            r0 = pos[eb, 0] - pos[ea, 0] - seg_goal[f, i, 0]
-        if on1:
-            r1 = pos[eb, 1] - pos[ea, 1] - seg_goal[f, i, 1]
-        if on2:
-            r2 = pos[eb, 2] - pos[ea, 2] - seg_goal[f, i, 2]
-        if keep:
-            residuals[f, row], residuals[f, row + 1], residuals[f, row + 2] = r0, r1, r2
-        row += 3
-        if not (on0 or on1 or on2):
-            continue
-        pen += seg_w[i] * (r0 * r0 + r1 * r1 + r2 * r2)
-        if with_jac:
-            count = _chain3_add(
-                _joint_of(eb, parents, num_joints),
-                pos[eb, 0],
-                pos[eb, 1],
-                pos[eb, 2],
-                1.0,
-                pos,
-                parents,
-                kind,
-                col,
-                u,
-                t_col,
-                jac3,
-                mark,
-                nz_list,
-                0,
-            )
-            count = _chain3_add(
-                _joint_of(ea, parents, num_joints),
-                pos[ea, 0],
-                pos[ea, 1],
-                pos[ea, 2],
-                -1.0,
-                pos,
-                parents,
-                kind,
-                col,
-                u,
-                t_col,
-                jac3,
-                mark,
-                nz_list,
-                count,
-            )
-            for a in range(count):
-                cc = nz_list[a]
-                mark[cc] = False
-                jac3[0, cc] *= on0
-                jac3[1, cc] *= on1
-                jac3[2, cc] *= on2
-            _accumulate3(seg_w[i], r0, r1, r2, jac3, nz_list, count, hess, grad)
     # -- ground -----------------------------------------------------------------------
     for i in range(gr_pt.shape[0]):
         e = gr_pt[i]
@@ -671,38 +549,16 @@ def _evaluate(
         if keep:
             residuals[f, row] = r
         row += 1
-        if record and r < 0.0 and not flags[i]:
-            flags[i] = True
-            added += 1
-        if r >= near and not flags[i]:
+        take, w, more, violation, new = _one_sided(
+            r, i, gr_w[i], gr_hard[i], boost, near, record, flags
+        )
+        added, pen, worst = added + new, pen + more, max(worst, violation)
+        if not take:
             continue
-        w = gr_w[i] * (boost if gr_hard[i] else 1.0)
-        if r < 0.0:
-            if gr_hard[i] and -r > worst:
-                worst = -r
-            pen += w * r * r
         if with_jac:
+            at = (pos[e, 0], pos[e, 1], pos[e, 2])
             j = _joint_of(e, parents, num_joints)
-            count = _add_point_columns(
-                j,
-                pos[e, 0],
-                pos[e, 1],
-                pos[e, 2],
-                0.0,
-                1.0,
-                0.0,
-                1.0,
-                pos,
-                parents,
-                kind,
-                col,
-                u,
-                t_col,
-                jrow,
-                mark,
-                nz_list,
-                0,
-            )
+            count = _add_point_columns(j, at, (0.0, 1.0, 0.0), 1.0, chain, jrow, mark, nz_list, 0)
             _store(w, r, jrow, mark, nz_list, count, ineq_j, ineq_r, ineq_w, ineq_n)
     # -- collision --------------------------------------------------------------------
     if pairs.shape[0] > 0:
@@ -734,59 +590,20 @@ def _evaluate(
         r = dist - cap_r[ia] - cap_r[ib] - margin[i]
         if keep:
             residuals[f, row + i] = r
-        k = n_ground + i
-        if record and r < 0.0 and not flags[k]:
-            flags[k] = True
-            added += 1
-        if r >= near and not flags[k]:
+        take, w, more, violation, new = _one_sided(
+            r, n_ground + i, col_w[i], col_hard[i], boost, near, record, flags
+        )
+        added, pen, worst = added + new, pen + more, max(worst, violation)
+        if not take:
             continue
-        w = col_w[i] * (boost if col_hard[i] else 1.0)
-        if r < 0.0:
-            if col_hard[i] and -r > worst:
-                worst = -r
-            pen += w * r * r
         if with_jac:
             scale = 1.0 / max(dist, 1e-12)
-            nx, ny, nz = gx * scale, gy * scale, gz * scale
+            n = (gx * scale, gy * scale, gz * scale)
             count = _add_point_columns(
-                cap_joint[ia],
-                ax,
-                ay,
-                az,
-                nx,
-                ny,
-                nz,
-                1.0,
-                pos,
-                parents,
-                kind,
-                col,
-                u,
-                t_col,
-                jrow,
-                mark,
-                nz_list,
-                0,
+                cap_joint[ia], (ax, ay, az), n, 1.0, chain, jrow, mark, nz_list, 0
             )
             count = _add_point_columns(
-                cap_joint[ib],
-                bx,
-                by,
-                bz,
-                nx,
-                ny,
-                nz,
-                -1.0,
-                pos,
-                parents,
-                kind,
-                col,
-                u,
-                t_col,
-                jrow,
-                mark,
-                nz_list,
-                count,
+                cap_joint[ib], (bx, by, bz), n, -1.0, chain, jrow, mark, nz_list, count
             )
             _store(w, r, jrow, mark, nz_list, count, ineq_j, ineq_r, ineq_w, ineq_n)
     row += pairs.shape[0]
@@ -799,24 +616,14 @@ def _evaluate(
         if keep:
             residuals[f, row] = r
         row += 1
-        k = n_ground + n_pairs + i
-        if record and r < 0.0 and not flags[k]:
-            flags[k] = True
-            added += 1
-        if r >= near_angle and not flags[k]:
+        take, w, more, violation, new = _one_sided(
+            r, n_ground + n_pairs + i, lim_w[i], lim_hard[i], boost, near_angle, record, flags
+        )
+        added, pen, worst = added + new, pen + more, max(worst, violation)
+        if not take:
             continue
-        w = lim_w[i] * (boost if lim_hard[i] else 1.0)
-        if r < 0.0:
-            if lim_hard[i] and -r > worst:
-                worst = -r
-            pen += w * r * r
         if with_jac:
-            m = ineq_n[0]
-            ineq_j[m, :] = 0.0
-            ineq_j[m, col[j]] = sign
-            ineq_r[m] = r
-            ineq_w[m] = w
-            ineq_n[0] = m + 1
+            _store_one(col[j], sign, r, w, ineq_j, ineq_r, ineq_w, ineq_n)
     # -- hinge speeds: at most rate[j] from the last frame's angle (the solver's, causal)
     prev, has_prev = work[17], work[18][0] > 0
     if has_prev and f > 0:
@@ -832,20 +639,14 @@ def _evaluate(
                 sign = 1.0 if side == 0 else -1.0
                 r = rate[j] + sign * moved  # moved ≥ −rate, moved ≤ rate
                 k = n_ground + n_pairs + n_lim + 2 * j + side
-                if record and r < 0.0 and not flags[k]:
-                    flags[k] = True
-                    added += 1
-                if r >= near_angle and not flags[k]:
+                take, _, more, _, new = _one_sided(
+                    r, k, rate_w, False, boost, near_angle, record, flags
+                )
+                added, pen = added + new, pen + more
+                if not take:
                     continue
-                if r < 0.0:
-                    pen += rate_w * r * r
                 if with_jac:
-                    m = ineq_n[0]
-                    ineq_j[m, :] = 0.0
-                    ineq_j[m, c] = sign
-                    ineq_r[m] = r
-                    ineq_w[m] = rate_w
-                    ineq_n[0] = m + 1
+                    _store_one(c, sign, r, rate_w, ineq_j, ineq_r, ineq_w, ineq_n)
     return quad + pen, pen, worst, added
 
 
@@ -979,56 +780,25 @@ _work_jit = numba.njit(cache=True, nogil=True)(_work)
 
 
 @numba.njit(cache=True, nogil=True)
-def _at(
-    f,
-    skel,
-    tasks,
-    boost,
-    near,
-    near_angle,
-    p,
-    root_ref,
-    rot_ref,
-    theta_ref,
-    root,
-    rot,
-    pos,
-    world,
-    work,
-    with_jac,
-):  # pragma: no cover - jitted
-    """:func:`_evaluate` at the parameters ``p`` of frame ``f``."""
-    _set_pose(f, skel, root_ref, rot_ref, p, root, rot)
-    state = (root, rot, p, theta_ref, pos, world)
-    obj, pen, worst, _ = _evaluate(
-        f, skel, tasks, boost, near, near_angle, state, work, with_jac, np.zeros((0, 0))
-    )
-    return obj, pen, worst
-
-
-@numba.njit(cache=True, nogil=True)
-def _at_recording(
-    f,
-    skel,
-    tasks,
-    boost,
-    near,
-    near_angle,
-    p,
-    root_ref,
-    rot_ref,
-    theta_ref,
-    root,
-    rot,
-    pos,
-    world,
-    work,
-):  # pragma: no cover - jitted
-    """:func:`_at` with the Jacobian, flagging the inequality rows violated."""
+def _at(f, ctx, boost, p, with_jac, record=False):  # pragma: no cover - jitted
+    """:func:`_evaluate` at the parameters ``p`` of frame ``f`` (with ``record``, the
+    Jacobian too and the inequality rows violated flagged); ``ctx`` is ``(skel, tasks,
+    near, near_angle, root_ref, rot_ref, theta_ref, root, rot, pos, world, work)``."""
+    skel, tasks, near, near_angle, root_ref, rot_ref, theta_ref, root, rot, pos, world, work = ctx
     _set_pose(f, skel, root_ref, rot_ref, p, root, rot)
     state = (root, rot, p, theta_ref, pos, world)
     return _evaluate(
-        f, skel, tasks, boost, near, near_angle, state, work, True, np.zeros((0, 0)), True
+        f,
+        skel,
+        tasks,
+        boost,
+        near,
+        near_angle,
+        state,
+        work,
+        with_jac or record,
+        np.zeros((0, 0)),
+        record,
     )
 
 
@@ -1089,6 +859,7 @@ def solve_frames(
         tasks[6].shape[0] + tasks[16].shape[0] + tasks[20].shape[0] + 2 * num_joints,
     )
     hess, grad, ends, cand, flags = work[0], work[1], work[6], work[8], work[9]
+    ctx = (skel, tasks, near, near_angle, root_ref, rot_ref, theta_ref, root, rot, pos, world, work)
     scale = np.sqrt(np.maximum(m_reg, 1e-12))
     for f in range(n_frames):
         if f == 0 or not carry:
@@ -1106,24 +877,7 @@ def solve_frames(
         _set_pose(f, skel, root_ref, rot_ref, p, root, rot)
         _select_pairs(skel, tasks, root, rot, pos, world, ends, buffer, cand)
         while True:
-            obj, pen, worst = _at(
-                f,
-                skel,
-                tasks,
-                boost,
-                near,
-                near_angle,
-                p,
-                root_ref,
-                rot_ref,
-                theta_ref,
-                root,
-                rot,
-                pos,
-                world,
-                work,
-                True,
-            )
+            obj, pen, worst = _at(f, ctx, boost, p, True)[:3]
             it = 0
             while it < budget:
                 it += 1
@@ -1149,67 +903,17 @@ def solve_frames(
                 # inequality rows it violates flagged
                 alpha = 1.0
                 _step(skel, p, delta, alpha, trial)
-                o2, pen2, worst2, added = _at_recording(
-                    f,
-                    skel,
-                    tasks,
-                    boost,
-                    near,
-                    near_angle,
-                    trial,
-                    root_ref,
-                    rot_ref,
-                    theta_ref,
-                    root,
-                    rot,
-                    pos,
-                    world,
-                    work,
-                )
+                o2, pen2, worst2, added = _at(f, ctx, boost, trial, True, True)
                 fresh = True
                 accepted = o2 <= obj + 1e-4 * slope
                 if not accepted and added > 0:
                     # the model lacked rows the step ran into: again with them
-                    obj, pen, worst = _at(
-                        f,
-                        skel,
-                        tasks,
-                        boost,
-                        near,
-                        near_angle,
-                        p,
-                        root_ref,
-                        rot_ref,
-                        theta_ref,
-                        root,
-                        rot,
-                        pos,
-                        world,
-                        work,
-                        True,
-                    )
+                    obj, pen, worst = _at(f, ctx, boost, p, True)[:3]
                     continue
                 while not accepted and alpha > 1e-3:
                     alpha *= 0.5
                     _step(skel, p, delta, alpha, trial)
-                    o2, pen2, worst2 = _at(
-                        f,
-                        skel,
-                        tasks,
-                        boost,
-                        near,
-                        near_angle,
-                        trial,
-                        root_ref,
-                        rot_ref,
-                        theta_ref,
-                        root,
-                        rot,
-                        pos,
-                        world,
-                        work,
-                        False,
-                    )
+                    o2, pen2, worst2 = _at(f, ctx, boost, trial, False)[:3]
                     fresh = False
                     accepted = o2 <= obj + 1e-4 * alpha * slope
                 size = 0.0
@@ -1229,24 +933,7 @@ def solve_frames(
                 if not accepted or size * (1.0 + mu) < tol:  # (the undamped step's size)
                     break
                 if not fresh:  # H and g at the point taken
-                    obj, pen, worst = _at(
-                        f,
-                        skel,
-                        tasks,
-                        boost,
-                        near,
-                        near_angle,
-                        p,
-                        root_ref,
-                        rot_ref,
-                        theta_ref,
-                        root,
-                        rot,
-                        pos,
-                        world,
-                        work,
-                        True,
-                    )
+                    obj, pen, worst = _at(f, ctx, boost, p, True)[:3]
             if worst <= slack or boosts == 2:
                 break
             boosts += 1

@@ -156,8 +156,8 @@ def _lower(
     rate_weight: float = 0.0,
 ) -> tuple[tuple, list[tuple[str, int, int]]]:
     """The tasks as the kernel's arrays (and the hinges' speeds, ``rate``), and per task
-    ``(kind, first row, rows)`` in the kernel's row order (positions, orientations,
-    segments, ground, collision, limits)."""
+    ``(kind, first row, rows)`` in the kernel's row order (positions, segments,
+    orientations, ground, collision, limits)."""
     pos: list = []
     ori: list = []
     ground: list = []
@@ -169,7 +169,7 @@ def _lower(
         if t.weight == 0.0 or t.size == 0:
             continue
         if isinstance(t, PositionTask):
-            pos.append((i, t.point, np.broadcast_to(t.goal, (frames, 3)), t.weight))
+            pos.append((i, (-1, t.point), np.broadcast_to(t.goal, (frames, 3)), t.weight))
         elif isinstance(t, OrientationTask):
             ori.append((i, t.point, np.broadcast_to(t.goal, (frames, 4)), t.weight))
         elif isinstance(t, SegmentTask):
@@ -202,14 +202,12 @@ def _lower(
             )
     layout: list[tuple[int, str, int, int]] = []
     row = 0
-    for i, *_ in pos:
-        layout.append((i, "position", row, 3))
+    vec = pos + seg  # a position: a segment from nowhere
+    for i, *_ in vec:
+        layout.append((i, "vector", row, 3))
         row += 3
     for i, *_ in ori:
         layout.append((i, "orientation", row, 3))
-        row += 3
-    for i, *_ in seg:
-        layout.append((i, "segment", row, 3))
         row += 3
     for i, pts, _, _ in ground:
         layout.append((i, "ground", row, len(pts)))
@@ -254,11 +252,11 @@ def _lower(
     r = np.asarray(cap_r, dtype=np.float64)
     reach = 0.5 * np.linalg.norm(b - a, axis=-1) + r
     lowered = (
-        np.asarray([p for _, p, _, _ in pos], dtype=np.intp),
+        np.asarray([b for _, (_, b), _, _ in vec], dtype=np.intp),
         np.ascontiguousarray(
-            np.stack([g for _, _, g, _ in pos], axis=1) if pos else np.zeros((frames, 0, 3))
+            np.stack([g for _, _, g, _ in vec], axis=1) if vec else np.zeros((frames, 0, 3))
         ),
-        np.asarray([w for *_, w in pos], dtype=np.float64),
+        np.asarray([w for *_, w in vec], dtype=np.float64),
         np.asarray([p for _, p, _, _ in ori], dtype=np.intp),
         np.ascontiguousarray(
             np.stack([g for _, _, g, _ in ori], axis=1) if ori else np.zeros((frames, 0, 4))
@@ -289,12 +287,7 @@ def _lower(
         np.asarray(lim_bound, dtype=np.float64),
         np.asarray(lim_w, dtype=np.float64),
         np.asarray(lim_hard, dtype=np.bool_),
-        np.asarray([a for _, (a, _), _, _ in seg], dtype=np.intp),
-        np.asarray([b for _, (_, b), _, _ in seg], dtype=np.intp),
-        np.ascontiguousarray(
-            np.stack([g for _, _, g, _ in seg], axis=1) if seg else np.zeros((frames, 0, 3))
-        ),
-        np.asarray([w for *_, w in seg], dtype=np.float64),
+        np.asarray([a for _, (a, _), _, _ in vec], dtype=np.intp),
         np.ascontiguousarray(np.full(len(kind), np.inf) if rate is None else rate, np.float64),
         float(rate_weight),
     )

@@ -14,7 +14,7 @@ forward kinematics and the tangent-space Jacobian
 product, ``exp`` and ``log`` (:mod:`retarget.quat`), the left Jacobian of
 SO(3) (:mod:`retarget._so3`) and the rate-control step
 (:func:`retarget.ik.rate.rate_step_kernel`), and the quaternion steps shared with
-the puppetry kernel (:mod:`retarget.online._quat4`). Its primary rows
+the puppetry kernel (:mod:`retarget._quat4`). Its primary rows
 (``_task_rows``) are those of :func:`retarget.tasks.stack` over
 :class:`~retarget.tasks.PositionTask` (``p − goal``, a NaN component
 inactive) and :class:`~retarget.tasks.OrientationTask`
@@ -40,11 +40,11 @@ import numba
 import numpy as np
 
 from .._kinematics_kernels import _fk_kernel, _jacobian_kernel
+from .._quat4 import ominus as _ominus
+from .._quat4 import rotate as _rotate
 from .._quat_kernels import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 from .._so3_kernels import _coefficients_of, _matrix_entries
 from ..ik.rate import rate_step_kernel
-from ._quat4 import ominus as _ominus
-from ._quat4 import rotate as _rotate
 
 
 @numba.njit(cache=True, nogil=True)

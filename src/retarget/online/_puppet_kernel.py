@@ -66,6 +66,11 @@ import numba
 import numpy as np
 
 from .._kinematics_kernels import _fk_kernel
+from .._quat4 import conj as _conj
+from .._quat4 import multiply as _qmul
+from .._quat4 import ominus as _ominus
+from .._quat4 import rotate as _rotate
+from .._quat4 import row as _qrow
 from .._quat_kernels import _wxyz_from_rotvec
 from .._vec3 import add as _add
 from .._vec3 import cross as _cross
@@ -77,11 +82,6 @@ from .._vec3 import sub as _sub
 from ..environment.compiled import point_closest, point_distance
 from ..ik.limb import ARC_TOL, DEGENERATE
 from ..ik.root import closest_in_balls_frame
-from ._quat4 import conj as _conj
-from ._quat4 import multiply as _qmul
-from ._quat4 import ominus as _ominus
-from ._quat4 import rotate as _rotate
-from ._quat4 import row as _qrow
 
 __all__ = [
     "HOLD_COLUMNS",

@@ -1,4 +1,4 @@
-"""Quaternions as 4-tuples, for the compiled kernels of :mod:`retarget.online` (private).
+"""Quaternions as 4-tuples, for the compiled kernels (private).
 
 The compiled update of online retargeting (:mod:`retarget.online._kernel`) and
 the compiled frame of computer puppetry (:mod:`retarget.online._puppet_kernel`)
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numba
 
-from .._quat_kernels import _product, _rotvec_from_wxyz
+from ._quat_kernels import _product, _rotvec_from_wxyz
 
 __all__ = ["conj", "multiply", "ominus", "rotate", "row"]
 
