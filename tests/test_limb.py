@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 
 import numpy as np
@@ -727,3 +728,45 @@ def test_bend_stays_on_the_flexion_side_through_a_straight_reference():
     np.testing.assert_allclose(theta, np.radians(20.0), atol=1e-9)
     knee = fk(sk, root, sol.rotations)[0][:, 2]
     assert np.linalg.norm(np.diff(knee, axis=0), axis=1).max() < 1e-9  # not a jump anywhere
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("kind", ["leg", "arm"])
+def test_compiled_rows_are_the_numpy_steps(lafan, side, kind, monkeypatch):
+    """The compiled rows (:mod:`retarget._limb_kernels`) against the numpy steps they
+    replace: goals near and out of reach and NaN, hinge limits, the soft reach, a
+    swivel, an orientation goal, per-row bone lengths."""
+    import retarget.ik.limb as limb_module
+
+    sk, limb, rng, root, rot, pos0 = lafan_limb_frames(lafan, side, kind, 11, 60)
+    limb = dataclasses.replace(limb, hinge_limits=(0.0, 2.4))
+    goal = reachable_goals(sk, limb, pos0, rng)
+    goal[::7] *= 3.0  # out of reach
+    goal[3::11] = np.nan
+    orientation = quat.normalize(rng.normal(size=(60, 4)))
+    swivel = rng.uniform(-0.5, 0.5, 60)
+    translations = np.broadcast_to(sk.offsets, (60, sk.num_joints, 3)) * rng.uniform(
+        0.9, 1.1, (60, 1, 1)
+    )
+    for options in (
+        {},
+        {"orientation": orientation, "swivel": swivel, "softness": 0.05},
+        {"translations": translations, "orientation": orientation},
+    ):
+        compiled = solve_limb(sk, limb, root, rot, goal, **options)
+        monkeypatch.setattr(limb_module, "_COMPILED", False)
+        reference = solve_limb(sk, limb, root, rot, goal, **options)
+        monkeypatch.setattr(limb_module, "_COMPILED", True)
+        np.testing.assert_allclose(
+            quat.canonical(compiled.rotations), quat.canonical(reference.rotations), atol=1e-12
+        )
+        for field in ("reached", "residual", "orientation_residual", "extension"):
+            np.testing.assert_allclose(
+                getattr(compiled, field), getattr(reference, field), atol=1e-9, err_msg=field
+            )
+        np.testing.assert_allclose(
+            compiled.orientation_error, reference.orientation_error, atol=1e-7
+        )
+        np.testing.assert_array_equal(compiled.clamped, reference.clamped)
+        if "softness" not in options:  # (a soft reach eases far goals: none clamped)
+            assert compiled.clamped.any() and not compiled.clamped.all()

@@ -145,6 +145,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import quat
 from .._arrays import Array, as_batch, frozen
+from .._lazy import loader
+from .._limb_kernels import ARC_TOL, DEGENERATE
 from ..dofs import clamp_to_limits
 from ..errors import RetargetError
 from ..kinematics import forward_kinematics
@@ -178,11 +180,10 @@ LIMB_ROLES: Mapping[str, tuple[str, str, str]] = {
 _SIDES = ("left", "right")
 _SWIVEL_MODES = ("relative", "absolute", "nearest")
 _TWO_PI = 2.0 * np.pi
-#: Below this ``r1 r2 / (l1 l2)`` the hinge does not change the limb's length ``L`` (the
-#: upper or the lower joint lies on the hinge axis): any hinge angle reaches as far.
-DEGENERATE = 1e-12
-#: Tolerance (radians) for "on the hinge-limit arc", against the rounding of ``arccos``.
-ARC_TOL = 1e-9
+_kernels = loader("retarget._limb_kernels")
+#: The compiled rows (:func:`retarget._limb_kernels.solve_rows`) where they serve (a
+#: relative swivel, a free lower joint); off, the numpy steps below (the tests' reference).
+_COMPILED = True
 
 
 @dataclass(frozen=True, eq=False)
@@ -882,8 +883,15 @@ def solve_limb(
         translations = np.broadcast_to(translations, (*batch, n_joints, 3))
 
     g = limb_geometry(skeleton, limb, translations)
-    a = g.a
     u, m, lo = limb.joints
+    if (
+        _COMPILED
+        and swivel_mode == "relative"
+        and (orientation is None or free_joint(skeleton, lo))
+    ):
+        return _solve_rows(skeleton, limb, g, root_position, rotations, goal, orientation,
+                           swivel, translations, softness, batch)  # fmt: skip
+    a = g.a
     q_up = np.ascontiguousarray(rotations[..., u, :])  # contiguous: faster algebra
     q_mid = np.ascontiguousarray(rotations[..., m, :])
     w_parent, p_upper = _upper_frame(skeleton, root_position, rotations, u, translations)
@@ -969,6 +977,65 @@ def solve_limb(
         clamped=np.asarray(clamped, dtype=bool),
         extension=np.where(valid, length_goal / np.maximum(length_max, 1e-300), 0.0),
         orientation_error=orientation_error,
+    )
+
+
+def _solve_rows(
+    skeleton: Skeleton,
+    limb: Limb,
+    g: LimbGeometry,
+    root_position: Array,
+    rotations: Array,
+    goal: Array,
+    orientation: Array | None,
+    swivel: Array,
+    translations: Array | None,
+    softness: float,
+    batch: tuple[int, ...],
+) -> LimbSolution:
+    """:func:`solve_limb` by the compiled rows (:mod:`retarget._limb_kernels`)."""
+    u, m, lo = limb.joints
+    n = int(np.prod(batch, dtype=np.int64))
+    w_parent, p_upper = _upper_frame(skeleton, root_position, rotations, u, translations)
+    flat = rotations.reshape(n, skeleton.num_joints, 4)
+
+    def rows(x: Array, size: int) -> Array:  # a field shared or per row, as (G, size)
+        return np.ascontiguousarray(np.asarray(x, dtype=np.float64).reshape(-1, size))
+
+    lo_limit, hi_limit = (float(v) for v in limb.hinge_limits)
+    geometry = (
+        np.ascontiguousarray(g.a, dtype=np.float64),
+        rows(g.d1, 3), rows(g.off2, 3), rows(g.h1, 1)[:, 0], rows(g.r1, 1)[:, 0],
+        rows(g.l1, 1)[:, 0], rows(g.l2, 1)[:, 0], rows(g.s, 3), rows(g.t, 3),
+        lo_limit, hi_limit,
+    )  # fmt: skip
+    oriented = orientation is not None
+    goals = (
+        np.zeros((1, 4))
+        if orientation is None
+        else rows(np.broadcast_to(orientation, (*batch, 4)), 4)
+    )
+    out = np.empty((n, 3, 4))
+    reached = np.empty((n, 3))
+    info = np.empty((n, 4))
+    error = np.empty((n, 3))
+    _kernels().solve_rows(
+        np.ascontiguousarray(flat[:, u]), np.ascontiguousarray(flat[:, m]),
+        np.ascontiguousarray(flat[:, lo]), rows(w_parent, 4), rows(p_upper, 3),
+        rows(goal, 3), goals, oriented,
+        rows(np.broadcast_to(swivel, batch), 1)[:, 0], geometry, float(softness),
+        out, reached, info, error,
+    )  # fmt: skip
+    new = np.array(rotations)  # a writable copy
+    new[..., [u, m, lo], :] = out.reshape(*batch, 3, 4)
+    return LimbSolution(
+        rotations=new,
+        reached=reached.reshape(*batch, 3),
+        residual=info[:, 0].reshape(batch),
+        orientation_residual=info[:, 1].reshape(batch),
+        clamped=(info[:, 2] > 0.5).reshape(batch),
+        extension=info[:, 3].reshape(batch),
+        orientation_error=error.reshape(*batch, 3),
     )
 
 

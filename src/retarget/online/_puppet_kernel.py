@@ -38,7 +38,7 @@ also says where and why the extensions leave the paper) and where each is done:
   compiled: ``_frame`` then stops and the caller runs ``solve_frames``;
 * 7, the analytic limbs of Lee & Shin 1999 eq. 7 with the soft reach and the
   swivel nearest the captured upper joint, Shin et al. eqs. 21-23
-  (``_solve_limb``, ``_solve_hinge``, ``_soft_reach``);
+  (``_solve_limb``, on the steps of :mod:`retarget._limb_kernels`);
 * 8, the blend of eq. 24, ``slerp(q*, q_ik, w_i)`` (``_slerp``);
 * 9, the penetration fix (``_surface_hit``, then ``_solve_limb`` again).
 
@@ -66,6 +66,11 @@ import numba
 import numpy as np
 
 from .._kinematics_kernels import _fk_kernel
+from .._limb_kernels import axis_quat as _axis_quat
+from .._limb_kernels import between as _between
+from .._limb_kernels import solve_hinge as _solve_hinge
+from .._limb_kernels import unit as _unit
+from .._limb_kernels import wrap as _wrap
 from .._quat4 import conj as _conj
 from .._quat4 import multiply as _qmul
 from .._quat4 import ominus as _ominus
@@ -80,7 +85,6 @@ from .._vec3 import row as _vrow
 from .._vec3 import scale as _scale
 from .._vec3 import sub as _sub
 from ..environment.compiled import point_closest, point_distance
-from ..ik.limb import ARC_TOL, DEGENERATE
 from ..ik.root import closest_in_balls_frame
 
 __all__ = [
@@ -95,7 +99,6 @@ __all__ = [
     "smooth_root",
 ]
 
-_TWO_PI = 2.0 * np.pi
 # what _frame returns
 SOLVED, NEEDS_POSTURE, NOT_FINITE = 0, 1, 2
 
@@ -104,61 +107,11 @@ SOLVED, NEEDS_POSTURE, NOT_FINITE = 0, 1, 2
 
 
 @numba.njit(cache=True, nogil=True)
-def _axis_quat(axis, angle):  # pragma: no cover - jitted
-    """``exp(angle · axis)`` for a unit 3-tuple ``axis``."""
-    half = 0.5 * angle
-    s = math.sin(half)
-    return (math.cos(half), s * axis[0], s * axis[1], s * axis[2])
-
-
-@numba.njit(cache=True, nogil=True)
-def _unit(v, fallback):  # pragma: no cover - jitted
-    """``v / |v|``, or ``fallback`` when ``|v| <= 1e-300`` (``ik.limb._unit``)."""
-    n = _norm(v)
-    if n > 1e-300:
-        return (v[0] / n, v[1] / n, v[2] / n)
-    return fallback
-
-
-@numba.njit(cache=True, nogil=True)
-def _between(u, v):  # pragma: no cover - jitted
-    """The shortest-arc rotation taking direction ``u`` to ``v`` (3-tuples, not unit)
-    (:func:`retarget.quat.quat_between`)."""
-    nu, nv = _norm(u), _norm(v)
-    un = (u[0] / nu, u[1] / nu, u[2] / nu)
-    vn = (v[0] / nv, v[1] / nv, v[2] / nv)
-    w = 0.5 * _norm(_add(un, vn))
-    cross = _cross(un, vn)
-    sin_norm = _norm(cross)
-    f = 0.5 * _norm(_sub(un, vn)) / max(sin_norm, 1e-300)
-    x, y, z = cross[0] * f, cross[1] * f, cross[2] * f
-    if sin_norm < 1e-300 and w < 0.5:  # opposite: a half turn about a perpendicular
-        k = 0
-        for c in (1, 2):
-            if abs(un[c]) < abs(un[k]):
-                k = c
-        basis = (1.0 if k == 0 else 0.0, 1.0 if k == 1 else 0.0, 1.0 if k == 2 else 0.0)
-        x, y, z = _cross(un, basis)
-        w = 0.0
-    n = math.sqrt(w * w + x * x + y * y + z * z)
-    return (w / n, x / n, y / n, z / n)
-
-
-@numba.njit(cache=True, nogil=True)
 def _slerp(a, b, t):  # pragma: no cover - jitted
     """Eq. 24: ``a ⊗ exp(t · log(a⁻¹ ⊗ b))`` (:func:`retarget.quat.slerp`)."""
     v = _ominus(b, a)
     e = _wxyz_from_rotvec(t * v[0], t * v[1], t * v[2])
     return _qmul(a, e)
-
-
-@numba.njit(cache=True, nogil=True)
-def _wrap(x):  # pragma: no cover - jitted
-    """Angle wrapped to (−π, π]."""
-    return np.pi - (np.pi - x) % _TWO_PI
-
-
-# -- stages ---------------------------------------------------------------------------------
 
 
 @numba.njit(cache=True, nogil=True)
@@ -742,92 +695,6 @@ def smooth_root(
 
 
 @numba.njit(cache=True, nogil=True)
-def _soft_reach(distance, reach, softness):  # pragma: no cover - jitted
-    """:func:`retarget.ik.limb.soft_reach` of one distance (length unit)."""
-    zone = softness * reach
-    knee = reach - zone
-    if not distance > knee:
-        return distance
-    over = max(distance - knee, 0.0) / (zone if zone > 0.0 else 1.0)
-    return knee + zone * -math.expm1(-over)
-
-
-@numba.njit(cache=True, nogil=True)
-def _arc_distance(x, lo, width):  # pragma: no cover - jitted
-    """Distance (radians, ≥ 0) of angle ``x`` from the arc ``[lo, lo + width]`` (mod 2π)."""
-    y = lo + (x - lo) % _TWO_PI
-    over = y - lo - width
-    return 0.0 if over <= 0.0 else min(over, _TWO_PI - (y - lo))
-
-
-@numba.njit(cache=True, nogil=True)
-def _clamp_to_arc(x, lo, width):  # pragma: no cover - jitted
-    """Angle ``x`` on the arc ``[lo, lo + width]`` (mod 2π); outside it, its nearer end."""
-    y = lo + (x - lo) % _TWO_PI
-    over = y - lo - width
-    if over <= 0.0:
-        return y
-    return lo + width if over < _TWO_PI - (y - lo) else lo
-
-
-@numba.njit(cache=True, nogil=True)
-def _solve_hinge(
-    h1,
-    r1,
-    l1,
-    l2,
-    h2,
-    r2,
-    lo,
-    hi,
-    beta_ref,
-    theta_ref,
-    length_goal,
-    softness,
-):  # pragma: no cover - jitted
-    """Step 1 of the limb (``ik.limb._solve_hinge``): Lee & Shin 1999, eq. 7 in the
-    signed form ``cos β = (L² − K) / (2 r1 r2)``, ``K = l1² + l2² + 2 h1 h2``, within
-    the hinge limits ``[lo, hi]`` (radians; infinite: none) and the soft reach.
-
-    Returns the hinge turn Δ (radians) and the reached distance ``L``.
-    """
-    rr = r1 * r2
-    k = l1 * l1 + l2 * l2 + 2.0 * h1 * h2
-    full = not (hi - lo < _TWO_PI)
-    degenerate = rr <= DEGENERATE * l1 * l2
-    width = hi - lo
-    beta_lo = lo + (beta_ref - theta_ref)  # β = θ + (β_ref − θ_ref)
-    if full:
-        c_min, c_max = -1.0, 1.0
-        theta_keep = theta_ref
-    else:  # the range of cos β over the allowed arc
-        c_lo, c_hi = math.cos(beta_lo), math.cos(beta_lo + width)
-        c_max = 1.0 if _arc_distance(0.0, beta_lo, width) == 0.0 else max(c_lo, c_hi)
-        c_min = -1.0 if _arc_distance(np.pi, beta_lo, width) == 0.0 else min(c_lo, c_hi)
-        theta_keep = _clamp_to_arc(theta_ref, lo, width)
-    rr_safe = rr
-    if degenerate:  # the hinge does not move the lower joint: keep it (within its limits)
-        c_min = c_max = math.cos(theta_keep + (beta_ref - theta_ref))
-        rr_safe = 1.0
-    length_min = math.sqrt(max(k + 2.0 * rr * c_min, 0.0))
-    length_max = math.sqrt(max(k + 2.0 * rr * c_max, 0.0))
-    if softness > 0.0:
-        length_goal = _soft_reach(length_goal, length_max, softness)
-    length = min(max(length_goal, length_min), length_max)
-    c = min(max((length * length - k) / (2.0 * rr_safe), c_min), c_max)
-    b = math.acos(min(max(c, -1.0), 1.0))
-    beta = b  # the flexion side, always (ik.limb._solve_hinge: no flip at a straight limb)
-    if not full:
-        if _arc_distance(beta, beta_lo, width) > max(_arc_distance(-beta, beta_lo, width), ARC_TOL):
-            beta = -beta
-        beta = _clamp_to_arc(beta, beta_lo, width)
-    delta = _wrap(beta - beta_ref)
-    if degenerate:
-        delta = theta_keep - theta_ref
-    return delta, length
-
-
-@numba.njit(cache=True, nogil=True)
 def _solve_limb(
     root, rot, pos, world, i, limbs, goal, orientation, oriented, softness, solved
 ):  # pragma: no cover - jitted
@@ -894,7 +761,7 @@ def _solve_limb(
     theta_ref = _wrap(
         2.0 * math.atan2(q_mid[1] * a[0] + q_mid[2] * a[1] + q_mid[3] * a[2], q_mid[0])
     )
-    delta, length = _solve_hinge(
+    delta, length, _, _ = _solve_hinge(
         bone[i, 0],
         bone[i, 1],
         bone[i, 2],
