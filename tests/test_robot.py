@@ -590,6 +590,24 @@ def test_soles_held_over_the_floor_where_the_method_puts_them_under(g1):
     assert soles[..., 2].min() > -_SLACK * tall
 
 
+def test_a_lift_is_held_and_eased():
+    """``robot._held``: a sink followed frame by frame has the kinks of its lowest point
+    (heel, then toe) and a heel strike's quick rise; held and eased, the foot is never
+    lowered by more than a few per cent of a sink, and its third differences (the
+    jerk it adds to the legs) are a fraction of the raw lift's."""
+    from retarget.robot import _held
+
+    t = np.arange(120)
+    heel = np.maximum(0.0, 0.01 * np.sin(t / 6.0))  # rises and falls, with kinks at 0
+    strike = np.where((t > 60) & (t < 64), 0.02, 0.0)  # a three-frame heel strike
+    raw = np.maximum(heel, strike)
+    held = _held(raw, 6)
+    assert np.all(held >= 0.95 * raw - 1e-12)
+    assert np.abs(np.diff(held, 3)).max() < 0.25 * np.abs(np.diff(raw, 3)).max()
+    assert np.array_equal(_held(raw, 0), raw)
+    np.testing.assert_allclose(_held(np.full(10, 0.03), 6), 0.03)
+
+
 # -- a robot of numbered hinges, meshes under package:// ---------------------------------------
 def _stl_box(path: Path, lo, hi) -> None:
     """A box mesh (binary STL) from corner ``lo`` to ``hi``."""

@@ -353,13 +353,18 @@ _HULL_SHARE = 0.9
 #: frame is solved again with the floor firmer.
 _SLACK = 1e-3
 
-#: A method's plan that sinks a sole more than this share of the height under the floor
-#: places the foot higher (:func:`_lift`; less, the IK pass's floor lifts it). (The
-#: first 1,200 frames onto TALOS, a sole 11 cm behind its ankle: without, soles up to
-#: 10 cm under the plan, body jerk 5.7 times the source's; with the lift from 0.2 % of
-#: the height, 1.37, from 0.5 %, 1.42, and on the G1 from 0.2 %, 0.93 on 2,400 frames,
-#: from 0.5 %, 0.85, without, 0.82.)
-_SINK = 5e-3
+#: A lift of a foot (:func:`_lift`) is held this long (s) either side of each frame
+#: that needs it and eased in and out over half of it (:func:`_held`). (The first
+#: 1,200 frames onto TALOS, a sole 11 cm behind its ankle: without a lift, soles up to
+#: 10 cm under the plan, body jerk 5.7 times the source's; the lift beyond 0.5 % of
+#: the height, frame by frame, 1.42. The whole walk: frame by frame, from 0.5 %, the
+#: G1's 0.74 (``hierarchical``) and 1.00 (``omr``), IHMC's Alexander, whose plan
+#: sinks a flat sole 1.3 cm (its ankle stands higher over its sole than a human's
+#: over theirs, a foot's length for a foot's length) and whose lowest corner
+#: switches from heel to toe and back, 2.05 and 2.14; held 0.2 s, from no sink: 0.70,
+#: 0.94, 1.70, 1.89; held 0.1 s, Alexander without its links apart, 1.41; 0.33 s,
+#: 1.40; the floors of the contacts 0.02 to 0.07 cm higher on the G1.)
+_HOLD = 0.2
 
 #: The IK pass stops a frame when its last step moved no hinge by more than this (rad).
 _TOLERANCE = 1e-3
@@ -558,21 +563,15 @@ def _sole_points(joint: int, geoms: Sequence[Geom], tilt: float = 0.7) -> Array:
 
 
 def _lift(
-    gathered: Gathered,
-    ankle: int,
-    centre: Array,
-    frame: Array,
-    geoms: Sequence[Geom],
-    start: float = 0.0,
-    ramp: float = 1e-9,
+    gathered: Gathered, ankle: int, centre: Array, frame: Array, geoms: Sequence[Geom]
 ) -> Array:
     """How far (F,) the method's plan of a foot (its ankle's centre (F, 3) and world
     frame (F, 4), in the methods' Y-up world) sinks the robot's sole under the floor
     (y = 0): the method skeleton knows the foot's ankle and tip, not the sole reaching
     behind the ankle, which a heel strike's pitch sinks (TALOS's, 11 cm behind: up to
     10 cm under; pushed out by the IK pass's floor, the legs jerked 5 times the
-    source's). The IK pass places the foot that much higher, less ``(start + ramp)/2``
-    (the floor task takes the first ``start``, then the lift grows in over ``ramp``)."""
+    source's), nor how high its ankle stands over its sole. The IK pass places the
+    foot that much higher, held over time (:func:`_held`)."""
     foot = gathered.members[ankle][-1]
     sole = _sole_points(foot, geoms)
     if not len(sole):
@@ -580,13 +579,22 @@ def _lift(
     at, _ = forward_kinematics(gathered.rig, np.zeros(3), quat.identity((gathered.rig.num_joints,)))
     lever = at[foot] + sole - at[int(gathered.points[ankle])]  # from the centre, at rest
     low = (centre[:, None, :] + quat.rotate(frame[:, None, :], lever))[..., 1].min(axis=1)
-    # a sink under ``start`` is the floor task's; the lift takes over as it deepens,
-    # continuous with its rate (C¹: a lift that switched on with a kink jerked the G1's
-    # legs, 0.74 -> 0.89 times the source's, for sinks of a millimetre)
-    depth = np.maximum(-low, 0.0)
-    a, b = start, start + ramp
-    return np.where(
-        depth < b, np.maximum(depth - a, 0.0) ** 2 / (2 * (b - a)), depth - 0.5 * (a + b)
+    return np.maximum(-low, 0.0)
+
+
+def _held(lift: Array, width: int) -> Array:
+    """A lift (F,) held ``width`` frames either side of each frame (the largest within
+    them), then eased by a Gaussian of ``width / 2`` frames: the sink of a sole is the
+    lowest of its points, whose kinks (a heel, then a toe, the lowest) and quick rises
+    at a heel strike, followed frame by frame, jerked the legs (module constants,
+    :data:`_HOLD`); held and eased, the foot rises before the sink and comes down after
+    it, smooth, and the floor task takes what easing leaves."""
+    if width < 1 or len(lift) < 2:
+        return lift
+    from scipy.ndimage import gaussian_filter1d, maximum_filter1d
+
+    return gaussian_filter1d(
+        maximum_filter1d(lift, 2 * width + 1, mode="nearest"), width / 2, mode="nearest"
     )
 
 
@@ -684,7 +692,7 @@ def to_robot(
         top = roles.get(f"{side}_ankle")
         if top is not None and top < g.skeleton.num_joints:
             below = [p for p in range(g.skeleton.num_points) if top in g.skeleton.chain(p)]
-            lift = _lift(g, top, pm[:, top], wm[:, top], geoms, _SINK * tall, 4e-3 * tall)
+            lift = _held(_lift(g, top, pm[:, top], wm[:, top], geoms), round(_HOLD * motion.fps))
             placed[:, below, 1] += lift[:, None]
     for side in ("left", "right"):
         for role in ("ankle", "wrist"):
