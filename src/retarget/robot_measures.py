@@ -38,7 +38,6 @@ The floor is z = 0 (the robot's world), the up axis z.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,6 +49,7 @@ from .io.robot import Robot
 from .kinematics import forward_kinematics
 from .motion import Motion
 from .robot import gather_hinges
+from .robot_contacts import load_model, model_qpos, self_contacts
 from .roles import find_roles, height
 
 __all__ = [
@@ -102,22 +102,12 @@ class RobotTrajectory:
 
 
 def _model(robot: Robot):
-    from .io.robot import _load
-
-    return _load(Path(robot.path))[0]
+    return load_model(robot)
 
 
 def _qpos(model, robot: Robot, traj: RobotTrajectory) -> NDArray[np.float64]:
-    """MuJoCo's qpos per frame (F, nq): the base (if the model floats it) and the hinges."""
-    qpos = np.tile(np.asarray(model.qpos0, dtype=float), (traj.num_frames, 1))
-    for d, name in enumerate(robot.joint_names):
-        qpos[:, int(model.joint(name).qposadr[0])] = traj.dof_pos[:, d]
-    free = [j for j in range(model.njnt) if int(model.jnt_type[j]) == 0]
-    if free:
-        a = int(model.jnt_qposadr[free[0]])
-        qpos[:, a : a + 3] = traj.root_pos
-        qpos[:, a + 3 : a + 7] = traj.root_quat
-    return qpos
+    """MuJoCo's qpos per frame (F, nq) (:func:`retarget.robot_contacts.model_qpos`)."""
+    return model_qpos(model, robot, traj.root_pos, traj.root_quat, traj.dof_pos)
 
 
 def standing_height(robot: Robot) -> float:
@@ -264,35 +254,20 @@ def measure_robot(
     velocity_count = int((speed > vmax + 1e-9).sum())
     # MuJoCo: bodies and self-collision
     xpos = np.empty((f, model.nbody, 3))
-    depth = np.zeros(f)
-    pairs_hit: dict[tuple[str, str], tuple[float, set[int]]] = {}
-    parent = np.asarray(model.body_parentid)
-    mujoco.mj_kinematics(model, data)  # the zero configuration: pairs touching by design
-    mujoco.mj_collision(model, data)
-    touching = {
-        tuple(sorted((int(model.geom_bodyid[c.geom1]), int(model.geom_bodyid[c.geom2]))))
-        for c in data.contact[: data.ncon]
-    }
     for k in range(f):
         data.qpos[:] = qpos[k]
         mujoco.mj_kinematics(model, data)
-        mujoco.mj_collision(model, data)
         xpos[k] = data.xpos
-        for c in range(data.ncon):
-            con = data.contact[c]
-            b1, b2 = int(model.geom_bodyid[con.geom1]), int(model.geom_bodyid[con.geom2])
-            if b1 == 0 or b2 == 0 or parent[b1] == b2 or parent[b2] == b1 or b1 == b2:
-                continue
-            if tuple(sorted((b1, b2))) in touching:
-                continue
-            d = -float(con.dist)
-            if d > depth[k]:
-                depth[k] = d
-            if d > margin:
-                key = tuple(sorted((model.body(b1).name, model.body(b2).name)))
-                deepest, frames = pairs_hit.get(key, (0.0, set()))
-                frames.add(k)
-                pairs_hit[key] = (max(deepest, d), frames)
+    hits = self_contacts(model, qpos)
+    depth = np.zeros(f)
+    np.maximum.at(depth, hits.frame, -hits.dist)
+    pairs_hit: dict[tuple[str, str], tuple[float, set[int]]] = {}
+    for k, (b1, b2), d in zip(hits.frame, hits.bodies, -hits.dist, strict=True):
+        if d > margin:
+            key = tuple(sorted((model.body(int(b1)).name, model.body(int(b2)).name)))
+            deepest, frames = pairs_hit.get(key, (0.0, set()))
+            frames.add(int(k))
+            pairs_hit[key] = (max(deepest, float(d)), frames)
     # jerk against the scaled source
     scale = tall / s_height  # source unit → robot metres, by the heights
     body_jerk = np.diff(xpos[:, 1:], n=3, axis=0) * traj.fps**3
