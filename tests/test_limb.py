@@ -602,6 +602,33 @@ def test_rest_pose_hinge_axis():
     np.testing.assert_allclose(still, normal, atol=1e-12)
 
 
+def test_a_knee_that_flexes_negative_is_turned_round():
+    """A one-channel knee whose range reaches further below 0 than above (iCub's,
+    [-125°, 23°]): the limb's axis and limits are turned round, so that flexion is
+    positive; solved for a goal nearer than the straight leg, the knee's own channel
+    angle comes out negative, inside its range (not the hyperextension the file's
+    sign would have chosen, 34 % of frames onto iCub)."""
+    sk, _ = hinge_skeleton(0.0, 40.0, 0.0, 38.0)
+    limits = np.tile([-np.inf, np.inf], (4, 3, 1)).astype(float)
+    limits[2, 0] = [-2.18, 0.40]  # the knee's one channel (X)
+    sk = sk.replace(limits=limits)
+    roles = {"left_hip": 1, "left_knee": 2, "left_ankle": 3}
+    limb = limb_from_roles(sk, roles, "left", "leg")
+    channel_axis = quat.rotate(sk.axes[2], [1.0, 0.0, 0.0])
+    np.testing.assert_allclose(limb.hinge_axis, -channel_axis, atol=1e-12)
+    np.testing.assert_allclose(limb.hinge_limits, [-0.40, 2.18])
+    # a CMU-like range keeps the file's sign
+    limits[2, 0] = [-0.17, 2.97]
+    cmu = limb_from_roles(sk.replace(limits=limits.copy()), roles, "left", "leg")
+    np.testing.assert_allclose(cmu.hinge_axis, channel_axis, atol=1e-12)
+    # a goal 70 cm from the hip (the leg is 78): the channel angle flexes, negative
+    hip = forward_kinematics(sk, np.zeros(3), quat.identity(4))[0][1]
+    goal = hip + 70.0 * np.array([0.0, -1.0, 0.0])
+    out = solve_limb(sk, limb, np.zeros(3), quat.identity(4), goal)
+    angle = channel_angles(sk, out.rotations)[2, 0]
+    assert -2.18 <= angle < -0.1
+
+
 # -- errors and values ----------------------------------------------------------------------------
 
 

@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retarget import quat
-from retarget.errors import FormatError
+from retarget.errors import FormatError, RetargetWarning
+from retarget.ik.limb import limb_from_roles
 from retarget.io.robot import (
     Geom,
     joint_trajectories,
@@ -40,6 +41,7 @@ from retarget.roles import find_roles
 from retarget.skeleton import Skeleton
 
 ALEXANDER = Path(__file__).parent / "data" / "robots" / "ihmc_alexander" / "ihmc_alexander.urdf"
+ICUB = Path(__file__).parent / "data" / "robots" / "icub" / "icub.urdf"
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +62,12 @@ def alexander():
     return read_robot(ALEXANDER)
 
 
+@pytest.fixture(scope="module")
+def icub():
+    with pytest.warns(RetargetWarning, match="inertia"):  # (14 links of zero inertia)
+        return read_robot(ICUB)
+
+
 def _random_trajectory(robot, n: int, seed: int) -> RobotTrajectory:
     rng = np.random.default_rng(seed)
     lo = np.where(np.isfinite(robot.lower), robot.lower, -np.pi)
@@ -70,7 +78,7 @@ def _random_trajectory(robot, n: int, seed: int) -> RobotTrajectory:
     return RobotTrajectory(root, base, dof, 30.0)
 
 
-@pytest.mark.parametrize("which", ["g1", "alexander"])
+@pytest.mark.parametrize("which", ["g1", "alexander", "icub"])
 def test_forward_kinematics_equals_mujoco(which, request):
     """Every hinge's world position and axis, by our FK on the skeleton read, equal
     MuJoCo's (``xanchor``, ``xaxis``) for random base poses and joint angles in range."""
@@ -145,6 +153,18 @@ def test_urdf_root_floated_and_velocity_limits_read(alexander):
                 "left_ankle": "LEFT_ANKLE_Y",
                 "right_elbow": "RIGHT_ELBOW_Y",
                 "hips": "PELVIS_LINK",
+            },
+        ),
+        (
+            "icub",
+            {
+                "left_hip": "l_hip_pitch",
+                "left_knee": "l_knee",
+                "left_ankle": "l_ankle_pitch",
+                "right_elbow": "r_elbow",
+                "right_wrist": "r_wrist_prosup",
+                "hips": "base_link",
+                "head": "neck_pitch",
             },
         ),
     ],
@@ -719,3 +739,101 @@ def test_a_mesh_missing_from_its_package_is_one_line(tmp_path):
     (tmp_path / "toy_description" / "meshes" / "foot.stl").unlink()
     with pytest.raises(FormatError, match=r"foot\.stl.*not found"):
         read_robot(urdf)
+
+
+# -- a robot as iCub is written: facing -x, l_/r_ names, knees flexing negative --------------
+def _icub_like_robot(folder: Path) -> Path:
+    """A small humanoid written as iCub's URDF is: facing -x (its left at -y), joints
+    ``l_``/``r_`` named, knees that flex negative and reach 23° past straight, a forearm
+    twist 1.5 cm below the elbow whose axis runs through the wrist 14 cm lower, and a
+    link of mass but no inertia (MuJoCo refuses it as written)."""
+    _stl_box(folder / "meshes" / "foot.stl", (-0.10, -0.03, -0.05), (0.04, 0.03, 0.0))
+    _stl_box(folder / "meshes" / "body.stl", (-0.06, -0.09, -0.04), (0.06, 0.09, 0.30))
+    inertia = 'ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"'
+    links = [
+        f'<link name="base_link"><inertial><mass value="5"/><inertia {inertia}/></inertial>'
+        '<collision><geometry><mesh filename="meshes/body.stl"/></geometry></collision></link>'
+    ]
+    joints = []
+
+    def chain(side, specs, parent):
+        for name, xyz, axis, lo, hi, extra in specs:
+            full = f"{side}_{name}"
+            inert = (
+                'ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"'
+                if name == "ankle_pitch"
+                else inertia
+            )
+            geom = (
+                '<collision><geometry><mesh filename="meshes/foot.stl"/></geometry></collision>'
+                if extra == "foot"
+                else ""
+            )
+            links.append(
+                f'<link name="{full}_link"><inertial><mass value="0.5"/><inertia {inert}/>'
+                f"</inertial>{geom}</link>"
+            )
+            joints.append(
+                f'<joint name="{full}" type="revolute"><parent link="{parent}"/>'
+                f'<child link="{full}_link"/><origin xyz="{xyz}"/><axis xyz="{axis}"/>'
+                f'<limit lower="{lo}" upper="{hi}" effort="20" velocity="8"/></joint>'
+            )
+            parent = f"{full}_link"
+
+    for side, y in (("l", -1), ("r", 1)):
+        chain(
+            side,
+            [
+                ("hip_pitch", f"0 {0.07 * y} -0.1", "0 1 0", -0.77, 2.3, ""),
+                ("hip_roll", "0 0 0", "1 0 0", -0.3, 2.0, ""),
+                ("hip_yaw", "0 0 0", "0 0 1", -1.3, 1.3, ""),
+                ("knee", "0 0 -0.22", "0 1 0", -2.18, 0.40, ""),
+                ("ankle_pitch", "0 0 -0.21", "0 1 0", -0.7, 0.4, ""),
+                ("ankle_roll", "0 0 0", "1 0 0", -0.4, 0.4, "foot"),
+            ],
+            "base_link",
+        )
+        chain(
+            side,
+            [
+                ("shoulder_pitch", f"0 {0.11 * y} 0.25", "0 1 0", -1.6, 0.1, ""),
+                ("shoulder_roll", "0 0 0", "1 0 0", 0.0, 2.8, ""),
+                ("shoulder_yaw", "0 0 0", "0 0 1", -0.6, 1.7, ""),
+                ("elbow", "0.015 0 -0.15", "0 1 0", 0.1, 1.85, ""),
+                ("wrist_prosup", "-0.015 0 0", "0 0 1", -0.87, 0.87, ""),  # beside the elbow
+                ("wrist_pitch", "0 0 -0.14", "0 1 0", -1.1, 0.17, ""),  # on its axis
+                ("wrist_yaw", "0 0 0", "1 0 0", -0.4, 0.4, ""),
+            ],
+            "base_link",
+        )
+    urdf = folder / "icub_like.urdf"
+    urdf.write_text('<robot name="icub_like">' + "".join(links + joints) + "</robot>")
+    return urdf
+
+
+def test_a_robot_written_as_icub_is(tmp_path):
+    """Read with a warning for the inertia MuJoCo refuses; l_/r_ names give the sides;
+    the forearm twist beside the elbow, its axis through the wrist, is part of the
+    wrist (the forearm runs elbow to wrist, not 1.5 cm sideways); the torso-less trunk
+    has no neck; the knees bend the way their ranges reach; the feet's ends are in
+    front of the ankles (-x)."""
+    with pytest.warns(RetargetWarning, match="inertia"):
+        robot = read_robot(_icub_like_robot(tmp_path))
+    g = gather_hinges(robot.skeleton)
+    names = robot.skeleton.names
+    balls = {tuple(names[k] for k in m) for m in g.members if len(m) > 1}
+    assert ("l_wrist_prosup", "l_wrist_pitch", "l_wrist_yaw") in balls
+    roles = find_roles(g.skeleton)
+    point = g.skeleton.point_names
+    assert point[roles["left_wrist"]] == "l_wrist_prosup"
+    assert point[roles["left_knee"]] == "l_knee" and point[roles["right_elbow"]] == "r_elbow"
+    rest, _ = forward_kinematics(g.rig, np.zeros(3), quat.identity((g.rig.num_joints,)))
+    wrist = rest[g.points[roles["left_wrist"]]]
+    elbow = rest[g.points[roles["left_elbow"]]]
+    np.testing.assert_allclose(wrist - elbow, [-0.015, 0.0, -0.14], atol=1e-3)  # the forearm
+    assert rest[g.points[roles["left_hip"]]][1] < 0  # its left at -y
+    sk = robot.skeleton
+    tip = sk.site_offsets[sk.site_names.index("l_ankle_roll_end")]
+    assert tip[0] < -0.05  # ahead of the ankle: the robot faces -x
+    knee = limb_from_roles(g.skeleton, roles, "left", "leg")
+    np.testing.assert_allclose(knee.hinge_limits, [-0.40, 2.18])  # flexion positive

@@ -701,6 +701,37 @@ def biped():
     )
 
 
+def robot_waist():
+    """A humanoid robot's method skeleton (iCub's, its hinges gathered), Z-up cm facing -y:
+    the torso's ball at the pelvis, the shoulders and the head's ball hanging from it.
+    The head hangs from the chest, as from a Biped's neck, but the chest stands low in
+    the trunk: a waist, the spine, no neck."""
+    rows = [
+        ("base_link", None, (0, 0, 60)),
+        ("torso_pitch", "base_link", (0, 0, 60)),
+        ("neck_pitch", "torso_pitch", (0, 0, 83)),
+        ("neck_yaw_end", "neck_pitch", (0, 0, 95)),
+        ("l_shoulder_pitch", "torso_pitch", (11, 0, 78)),
+        ("l_elbow", "l_shoulder_pitch", (11, 0, 63)),
+        ("l_wrist_prosup", "l_elbow", (11, 0, 49)),
+        ("l_wrist_yaw_end", "l_wrist_prosup", (11, 0, 43)),
+        ("l_hip_pitch", "base_link", (7, 0, 48)),
+        ("l_knee", "l_hip_pitch", (7, 0, 26)),
+        ("l_ankle_pitch", "l_knee", (7, 0, 4)),
+        ("l_ankle_roll_end", "l_ankle_pitch", (7, -10, 0)),
+    ]
+    left = {"hip": "hip_pitch", "knee": "knee", "ankle": "ankle_pitch"}
+    left |= {"toe_tip": "ankle_roll_end", "shoulder": "shoulder_pitch", "elbow": "elbow"}
+    left |= {"wrist": "wrist_prosup", "hand_tip": "wrist_yaw_end"}
+    return rig(
+        rows,
+        lambda n: n and (("r_" + n[2:]) if n.startswith("l_") else n),
+        {"hips": "base_link", "head": "neck_pitch", "head_top": "neck_yaw_end"},
+        {r: f"l_{n}" for r, n in left.items()},
+        ("torso_pitch",),
+    )
+
+
 def cmu_bvh():
     """The CMU BVH conversion (MotionBuilder-friendly), Y-up: ``LHipJoint``, ``LowerBack``,
     ``Neck1``, ``LeftFingerBase``, ``LThumb``, end sites."""
@@ -755,6 +786,7 @@ RIGS = {
     "cmu_daz_friendly_bvh": cmu_daz_friendly,
     "character_creator4": character_creator,
     "3dsmax_biped": biped,
+    "robot_waist_gathered": robot_waist,
     "cmu_bvh": cmu_bvh,
 }
 

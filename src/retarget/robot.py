@@ -151,11 +151,15 @@ def _pivot(
     ``T(x) = T_1 ∘ … ∘ T_n (x)`` of the points below (``children`` (K, 3), rest
     positions), each ``T_k`` the turn about hinge ``k``'s axis through its
     anchor, against the ball's ``c + R (x − c)`` with ``R = R_1 ⋯ R_n``: linear
-    least squares, ``Σ (I − R)ᵀ (I − R) c = Σ (I − R)ᵀ (T(x) − R x)``.
+    least squares, ``Σ (I − R)ᵀ (I − R) c = Σ (I − R)ᵀ (T(x) − R x)``. With no point
+    below (a hand without geometry), the point nearest every hinge's axis.
     """
     top = rest[group[0]]
-    if not len(children):
-        return top
+    if not len(children):  # nothing below to calibrate with: where the axes meet
+        lines = [(rest[k], _hinge_axis(skeleton, k)) for k in group]
+        normal = sum(np.eye(3) - np.outer(a, a) for _, a in lines) + 1e-9 * np.eye(3)
+        right = sum((np.eye(3) - np.outer(a, a)) @ p for p, a in lines) + 1e-9 * top
+        return np.linalg.solve(normal, right)
     rng = np.random.default_rng(0)
     lo = np.array([skeleton.limits[k, _channel(skeleton, k), 0] for k in group])
     hi = np.array([skeleton.limits[k, _channel(skeleton, k), 1] for k in group])
@@ -224,6 +228,14 @@ def gather_hinges(robot: Skeleton, names: tuple[str, ...] | None = None) -> Gath
         one_way = (lo >= -0.2 and hi >= 1.0) or (hi <= 0.2 and lo <= -1.0)
         return bool(one_way and np.linalg.norm(sk.offsets[j]) >= _SHORT * carried(j))
 
+    def twist(p: int, j: int) -> bool:
+        """Hinge ``p`` turns the bone to ``j`` about itself: ``j`` lies on its axis (a
+        hinge's anchor may be anywhere on its axis; iCub's forearm twist stands
+        1.5 cm from the elbow, its axis through the wrist 14 cm below)."""
+        a = _hinge_axis(sk, p)
+        off = at[j] - at[p]
+        return bool(np.linalg.norm(off - (off @ a) * a) <= near)
+
     for j in range(1, n):
         p = int(sk.parents[j])
         group = [k for k in range(n) if head[k] == head[p]]
@@ -236,6 +248,7 @@ def gather_hinges(robot: Skeleton, names: tuple[str, ...] | None = None) -> Gath
             and (
                 one_joint(sk, p, j, names)
                 or ((link <= near or link < _SHORT * carried(j)) and not (bends(p) or bends(j)))
+                or (twist(p, j) and not bends(p) and not (bends(j) and carried(j) >= _SHORT * link))
             )
         ):
             head[j] = head[p]
@@ -563,15 +576,22 @@ def _sole_points(joint: int, geoms: Sequence[Geom], tilt: float = 0.7) -> Array:
 
 
 def _lift(
-    gathered: Gathered, ankle: int, centre: Array, frame: Array, geoms: Sequence[Geom]
+    gathered: Gathered,
+    ankle: int,
+    centre: Array,
+    frame: Array,
+    geoms: Sequence[Geom],
+    ramp: float = 1e-9,
 ) -> Array:
     """How far (F,) the method's plan of a foot (its ankle's centre (F, 3) and world
     frame (F, 4), in the methods' Y-up world) sinks the robot's sole under the floor
-    (y = 0): the method skeleton knows the foot's ankle and tip, not the sole reaching
-    behind the ankle, which a heel strike's pitch sinks (TALOS's, 11 cm behind: up to
-    10 cm under; pushed out by the IK pass's floor, the legs jerked 5 times the
-    source's), nor how high its ankle stands over its sole. The IK pass places the
-    foot that much higher, held over time (:func:`_held`)."""
+    (y = 0), less half of ``ramp``: the method skeleton knows the foot's ankle and tip,
+    not the sole reaching behind the ankle, which a heel strike's pitch sinks (TALOS's,
+    11 cm behind: up to 10 cm under; pushed out by the IK pass's floor, the legs
+    jerked 5 times the source's), nor how high its ankle stands over its sole. The IK
+    pass places the foot that much higher, held over time (:func:`_held`); the lift
+    grows in over the first ``ramp`` of a sink (C¹), the floor task taking the rest
+    (lifted by the whole sink, held, the G1's planted soles floated 0.18 cm, not 0.07)."""
     foot = gathered.members[ankle][-1]
     sole = _sole_points(foot, geoms)
     if not len(sole):
@@ -579,7 +599,8 @@ def _lift(
     at, _ = forward_kinematics(gathered.rig, np.zeros(3), quat.identity((gathered.rig.num_joints,)))
     lever = at[foot] + sole - at[int(gathered.points[ankle])]  # from the centre, at rest
     low = (centre[:, None, :] + quat.rotate(frame[:, None, :], lever))[..., 1].min(axis=1)
-    return np.maximum(-low, 0.0)
+    depth = np.maximum(-low, 0.0)
+    return np.where(depth < ramp, depth**2 / (2 * ramp), depth - 0.5 * ramp)
 
 
 def _held(lift: Array, width: int) -> Array:
@@ -692,7 +713,8 @@ def to_robot(
         top = roles.get(f"{side}_ankle")
         if top is not None and top < g.skeleton.num_joints:
             below = [p for p in range(g.skeleton.num_points) if top in g.skeleton.chain(p)]
-            lift = _held(_lift(g, top, pm[:, top], wm[:, top], geoms), round(_HOLD * motion.fps))
+            lift = _lift(g, top, pm[:, top], wm[:, top], geoms, 4e-3 * tall)
+            lift = _held(lift, round(_HOLD * motion.fps))
             placed[:, below, 1] += lift[:, None]
     for side in ("left", "right"):
         for role in ("ankle", "wrist"):

@@ -38,7 +38,8 @@ same code reads every common naming convention:
    only unsided child joint until a joint has none or several. The neck is the
    first ``neck``-named joint between hips and head or, failing names, the
    joint after the chest (the chest itself when the head hangs from it, as
-   from a 3ds Max Biped neck holding the clavicles). The spine: the joints
+   from a 3ds Max Biped neck holding the clavicles, unless the chest stands in
+   the trunk's lower half: a robot's waist is its spine). The spine: the joints
    between hips and head other than the neck.
 4. **Joints in a limb**, along its main chain (so twist, corrective and finger
    joints beside it are never taken): the knee (elbow) is the first joint whose
@@ -93,9 +94,9 @@ _SIDE_SWAPS: tuple[tuple[re.Pattern[str], str, str], ...] = (
     # l/r suffix: Unreal thigh_l, index_01_l
     (re.compile(r"(?<=[_\-. :])l$"), "r", "left"),
     (re.compile(r"(?<=[_\-. :])r$"), "l", "right"),
-    # l/r prefix: CMU/VICON ASF lfemur, CMU Daz-friendly BVH lShin
-    (re.compile(r"^l(?=[A-Za-z])"), "r", "left"),
-    (re.compile(r"^r(?=[A-Za-z])"), "l", "right"),
+    # l/r prefix: CMU/VICON ASF lfemur, CMU Daz-friendly BVH lShin, iCub l_hip_pitch
+    (re.compile(r"^l(?=[A-Za-z]|[_\-. ])"), "r", "left"),
+    (re.compile(r"^r(?=[A-Za-z]|[_\-. ])"), "l", "right"),
 )
 """(side token, the other side's token, the side the token names), tried in order."""
 
@@ -444,6 +445,15 @@ def _head(skeleton: Skeleton, chest: int, sides: Mapping[int, str]) -> int:
     return head
 
 
+def _low(skeleton: Skeleton, hips: int, chest: int, head: int) -> bool:
+    """Whether the chest stands in the lower half of the trunk at rest, nearer the
+    hips than the head: a robot's waist the head hangs from (iCub's torso hinges
+    at its pelvis, IHMC Alexander's spine yaw) is its spine, not a neck."""
+    pos = _rest_positions(skeleton)
+    trunk = pos[head] - pos[hips]
+    return bool((pos[chest] - pos[hips]) @ trunk < 0.5 * (trunk @ trunk))
+
+
 @lru_cache(maxsize=64)
 def _find_roles_cached(skeleton: Skeleton) -> Roles:
     sides = _sides(skeleton) or _sides_from_rest_pose(skeleton)
@@ -469,7 +479,10 @@ def _find_roles_cached(skeleton: Skeleton) -> Roles:
     elif chest in inner and not (head >= skeleton.num_joints and path[-2] == chest):
         # (a head fixed on the chest, a robot's: no neck, the chest is the chest)
         above = path[path.index(chest) + 1]
-        points["neck"] = above if above != head else chest
+        if above != head:
+            points["neck"] = above
+        elif not _low(skeleton, hips, chest, head):
+            points["neck"] = chest  # (a Biped's neck, holding the clavicles)
     spine = tuple(j for j in inner if j != points.get("neck"))
     return Roles(points=points, spine=spine)
 

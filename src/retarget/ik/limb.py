@@ -63,16 +63,19 @@ the hinge axis, ``θ = 2 atan2(a · vec(q_mid), w(q_mid))`` wrapped to
 ``(−π, π]`` (swing-twist decomposition ``q_mid = exp(θ a) ⊗ s`` with the swing
 ``s`` about an axis perpendicular to ``a``). It is measured from the rest pose
 (``q_mid = 1``). For a one-channel joint (ASF ``dof rx`` knee) it *is* the
-channel angle of :func:`retarget.dofs.channel_angles`, and
-:attr:`Limb.hinge_limits` are the skeleton's limits of that channel. For a
+channel angle of :func:`retarget.dofs.channel_angles` (or its negative, "Sign"
+below), and :attr:`Limb.hinge_limits` are the skeleton's limits of that channel
+(or their negatives). For a
 3-DOF joint it is the rotation about the axis left after removing the swing:
 the signed angle between the projected lower bone and its rest-pose
 projection when the swing is zero. Turning the joint by
 ``q_mid ← exp(Δ a) ⊗ q_mid`` adds exactly Δ to θ and to β.
 
 Sign: the axis is oriented so that **flexion is positive**: a one-channel joint
-keeps its file's channel sign (CMU knees and elbows flex with positive ``rx``,
-limits ``[-10°, 170°]``); an axis estimated from a motion is oriented so that
+keeps its file's channel sign where its range reaches further that way (CMU knees
+and elbows flex with positive ``rx``, limits ``[-10°, 170°]``) and is turned round
+where it reaches further the negative way (iCub's knees, ``[-125°, 23°]``, IHMC
+Alexander's elbows); an axis estimated from a motion is oriented so that
 the mean hinge angle over the clip is positive; an axis estimated from a bent
 rest pose so that the rest bend is positive.
 
@@ -480,7 +483,8 @@ def hinge_angle(limb: Limb, rotations: ArrayLike) -> Array:
     """Hinge angle of the limb's middle joint (radians, in (−π, π]).
 
     The twist of the middle joint's local rotation about the hinge axis (module
-    docstring, "Hinge angle"); for a one-channel joint, its channel angle.
+    docstring, "Hinge angle"); for a one-channel joint, its channel angle (or its
+    negative: module docstring, "Sign").
 
     Parameters
     ----------
@@ -588,7 +592,8 @@ def limb_from_roles(
     * a middle joint with exactly one rotation channel (ASF ``dof rx``): that
       channel's axis ``rotate(skeleton.axes[middle], e_channel)``, with the
       skeleton's limits for that channel; the hinge angle is then the channel
-      angle, with the file's sign;
+      angle, with the file's sign, or both turned round where the range reaches
+      further below 0 than above (flexion positive, module docstring);
     * otherwise (3-DOF BVH knees): :func:`estimate_hinge_axis` over ``motion``
       when given; without a motion, the normal of the rest pose's limb plane
       (rest bend positive), or an arbitrary perpendicular of the upper bone
@@ -636,6 +641,8 @@ def limb_from_roles(
         k = int(np.argmax(mask))
         axis = quat.rotate(skeleton.axes[m], np.eye(3)[k])
         limits = skeleton.limits[m, k]
+        if -limits[0] > limits[1]:  # its range bends it the negative way: flexion negative
+            axis, limits = -axis, -limits[::-1]
     else:
         if motion is not None:
             axis = estimate_hinge_axis(skeleton, (u, m, lo), motion.rotations)

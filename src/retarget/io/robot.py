@@ -60,7 +60,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import quat
-from ..errors import FormatError
+from ..errors import FormatError, warn
 from ..skeleton import Skeleton
 
 __all__ = [
@@ -209,12 +209,59 @@ def _load(path: Path):
         )
         if fixed and not root.joints:  # welded (a URDF's root): float it
             root.add_freejoint()
-        return spec.compile(), fixed
+        try:
+            return spec.compile(), fixed
+        except ValueError as exc:
+            # an inertia no body can have (iCub's ankles, Alexander's hand mounts):
+            # URDF readers take it as written (pinocchio, ROS); MuJoCo refuses it
+            # unless told to balance it, which changes only the masses' spread
+            if "inertia" not in str(exc) or spec.compiler.balanceinertia:
+                raise
+            spec.compiler.balanceinertia = True
+            flat = _fill_inertias(spec)
+            model = spec.compile()
+            what = f"{len(flat)} without (as a 1 cm ball: {', '.join(flat[:3])}" + (
+                ", ...)" if len(flat) > 3 else ")"
+            )
+            warn(
+                "inertias MuJoCo cannot take, read as near ones: those breaking A + B >= C "
+                f"balanced (MuJoCo's balanceinertia){'; ' + what if flat else ''}",
+                path=str(path),
+            )
+            return model, fixed
     except ValueError as exc:
         message = " ".join(str(exc).split())
         found = re.search(r"line(?: number)?[ =](\d+)", message, re.IGNORECASE)
         line = int(found.group(1)) if found else None
         raise FormatError(str(path), line, f"MuJoCo cannot compile it: {message}") from None
+
+
+def _fill_inertias(spec) -> list[str]:
+    """Give every body of ``spec`` with a mass but an inertia no body can have (zero or
+    not positive definite: iCub's ankles, 0.27 kg of zero inertia) the least inertia
+    that makes it positive definite, and no less than a ball of its mass 1 cm across;
+    the names of the bodies given one."""
+    names = []
+    for body in spec.bodies:
+        if body.mass <= 0:
+            continue
+        floor = 0.4 * body.mass * 0.005**2
+        full = np.asarray(body.fullinertia, dtype=float)
+        if np.all(np.isfinite(full)):  # a full tensor, in the body's frame
+            xx, yy, zz, xy, xz, yz = full
+            tensor = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+            least = float(np.linalg.eigvalsh(tensor)[0])
+            if least >= floor * 1e-3:
+                continue
+            tensor += (floor - min(least, 0.0)) * np.eye(3)
+            body.fullinertia = [*np.diag(tensor), tensor[0, 1], tensor[0, 2], tensor[1, 2]]
+        else:  # principal moments (about ``iquat``'s axes)
+            moments = np.asarray(body.inertia, dtype=float)
+            if moments.min() >= floor * 1e-3:
+                continue
+            body.inertia = moments + (floor - min(float(moments.min()), 0.0))
+        names.append(body.name)
+    return names
 
 
 def _package_file(urdf: Path, uri: str) -> Path | None:
@@ -351,26 +398,28 @@ def _forward(
     point: NDArray[np.float64],
 ) -> NDArray[np.float64] | None:
     """Which way the robot faces (a horizontal unit vector), from a leg: its knee, the
-    hinge above ``foot`` whose range bends one way (from about 0 to a radian or more)
-    and that moves the foot's ``point`` (in the foot joint's frame) most horizontally,
-    bends the shin back; None when the leg has no such hinge. (A foot's sole is not a
-    guide: TALOS's reaches 11 cm behind its ankle and 10 cm ahead.)"""
+    first hinge up from ``foot`` whose range bends one way (a radian or more that way,
+    half a radian at most the other: iCub's knees reach 23° past straight) and whose
+    turn moves the foot's ``point`` (in the foot joint's frame) sideways of the bone
+    (a quarter of its distance or more, for half a radian), bends the shin back; None
+    when the leg has no such hinge. (A foot's sole is not a guide: TALOS's reaches
+    11 cm behind its ankle and 10 cm ahead; the first hinge, not the one that moves
+    the foot most: iCub's hip roll bends one way too, and swings the whole leg.)"""
     at = rest[foot] + point
-    best, forward = 0.0, None
     k = foot
     while k > 0:
         lo, hi = limits[k][0] if len(channels[k]) == 1 else (-np.inf, np.inf)
-        if len(channels[k]) == 1 and ((lo >= -0.2 and hi >= 1.0) or (hi <= 0.2 and lo <= -1.0)):
+        if len(channels[k]) == 1 and max(-lo, hi) >= 1.0 and min(-lo, hi) <= 0.5:
             theta = 0.5 if hi >= 1.0 else -0.5
             a = quat.rotate(axes[k], np.array([1.0, 0.0, 0.0]))
             v = at - rest[k]
             moved = quat.rotate(quat.quat_from_rotvec(theta * a), v) - v
             flat = np.array([moved[0], moved[1], 0.0])
             size = float(np.linalg.norm(flat))
-            if size > best:
-                best, forward = size, -flat / size
+            if size >= 0.25 * float(np.linalg.norm(v)) > 0.0:
+                return -flat / size
         k = parents[k]
-    return forward
+    return None
 
 
 def _sole_tip(

@@ -223,8 +223,10 @@ def body_model(
             tip = pos[r["wrist"]] + 0.45 * fore  # de Leva: hand (to MET3) ≈ 0.45 × forearm
         limb(f"{side}_hand", "hand", r["wrist"], tip, r["wrist"])
 
-    # trunk: mid-hip → hips → spine → neck; head: neck → head → its tip
-    hips, neck, head = roles["hips"], roles["neck"], roles["head"]
+    # trunk: mid-hip → hips → spine → neck; head: neck → head → its tip (no neck: the
+    # head hangs from the chest, the top of the trunk)
+    hips, head = roles["hips"], roles["head"]
+    neck = roles.points.get("neck", int(skeleton.point_parents[head]))
     mid_hip = 0.5 * (pos[roles["left_hip"]] + pos[roles["right_hip"]])
     chain = _path(skeleton, hips, neck)
     trunk_pts = np.vstack([mid_hip, pos[chain]])
