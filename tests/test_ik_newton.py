@@ -332,3 +332,45 @@ def test_hinge_speeds_kept_by_the_others(robot):
     assert np.linalg.norm(pos[-1, hand] - goal[-1]) < 0.05  # the others reached it
     with pytest.raises(ValueError, match="rate"):
         newton.solve_ik_newton(sk, root, rot, tasks, rate=np.ones(3))
+
+
+def test_hinge_corrections_damped_exactly(robot):
+    """One free hinge (every other joint rigid) held by a goal on its orientation while
+    its reference alternates: each frame minimises ``½ m x² + ½ d (x − x_prev)² + ½ w
+    (θ_ref + x − goal)²`` (the goal's rows are the rotation vector, exact about one
+    axis): ``x = (d x_prev + w (goal − θ_ref)) / (m + d + w)``, frame after frame, ``w``
+    read off the undamped solve; with no task the reference moves as it will."""
+    sk = robot.skeleton
+    frames = 9
+    elbow = sk.index("LEFT_ELBOW_Y")
+    axes = dofs.channel_axes(sk, quat.identity((sk.num_joints,)))[elbow]  # one non-zero column
+    axis = axes[:, np.flatnonzero(np.abs(axes).sum(axis=0) > 0)[0]]
+    wanted = np.where(np.arange(frames) % 2, -0.8, -0.4)  # the reference, about the hinge
+    rot = quat.identity((frames, sk.num_joints))
+    rot[:, elbow] = quat.quat_from_rotvec(wanted[:, None] * axis)
+    root = np.tile([0.0, 0.0, 1.0], (frames, 1))
+    rigidity = np.full(sk.num_joints + 1, np.inf)
+    rigidity[elbow + 1] = 1.0
+    damping = np.zeros(sk.num_joints)
+    damping[elbow] = 3.0
+    goal = -0.6
+    task = OrientationTask(elbow, quat.quat_from_rotvec(goal * axis), weight=2.0)
+    still = newton.solve_ik_newton(
+        sk, root, rot, [], rigidity=rigidity, damping=damping, tolerance=1e-12
+    )
+    assert np.abs(still.x).max() < 1e-12  # no task: the reference, moving as it will
+    free = newton.solve_ik_newton(sk, root, rot, [task], rigidity=rigidity, tolerance=1e-12)
+    xf = free.x[:, free.columns[elbow]]
+    w = xf / (goal - wanted - xf)  # x = w (goal − θ_ref) / (1 + w), frame by frame
+    np.testing.assert_allclose(w, w[0], rtol=1e-6)
+    res = newton.solve_ik_newton(
+        sk, root, rot, [task], rigidity=rigidity, damping=damping, tolerance=1e-12
+    )
+    x = res.x[:, res.columns[elbow]]
+    expected = [xf[0]]  # (the first frame has no last one)
+    for f in range(1, frames):
+        expected.append((3.0 * expected[-1] + w[0] * (goal - wanted[f])) / (1.0 + 3.0 + w[0]))
+    np.testing.assert_allclose(x, expected, atol=1e-9)
+    assert np.abs(np.diff(xf)).max() > 1.5 * np.abs(np.diff(x)).max()  # it alternates less
+    with pytest.raises(ValueError, match="damping"):
+        newton.solve_ik_newton(sk, root, rot, [], damping=-np.ones(sk.num_joints))

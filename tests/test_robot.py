@@ -285,8 +285,14 @@ def test_gathered_and_carried_back_is_the_robot(g1):
     hinges a few centimetres apart only nearly: the method's points are up to 2 cm
     from the pose's own), with hinge angles near the pose's."""
     g = gather_hinges(g1.skeleton)
-    traj = _random_trajectory(g1, 6, seed=5)
-    traj = RobotTrajectory(traj.root_pos, traj.root_quat, 0.5 * traj.dof_pos, 30.0)
+    ends = _random_trajectory(g1, 2, seed=5)  # a motion between two poses (the IK pass
+    t = np.linspace(0.0, 1.0, 12)[:, None]  # damps its corrections' changes in time)
+    traj = RobotTrajectory(
+        (1 - t) * ends.root_pos[0] + t * ends.root_pos[1],
+        quat.slerp(ends.root_quat[0], ends.root_quat[1], t[:, 0]),
+        0.5 * ((1 - t) * ends.dof_pos[0] + t * ends.dof_pos[1]),
+        30.0,
+    )
     motion = robot_motion(g1, traj)
     rot = np.empty((traj.num_frames, g.skeleton.num_joints, 4))
     for m, group in enumerate(g.members):

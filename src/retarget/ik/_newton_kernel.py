@@ -449,6 +449,7 @@ def _evaluate(
         vec_start,
         rate,
         rate_w,
+        damp,
     ) = tasks
     root, rot, p, theta_ref, pos, world = state
     hess, grad, jrow, mark, nz_list, u, ends, jac3, cand, flags = work[:10]
@@ -624,17 +625,26 @@ def _evaluate(
             continue
         if with_jac:
             _store_one(col[j], sign, r, w, ineq_j, ineq_r, ineq_w, ineq_n)
-    # -- hinge speeds: at most rate[j] from the last frame's angle (the solver's, causal)
+    # -- hinge speeds: at most rate[j] from the last frame's angle (the solver's, causal),
+    # and the change of its correction from the last frame's damped by ½ damp[j] (Δp)²
     prev, has_prev = work[17], work[18][0] > 0
     if has_prev and f > 0:
         n_lim = lim_joint.shape[0]
         for j in range(num_joints):
-            if kind[j] != HINGE or col[j] < 0 or not np.isfinite(rate[j]):
+            if kind[j] != HINGE or col[j] < 0:
                 continue
             c = col[j]
             turn = theta_ref[f, j] - theta_ref[f - 1, j]  # the references' change, unwrapped
             turn = np.arctan2(np.sin(turn), np.cos(turn))
             moved = turn + p[c] - prev[c]
+            if damp[j] > 0.0:  # (the correction's change: the reference moves freely)
+                step = p[c] - prev[c]
+                quad += 0.5 * damp[j] * step * step
+                if with_jac:
+                    hess[c, c] += damp[j]
+                    grad[c] += damp[j] * step
+            if not np.isfinite(rate[j]):
+                continue
             for side in range(2):
                 sign = 1.0 if side == 0 else -1.0
                 r = rate[j] + sign * moved  # moved ≥ −rate, moved ≤ rate

@@ -154,6 +154,7 @@ def _lower(
     hard: set[int],
     rate: Array | None = None,
     rate_weight: float = 0.0,
+    damping: Array | None = None,
 ) -> tuple[tuple, list[tuple[str, int, int]]]:
     """The tasks as the kernel's arrays (and the hinges' speeds, ``rate``), and per task
     ``(kind, first row, rows)`` in the kernel's row order (positions, segments,
@@ -290,6 +291,7 @@ def _lower(
         np.asarray([a for _, (a, _), _, _ in vec], dtype=np.intp),
         np.ascontiguousarray(np.full(len(kind), np.inf) if rate is None else rate, np.float64),
         float(rate_weight),
+        np.ascontiguousarray(np.zeros(len(kind)) if damping is None else damping, np.float64),
     )
     order = sorted(layout)  # by task index
     return lowered, [(k, start, size) for _, k, start, size in order]
@@ -317,6 +319,7 @@ def solve_ik_newton(
     near_angle: float = 1e-2,
     rate: ArrayLike | None = None,
     rate_weight: float = 1e5,
+    damping: ArrayLike | None = None,
 ) -> NewtonResult:
     """Poses near the reference poses that meet the tasks, frame by frame (module docstring).
 
@@ -363,6 +366,12 @@ def solve_ik_newton(
         ``rate_weight`` (1/rad²). Causal, as the solve: a velocity limit the other
         joints work around, where clipping the angles afterwards would only slow the
         hinge.
+    damping : array_like, shape (J,), optional
+        Per joint, ``½ damping_j (x_f − x_{f−1})²`` added to the objective for the
+        change of a hinge's correction from the last frame's result (1/rad²; 0: none;
+        the reference's own change is left free, a cut passes): where the tasks leave
+        a hinge free to swing between two near-equal poses (an upper-arm yaw against a
+        forearm twist), it keeps the last frame's rather than alternating.
     """
     rot = np.ascontiguousarray(np.asarray(rotations, dtype=np.float64))
     root = np.ascontiguousarray(np.asarray(root_position, dtype=np.float64))
@@ -383,11 +392,14 @@ def solve_ik_newton(
     speed = np.full(n_joints, np.inf) if rate is None else np.asarray(rate, dtype=np.float64)
     if speed.shape != (n_joints,) or (speed < 0).any():
         raise ValueError(f"Expected `rate` of {n_joints} values >= 0, got {speed.shape}")
-    lowered, layout = _lower(flat, frames, skel[3], set(hard), speed, rate_weight)
+    damp = np.zeros(n_joints) if damping is None else np.asarray(damping, dtype=np.float64)
+    if damp.shape != (n_joints,) or (damp < 0).any() or not np.isfinite(damp).all():
+        raise ValueError(f"Expected `damping` of {n_joints} finite values >= 0, got {damp.shape}")
+    lowered, layout = _lower(flat, frames, skel[3], set(hard), speed, rate_weight, damp)
     n = len(skel[7])
     theta_ref = np.zeros((frames, n_joints))
     hinges = np.flatnonzero(skel[3] == _HINGE)
-    if len(hinges) and (len(lowered[20]) or np.isfinite(speed).any()):  # their twists
+    if len(hinges) and (len(lowered[20]) or np.isfinite(speed).any() or damp.any()):
         q = rot[:, hinges]
         along = np.einsum("fhc,hc->fh", q[..., 1:], skel[5][hinges])
         theta_ref[:, hinges] = np.angle(np.exp(2j * np.arctan2(along, q[..., 0])))
