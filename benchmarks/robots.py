@@ -16,8 +16,8 @@ before numpy loads).
 
 ``--robot MODEL`` runs the same commands onto another robot (MJCF or URDF, no
 configuration; GMR's column only where ``--reference`` names its output for that
-robot): the second robot of the issue's acceptance is IHMC's Alexander, the URDF of
-``tests/data/robots/ihmc_alexander``.
+robot): the second robots of the issue's acceptance are IHMC's Alexander and iCub,
+the URDFs of ``tests/data/robots/ihmc_alexander`` and ``tests/data/robots/icub``.
 
 The table is printed and appended to ``benchmarks/results/YYYY-MM-DD-robots.md``.
 """
