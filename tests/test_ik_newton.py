@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from retarget import dofs, quat
 from retarget.ik import newton
@@ -374,3 +376,22 @@ def test_hinge_corrections_damped_exactly(robot):
     assert np.abs(np.diff(xf)).max() > 1.5 * np.abs(np.diff(x)).max()  # it alternates less
     with pytest.raises(ValueError, match="damping"):
         newton.solve_ik_newton(sk, root, rot, [], damping=-np.ones(sk.num_joints))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 12), st.integers(0, 2**31 - 1))
+def test_cholesky_solve_is_numpys(n, seed):
+    """``retarget._cholesky.cholesky_solve``: ``−H⁻¹ g`` as numpy's solve gives it for a
+    symmetric positive definite ``H``; False for one that is not."""
+    from retarget._cholesky import cholesky_solve
+
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(n, n))
+    h = a @ a.T + 1e-3 * np.eye(n)
+    g = rng.normal(size=n)
+    out, lower = np.empty(n), np.empty((n, n))
+    assert cholesky_solve(h, g, out, lower)
+    np.testing.assert_allclose(out, -np.linalg.solve(h, g), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(np.tril(lower) @ np.tril(lower).T, h, rtol=1e-9, atol=1e-9)
+    h[n - 1, n - 1] = -1.0 - np.abs(h).sum()  # no longer positive definite
+    assert not cholesky_solve(h, g, out, lower)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ._cholesky import cholesky_solve
 from ._quat_kernels import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 
 __all__: list[str] = []
@@ -24,7 +25,7 @@ _PULL = 0.05
 
 @numba.njit(cache=True, nogil=True)
 def _newton(
-    axes, back, theta, iterations, parts, jac, normal, right, lower, upper
+    axes, back, theta, iterations, parts, jac, normal, right, factor, step, lower, upper
 ):  # pragma: no cover - jitted
     """Gauss-Newton on ``r = log(wanted⁻¹ ⊗ Π exp(θ_k a_k))`` from ``theta`` (n,), in
     place, with a faint pull into the ranges ``lower``, ``upper`` (n,): a row
@@ -34,7 +35,7 @@ def _newton(
     share free and the pull takes the one inside the ranges; elsewhere it moves an
     exact split only where the split leaves the ranges, by ``_PULL²`` of the way.
     ``back``: the conjugate of the wanted rotation (4-tuple); the rest scratch arrays
-    (n, 4), (3, n), (n, n), (n,)."""
+    (n, 4), (3, n), (n, n), (n,), (n, n), (n,)."""
     n = theta.shape[0]
     for _ in range(iterations):
         for k in range(n):
@@ -87,35 +88,14 @@ def _newton(
             if out != 0.0:
                 normal[a, a] += _PULL * _PULL
                 right[a] += _PULL * _PULL * out
-        _solve_small(normal, right)  # the step, into ``right``
+        if not cholesky_solve(normal, right, step, factor):  # (J^T J + 1e-9 I: never)
+            break
         biggest = 0.0
         for a in range(n):
-            theta[a] -= right[a]
-            biggest = max(biggest, abs(right[a]))
+            theta[a] += step[a]
+            biggest = max(biggest, abs(step[a]))
         if biggest < 1e-12:
             break
-
-
-@numba.njit(cache=True, nogil=True)
-def _solve_small(a, b):  # pragma: no cover - jitted
-    """``b ← a⁻¹ b`` for a small symmetric positive definite ``a`` (Cholesky, in place)."""
-    n = b.shape[0]
-    for i in range(n):
-        for k in range(i + 1):
-            s = a[i, k]
-            for m in range(k):
-                s -= a[i, m] * a[k, m]
-            a[i, k] = np.sqrt(max(s, 1e-300)) if i == k else s / a[k, k]
-    for i in range(n):
-        s = b[i]
-        for m in range(i):
-            s -= a[i, m] * b[m]
-        b[i] = s / a[i, i]
-    for i in range(n - 1, -1, -1):
-        s = b[i]
-        for m in range(i + 1, n):
-            s -= a[m, i] * b[m]
-        b[i] = s / a[i, i]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -149,6 +129,7 @@ def split_path(axes, wanted, lower, upper, out):  # pragma: no cover - jitted
     prev = np.zeros(n)
     best = np.zeros(n)
     scratch = (np.empty((n, 4)), np.empty((3, n)), np.empty((n, n)), np.empty(n))
+    scratch = (*scratch, np.empty((n, n)), np.empty(n))
     for f in range(n_frames):
         back = (wanted[f, 0], -wanted[f, 1], -wanted[f, 2], -wanted[f, 3])
         if f == 0:

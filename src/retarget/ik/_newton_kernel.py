@@ -38,6 +38,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._cholesky import cholesky_solve
 from .._quat4 import rotate
 from .._quat_kernels import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 from .._so3_kernels import _coefficients_of, _matrix_entries
@@ -340,7 +341,7 @@ def _model_step(
                 g[a] += w2 * ineq_r[k] * ja
                 for b in range(a + 1):
                     h[a, b] += w2 * ja * ineq_j[k, b]
-        solved = _cholesky_solve(h, g, delta, lower)
+        solved = cholesky_solve(h, g, delta, lower)
         if not solved:
             break
         changed = False
@@ -697,35 +698,6 @@ def _step(skel, p, delta, alpha, out):  # pragma: no cover - jitted
             q = _product(e1[0], e1[1], e1[2], e1[3], e2[0], e2[1], e2[2], e2[3])
             v = _rotvec_from_wxyz(q[0], q[1], q[2], q[3])
             out[c0], out[c0 + 1], out[c0 + 2] = v[0], v[1], v[2]
-
-
-@numba.njit(cache=True, nogil=True)
-def _cholesky_solve(h, g, out, lower):  # pragma: no cover - jitted
-    """``out = −H⁻¹ g`` for symmetric positive definite ``H`` (n, n). Returns False
-    where the factorisation fails."""
-    n = h.shape[0]
-    for i in range(n):
-        for k in range(i + 1):
-            s = h[i, k]
-            for m in range(k):
-                s -= lower[i, m] * lower[k, m]
-            if i == k:
-                if s <= 0.0:
-                    return False
-                lower[i, i] = np.sqrt(s)
-            else:
-                lower[i, k] = s / lower[k, k]
-    for i in range(n):  # L y = −g
-        s = -g[i]
-        for m in range(i):
-            s -= lower[i, m] * out[m]
-        out[i] = s / lower[i, i]
-    for i in range(n - 1, -1, -1):  # Lᵀ x = y
-        s = out[i]
-        for m in range(i + 1, n):
-            s -= lower[m, i] * out[m]
-        out[i] = s / lower[i, i]
-    return True
 
 
 @numba.njit(cache=True, nogil=True)
