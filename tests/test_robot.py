@@ -843,3 +843,30 @@ def test_a_robot_written_as_icub_is(tmp_path):
     assert tip[0] < -0.05  # ahead of the ankle: the robot faces -x
     knee = limb_from_roles(g.skeleton, roles, "left", "leg")
     np.testing.assert_allclose(knee.hinge_limits, [-0.40, 2.18])  # flexion positive
+
+
+@pytest.mark.parametrize("which", ["g1", "alexander", "icub"])
+def test_the_pelvis_stands_as_the_performers_trunk_stands(which, request, data_dir):
+    """A robot's first spine point is a waist hinge a few centimetres above its pelvis:
+    the pelvis is not leaned as the performer's lumbar bone leans (iCub's had been, by
+    39° on the walk, and its thighs went into its pelvis) but stands as the trunk
+    stands, head over hips, frame by frame within 10° on average."""
+    from retarget import world
+    from retarget.io.bvh import read_bvh
+    from retarget.run import RunJob, retarget_clip
+
+    robot = request.getfixturevalue(which)
+    walk = read_bvh(data_dir / "lafan_walk.bvh")[:300]
+    g = gather_hinges(robot.skeleton)
+    job = RunJob(source="walk", output="-", method="hierarchical", target=robot.path)
+    result, _ = retarget_clip(job, walk, g.skeleton)
+    up = world.reorient(result.motion, "y")
+    _, w = forward_kinematics(up.skeleton, up.root_position, up.rotations)
+    pelvis_up = quat.rotate(w[:, 0], np.array([0.0, 0.0, 1.0]))  # (the robot's z, now y)
+    pelvis = np.degrees(np.arccos(np.clip(pelvis_up[:, 1], -1.0, 1.0)))
+    src = world.reorient(walk, "y")
+    roles = find_roles(src.skeleton)
+    p, _ = forward_kinematics(src.skeleton, src.root_position, src.rotations)
+    trunk = p[:, roles["head"]] - p[:, roles["hips"]]
+    trunk_tilt = np.degrees(np.arccos(trunk[:, 1] / np.linalg.norm(trunk, axis=1)))
+    assert np.abs(pelvis - trunk_tilt).mean() < 10.0

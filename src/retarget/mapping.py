@@ -19,8 +19,10 @@ directions**, not local angles:
    in the source's world at rest, the rotation ``B_t`` that turns the target's
    rest bone direction from joint ``t`` to its next counterpart-bearing point
    exactly onto the source's (the point up the spine chain first, else the
-   farthest), twisted about it so that the directions to its other next
-   points (hips to thighs, chest to clavicles) come closest; a joint with one
+   farthest; for the hips the head: the pelvis stands as the whole trunk stands,
+   not as the first spine bone leans, which on a robot is a waist hinge a few
+   centimetres above the pelvis), twisted about it so that the directions to
+   its other next points (hips to thighs, chest to clavicles) come closest; a joint with one
    such point takes the smallest turn after its parent's ``B``, so twist
    carries down a chain. Then, with ``A`` the change of world
    axes (source up onto target up), ``G`` the rest world rotations and ``W``
@@ -380,17 +382,6 @@ def _next_points(
     return sorted(out)
 
 
-def _carrier(
-    source: Skeleton, p: int, counterpart: NDArray[np.intp], nxt: NDArray[np.intp], share: Array
-) -> int:
-    """The source joint whose rotation places target point ``p``'s counterpart: the
-    chain joint whose bone holds a spine point, else the parent of the role's point."""
-    c = int(counterpart[p])
-    if int(nxt[p]) != c and share[p] > 0.0:
-        return c
-    return int(np.concatenate([source.parents, source.site_parents])[c])
-
-
 def map_skeletons(
     source: Skeleton,
     target: Skeleton,
@@ -487,16 +478,17 @@ def map_skeletons(
             continue
         nxt = _next_points(t, kids, has, pos_t)
         nxt.sort(key=lambda p: (p not in chain_set, -np.linalg.norm(pos_t[p] - pos_t[t])))
+        if t == tgt_roles["hips"]:  # the pelvis stands as the trunk stands: toward the head
+            nxt = [tgt_roles["head"], *nxt]
         e = pos_t_in_s[nxt] - pos_t_in_s[t]
         d = cp_pos[nxt] - cp_pos[t]
         keep = (np.linalg.norm(e, axis=1) > 1e-9) & (np.linalg.norm(d, axis=1) > 1e-9)
         first = nxt[int(np.argmax(keep))] if keep.any() else -1
-        # the hips do not aim at a spine point the source bends away from them: the
-        # legs hang from the pelvis, which keeps the source's turn
-        if first >= 0 and (
-            t != tgt_roles["hips"]
-            or _carrier(source, first, counterpart, cp_next, cp_share) == driver[t]
-        ):
+        # the hips aim at nothing frame by frame: the legs hang from the pelvis, which
+        # keeps the source's turn (aimed at the first spine point, a robot's pelvis, a
+        # waist hinge 2 cm above it, leaned as the performer's lumbar bone leans: iCub's
+        # by 39° on the walk, its thighs into its pelvis)
+        if first >= 0 and t != tgt_roles["hips"]:
             aim[t] = first
             v = quat.rotate(quat.conjugate(g_t[t]), pos_t[aim[t]] - pos_t[t])
             aim_local[t] = v / np.linalg.norm(v)
