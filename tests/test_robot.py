@@ -42,6 +42,7 @@ from retarget.skeleton import Skeleton
 
 ALEXANDER = Path(__file__).parent / "data" / "robots" / "ihmc_alexander" / "ihmc_alexander.urdf"
 ICUB = Path(__file__).parent / "data" / "robots" / "icub" / "icub.urdf"
+ROMEO = Path(__file__).parent / "data" / "robots" / "romeo" / "romeo.urdf"
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +69,12 @@ def icub():
         return read_robot(ICUB)
 
 
+@pytest.fixture(scope="module")
+def romeo():
+    with pytest.warns(RetargetWarning, match="inertia"):  # (two break A + B >= C)
+        return read_robot(ROMEO)
+
+
 def _random_trajectory(robot, n: int, seed: int) -> RobotTrajectory:
     rng = np.random.default_rng(seed)
     lo = np.where(np.isfinite(robot.lower), robot.lower, -np.pi)
@@ -78,7 +85,7 @@ def _random_trajectory(robot, n: int, seed: int) -> RobotTrajectory:
     return RobotTrajectory(root, base, dof, 30.0)
 
 
-@pytest.mark.parametrize("which", ["g1", "alexander", "icub"])
+@pytest.mark.parametrize("which", ["g1", "alexander", "icub", "romeo"])
 def test_forward_kinematics_equals_mujoco(which, request):
     """Every hinge's world position and axis, by our FK on the skeleton read, equal
     MuJoCo's (``xanchor``, ``xaxis``) for random base poses and joint angles in range."""
@@ -165,6 +172,18 @@ def test_urdf_root_floated_and_velocity_limits_read(alexander):
                 "right_wrist": "r_wrist_prosup",
                 "hips": "base_link",
                 "head": "neck_pitch",
+            },
+        ),
+        (
+            "romeo",
+            {
+                "left_hip": "LHipYaw",
+                "left_knee": "LKneePitch",
+                "left_ankle": "LAnklePitch",
+                "right_elbow": "RElbowRoll",
+                "right_wrist": "RWristRoll",
+                "hips": "base_link",
+                "neck": "NeckYaw",
             },
         ),
     ],
@@ -845,7 +864,7 @@ def test_a_robot_written_as_icub_is(tmp_path):
     np.testing.assert_allclose(knee.hinge_limits, [-0.40, 2.18])  # flexion positive
 
 
-@pytest.mark.parametrize("which", ["g1", "alexander", "icub"])
+@pytest.mark.parametrize("which", ["g1", "alexander", "icub", "romeo"])
 def test_the_pelvis_stands_as_the_performers_trunk_stands(which, request, data_dir):
     """A robot's first spine point is a waist hinge a few centimetres above its pelvis:
     the pelvis is not leaned as the performer's lumbar bone leans (iCub's had been, by
