@@ -16,8 +16,9 @@ before numpy loads).
 
 ``--robot MODEL`` runs the same commands onto another robot (MJCF or URDF, no
 configuration; GMR's column only where ``--reference`` names its output for that
-robot): the second robots of the issue's acceptance are IHMC's Alexander and iCub,
-the URDFs of ``tests/data/robots/ihmc_alexander`` and ``tests/data/robots/icub``.
+robot): the second robots of the issue's acceptance are IHMC's Alexander, iCub and
+Aldebaran's Romeo, the URDFs of ``tests/data/robots/ihmc_alexander``,
+``tests/data/robots/icub`` and ``tests/data/robots/romeo``.
 
 The table is printed and appended to ``benchmarks/results/YYYY-MM-DD-robots.md``.
 """
