@@ -13,12 +13,13 @@ sideways and its feet point out to the side), under
 from __future__ import annotations
 
 import re
-import struct
 import sys
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial import ConvexHull
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from stl_hull import write_hull, write_urdf
 
 HEADER = """<!--
   iCub (robotology/icub-models, iCub Facility, Istituto Italiano di Tecnologia), as
@@ -43,21 +44,6 @@ def collada_points(path: Path) -> np.ndarray:
     return p
 
 
-def write_hull(path: Path, points: np.ndarray) -> None:
-    """A binary STL of the convex hull of ``points``, faces wound outward."""
-    hull = ConvexHull(points)
-    middle = points[hull.vertices].mean(axis=0)
-    out = bytearray(b"convex hull".ljust(80, b" ")) + struct.pack("<I", len(hull.simplices))
-    for tri in hull.simplices:
-        a, b, c = points[tri]
-        n = np.cross(b - a, c - a)
-        if n @ (a - middle) < 0:
-            b, c, n = c, b, -n
-        n = n / (np.linalg.norm(n) or 1.0)
-        out += struct.pack("<12fH", *n, *a, *b, *c, 0)
-    path.write_bytes(bytes(out))
-
-
 def main(source: Path, target: Path) -> None:
     (target / "meshes").mkdir(parents=True, exist_ok=True)
     urdf = (source / "robots" / "icub.urdf").read_text()
@@ -72,10 +58,7 @@ def main(source: Path, target: Path) -> None:
 
     pattern = r'filename="package://[^"]*/meshes/upmc/collision/([a-z0-9_]+)\.dae"'
     urdf = re.sub(pattern, mesh, urdf)
-    if "package://" in urdf:
-        raise SystemExit("a mesh left unconverted")
-    urdf = urdf.replace('<?xml version="1.0" ?>\n', '<?xml version="1.0" ?>\n' + HEADER, 1)
-    (target / "icub.urdf").write_text(urdf)
+    write_urdf(target / "icub.urdf", urdf, HEADER)
 
 
 if __name__ == "__main__":

@@ -16,13 +16,14 @@ published.
 from __future__ import annotations
 
 import re
-import struct
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial import ConvexHull
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from stl_hull import write_hull, write_urdf
 
 HEADER = """<!--
   Romeo (Aldebaran Robotics / SoftBank Robotics), as redistributed by example-robot-data
@@ -96,21 +97,6 @@ def collada_pieces(path: Path) -> list[np.ndarray]:
     return [metre * p @ turn.T for p in out]
 
 
-def write_hull(path: Path, points: np.ndarray) -> None:
-    """A binary STL of the convex hull of ``points``, faces wound outward."""
-    hull = ConvexHull(points)
-    middle = points[hull.vertices].mean(axis=0)
-    out = bytearray(b"convex hull".ljust(80, b" ")) + struct.pack("<I", len(hull.simplices))
-    for tri in hull.simplices:
-        a, b, c = points[tri]
-        n = np.cross(b - a, c - a)
-        if n @ (a - middle) < 0:
-            b, c, n = c, b, -n
-        n = n / (np.linalg.norm(n) or 1.0)
-        out += struct.pack("<12fH", *n, *a, *b, *c, 0)
-    path.write_bytes(bytes(out))
-
-
 def main(source: Path, target: Path) -> None:
     (target / "meshes").mkdir(parents=True, exist_ok=True)
     urdf = (source / "urdf" / "romeo_small.urdf").read_text()
@@ -132,10 +118,7 @@ def main(source: Path, target: Path) -> None:
 
     pattern = r'<collision>(?:(?!</collision>).)*?/collision/([A-Za-z]+)\.dae".*?</collision>'
     urdf = re.sub(pattern, collision, urdf, flags=re.S)
-    if "package://" in urdf:
-        raise SystemExit("a mesh left unconverted")
-    urdf = urdf.replace('<?xml version="1.0" ?>\n', '<?xml version="1.0" ?>\n' + HEADER, 1)
-    (target / "romeo.urdf").write_text(urdf)
+    write_urdf(target / "romeo.urdf", urdf, HEADER)
 
 
 if __name__ == "__main__":
