@@ -22,8 +22,8 @@ directions**, not local angles:
    farthest; for the hips the head: the pelvis stands as the whole trunk stands,
    not as the first spine bone leans, which on a robot is a waist hinge a few
    centimetres above the pelvis), twisted about it so that the directions to
-   its other next points (hips to thighs, chest to clavicles) come closest; a joint with one
-   such point takes the smallest turn after its parent's ``B``, so twist
+   its other next points (hips to thighs, chest to clavicles) come closest; a
+   joint with one such point takes the smallest turn after its parent's ``B``, so twist
    carries down a chain. Then, with ``A`` the change of world
    axes (source up onto target up), ``G`` the rest world rotations and ``W``
    the world rotations of a frame,
@@ -485,9 +485,9 @@ def map_skeletons(
         keep = (np.linalg.norm(e, axis=1) > 1e-9) & (np.linalg.norm(d, axis=1) > 1e-9)
         first = nxt[int(np.argmax(keep))] if keep.any() else -1
         # the hips aim at nothing frame by frame: the legs hang from the pelvis, which
-        # keeps the source's turn (aimed at the first spine point, a robot's pelvis, a
-        # waist hinge 2 cm above it, leaned as the performer's lumbar bone leans: iCub's
-        # by 39° on the walk, its thighs into its pelvis)
+        # keeps the source's turn (aimed at the first spine point, on a robot a waist
+        # hinge 2-4 cm above it, the pelvis leaned as the performer's lumbar bone leans:
+        # iCub's by 39° on the walk, its thighs into its pelvis)
         if first >= 0 and t != tgt_roles["hips"]:
             aim[t] = first
             v = quat.rotate(quat.conjugate(g_t[t]), pos_t[aim[t]] - pos_t[t])
