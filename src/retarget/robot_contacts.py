@@ -1,13 +1,13 @@
 """A robot's links into each other, frame by frame, by MuJoCo's collision detection of the
 model's own geometry.
 
-The exact check behind two things: the self-collision measure
-(:func:`retarget.robot_measures.measure_robot`) and the IK pass's refinement onto a
-robot (:func:`retarget.robot.to_robot`), whose capsules only approximate a model's
-boxes and meshes. Pairs of bodies left out, as the measure leaves them out: a body
-and the world, a body and its parent (MuJoCo's own rule), and bodies already in
-contact at the zero configuration, which a model has by design (a shoulder housing
-round its torso's).
+The exact check behind the self-collision measure
+(:func:`retarget.robot_measures.measure_robot`); the IK pass onto a robot
+(:func:`retarget.robot.to_robot`) keeps capsules fitted to the geometry apart, which
+only approximate a model's boxes and meshes. Pairs of bodies left out: a body and the
+world, a body and its parent (MuJoCo's own rule), and bodies already in contact at
+the zero configuration, which a model has by design (a shoulder housing round its
+torso's).
 
 Units: metres, the robot's world (z up); angles in radians.
 """
