@@ -43,6 +43,7 @@ from retarget.skeleton import Skeleton
 ALEXANDER = Path(__file__).parent / "data" / "robots" / "ihmc_alexander" / "ihmc_alexander.urdf"
 ICUB = Path(__file__).parent / "data" / "robots" / "icub" / "icub.urdf"
 ROMEO = Path(__file__).parent / "data" / "robots" / "romeo" / "romeo.urdf"
+JVRC = Path(__file__).parent / "data" / "robots" / "jvrc" / "jvrc.urdf"
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +76,11 @@ def romeo():
         return read_robot(ROMEO)
 
 
+@pytest.fixture(scope="module")
+def jvrc():
+    return read_robot(JVRC)
+
+
 def _random_trajectory(robot, n: int, seed: int) -> RobotTrajectory:
     rng = np.random.default_rng(seed)
     lo = np.where(np.isfinite(robot.lower), robot.lower, -np.pi)
@@ -85,7 +91,7 @@ def _random_trajectory(robot, n: int, seed: int) -> RobotTrajectory:
     return RobotTrajectory(root, base, dof, 30.0)
 
 
-@pytest.mark.parametrize("which", ["g1", "alexander", "icub", "romeo"])
+@pytest.mark.parametrize("which", ["g1", "alexander", "icub", "romeo", "jvrc"])
 def test_forward_kinematics_equals_mujoco(which, request):
     """Every hinge's world position and axis, by our FK on the skeleton read, equal
     MuJoCo's (``xanchor``, ``xaxis``) for random base poses and joint angles in range."""
@@ -184,6 +190,18 @@ def test_urdf_root_floated_and_velocity_limits_read(alexander):
                 "right_wrist": "RWristRoll",
                 "hips": "base_link",
                 "neck": "NeckYaw",
+            },
+        ),
+        (
+            "jvrc",
+            {
+                "left_hip": "L_HIP_P",
+                "left_knee": "L_KNEE",
+                "left_ankle": "L_ANKLE_R",
+                "right_elbow": "R_ELBOW_P",
+                "right_wrist": "R_ELBOW_Y",
+                "hips": "base_link",
+                "head": "NECK_Y",
             },
         ),
     ],
@@ -864,7 +882,7 @@ def test_a_robot_written_as_icub_is(tmp_path):
     np.testing.assert_allclose(knee.hinge_limits, [-0.40, 2.18])  # flexion positive
 
 
-@pytest.mark.parametrize("which", ["g1", "alexander", "icub", "romeo"])
+@pytest.mark.parametrize("which", ["g1", "alexander", "icub", "romeo", "jvrc"])
 def test_the_pelvis_stands_as_the_performers_trunk_stands(which, request, data_dir):
     """A robot's first spine point is a waist hinge a few centimetres above its pelvis:
     the pelvis is not leaned as the performer's lumbar bone leans (iCub's had been, by
@@ -889,3 +907,39 @@ def test_the_pelvis_stands_as_the_performers_trunk_stands(which, request, data_d
     trunk = p[:, roles["head"]] - p[:, roles["hips"]]
     trunk_tilt = np.degrees(np.arccos(trunk[:, 1] / np.linalg.norm(trunk, axis=1)))
     assert np.abs(pelvis - trunk_tilt).mean() < 10.0
+
+
+@pytest.mark.parametrize("which", ["g1", "jvrc"])
+def test_a_robots_feet_lie_flat_where_the_performers_stand_flat(which, request, data_dir):
+    """A robot's foot is a plate of its own proportions: JVRC-1's ankle stands 10.8 cm
+    over a sole reaching 13.7 cm ahead (its tip 38° below the ankle), the performer's
+    tip is 24° below theirs. Aligned along that bone, the robot's planted feet stood
+    toes up 14°; aligned level (``level_feet``), they lie flat where the performer's
+    do: within 3° at the median over the source's contact frames."""
+    from retarget.contacts import detect_contacts
+    from retarget.io.bvh import read_bvh
+    from retarget.mapping import map_for_method
+
+    robot = request.getfixturevalue(which)
+    walk = read_bvh(data_dir / "lafan_walk.bvh")[:600]
+    contacts = detect_contacts(walk, roles=find_roles(walk.skeleton))
+    g = gather_hinges(robot.skeleton)
+
+    def pitch(level: bool) -> float:
+        mapped = map_for_method(walk, g.skeleton, level_feet=level).motion
+        sk = mapped.skeleton
+        roles = find_roles(sk)
+        _, w = forward_kinematics(sk, mapped.root_position, mapped.rotations)
+        _, w0 = forward_kinematics(sk, np.zeros(3), quat.identity((sk.num_joints,)))
+        worst = 0.0
+        for side in ("left", "right"):
+            a = roles[f"{side}_ankle"]
+            ahead = quat.rotate(quat.conjugate(w0[a]), np.array([1.0, 0.0, 0.0]))
+            fw = quat.rotate(w[:, a], ahead)  # the sole's forward axis, the methods' Y up
+            tilt = np.degrees(np.arcsin(np.clip(fw[contacts.foot(side), 1], -1.0, 1.0)))
+            worst = max(worst, abs(float(np.median(tilt))))
+        return worst
+
+    assert pitch(True) < 3.0
+    if which == "jvrc":
+        assert pitch(False) > 8.0

@@ -24,7 +24,9 @@ directions**, not local angles:
    centimetres above the pelvis), twisted about it so that the directions to
    its other next points (hips to thighs, chest to clavicles) come closest; a
    joint with one such point takes the smallest turn after its parent's ``B``, so twist
-   carries down a chain. Then, with ``A`` the change of world
+   carries down a chain (with ``level_feet``, a robot's, the ankles are turned about
+   the up axis only: a sole plate of its own proportions lies flat where the
+   performer's foot stands flat). Then, with ``A`` the change of world
    axes (source up onto target up), ``G`` the rest world rotations and ``W``
    the world rotations of a frame,
 
@@ -391,6 +393,7 @@ def map_skeletons(
     target_up: Array | None = None,
     scale_root: bool = True,
     source_pose: Array | None = None,
+    level_feet: bool = False,
 ) -> JointMap:
     """Map a source skeleton onto a target skeleton of any hierarchy (module docstring).
 
@@ -409,6 +412,15 @@ def map_skeletons(
         Local rotations of a source pose to align at instead of its rest pose
         (:func:`standing_frame`: a rest pose lying along an axis, every bone in
         one line, says nothing of the twists of a limb that has one next point).
+    level_feet : bool
+        The ankles aligned by their soles, not their bones: each turned about the up
+        axis only, its heading (ankle to next point, across the up axis) onto the
+        source's, so that the target's foot lies as its rest pose lies where the
+        source's stands flat, and not aimed frame by frame. For a target whose foot
+        is a plate of other proportions than a human's (a robot's: JVRC-1's ankle
+        stands 10.8 cm over a sole reaching 13.7 cm ahead, 38° down to its tip
+        against the performer's 16°; aimed along the bone, its planted feet stood
+        toes up 13°, its knees bent 45°).
 
     Raises
     ------
@@ -464,6 +476,10 @@ def map_skeletons(
     # rest alignment B_t in the source's world, then C_t: each joint aims first along
     # the spine chain (else at its farthest next point), the other points set the twist
     chain_set = set(t_chain)
+    level = {tgt_roles[f"{side}_ankle"] for side in ("left", "right")} if level_feet else set()
+    # the up of the target's rest pose (a robot's zero configuration stands on its own
+    # axes, whatever world it is declared in), in the source's world
+    rest_up = quat.rotate(a_inv, world.up_vector(world.find_up(target)[0])) if level else s_up
     kids = _children(target)
     has = counterpart >= 0
     align = np.tile(quat.identity(), (target.num_joints, 1))
@@ -484,6 +500,20 @@ def map_skeletons(
         d = cp_pos[nxt] - cp_pos[t]
         keep = (np.linalg.norm(e, axis=1) > 1e-9) & (np.linalg.norm(d, axis=1) > 1e-9)
         first = nxt[int(np.argmax(keep))] if keep.any() else -1
+        if t in level and keep.any():  # a foot: rest up onto up, heading onto the source's
+            e_h = e[keep][0] - (e[keep][0] @ rest_up) * rest_up
+            d_h = d[keep][0] - (d[keep][0] @ s_up) * s_up
+            if min(np.linalg.norm(e_h), np.linalg.norm(d_h)) > 1e-9:  # (else: along its bone)
+                align[t] = _aim(
+                    np.stack([rest_up, e_h / np.linalg.norm(e_h)]),
+                    np.stack([s_up, d_h / np.linalg.norm(d_h)]),
+                    inherited,
+                )
+                offset[t] = quat.multiply(
+                    quat.multiply(quat.conjugate(g_s[driver[t]]), align[t]),
+                    quat.multiply(a_inv, g_t[t]),
+                )
+                continue
         # the hips aim at nothing frame by frame: the legs hang from the pelvis, which
         # keeps the source's turn (aimed at the first spine point, on a robot a waist
         # hinge 2-4 cm above it, the pelvis leaned as the performer's lumbar bone leans:
@@ -1009,6 +1039,8 @@ def map_for_method(
     source: Motion,
     target: Skeleton,
     overrides: Mapping[str, Mapping[str, str]] | None = None,
+    *,
+    level_feet: bool = False,
 ) -> ForMethod:
     """The source made ready for a method onto a target of any hierarchy and axes.
 
@@ -1022,7 +1054,9 @@ def map_for_method(
     :attr:`ForMethod.motion` onto :attr:`ForMethod.target`, and
     :meth:`ForMethod.finish` carries its result onto the whole target in the
     target's axes (its recorded up axis, :func:`retarget.world.up_axis`: found from
-    its own frames when its rest pose does not stand).
+    its own frames when its rest pose does not stand). ``level_feet``: the ankles
+    aligned by their soles (:func:`map_skeletons`), for a target whose feet are
+    plates of their own proportions (a robot's).
     """
     overrides = overrides or {}
     t_up = world.up_name(world.up_axis(target))
@@ -1054,6 +1088,7 @@ def map_for_method(
         source_up=s_up,
         target_up=y_up,
         source_pose=pose,
+        level_feet=level_feet,
     )
     ext, named = _with_limb_ends(jm)  # end-site wrists and ankles made joints
     jm_ext = jm
@@ -1065,6 +1100,7 @@ def map_for_method(
             source_up=s_up,
             target_up=y_up,
             source_pose=pose,
+            level_feet=level_feet,
         )
     mapped = transfer(source, jm_ext, rerig(jm_ext))  # (rerig keeps the Y-up record)
     rest = np.abs(mapped.rotations[..., 0]).min(axis=0) >= 1.0 - 1e-12  # (J,) at rest

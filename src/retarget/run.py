@@ -368,7 +368,7 @@ def retarget_robot_clip(
         body = Body(target, mass, com, inertia, metres_per_unit(target.unit), {})
         return {"body": body, "torque_limits": limits}
 
-    result, report = retarget_clip(job, source, gathered.skeleton, extra=own)
+    result, report = retarget_clip(job, source, gathered.skeleton, extra=own, level_feet=True)
     velocity = np.full(robot.skeleton.num_joints, np.inf)  # the model's, else the job's
     velocity[robot.dof_joint] = np.where(
         np.isfinite(robot.velocity), robot.velocity, job.velocity_limit or np.inf
@@ -420,6 +420,7 @@ def retarget_clip(
     target: Any,
     *,
     extra: Callable[[Any], dict[str, Any]] | None = None,
+    level_feet: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
     """Retarget a source motion onto a target skeleton as ``job`` says, and measure.
 
@@ -453,7 +454,7 @@ def retarget_clip(
     else:
         character = job.target or f"preset:{job.target_preset}"
     try:
-        mapping = map_for_method(source, target, overrides)
+        mapping = map_for_method(source, target, overrides, level_feet=level_feet)
     except MappingError as exc:  # (roles a --map left missing): which files
         raise MappingError(f"{job.source} onto {character}: {exc}") from None
     source, method_target = mapping.motion, mapping.target

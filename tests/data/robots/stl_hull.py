@@ -1,9 +1,10 @@
-"""The steps the test robots' makers (``icub/make_icub.py``, ``romeo/make_romeo.py``)
-share: a collision mesh written as the binary STL of its convex hull, the URDF with
-its licence header."""
+"""The steps the test robots' makers (``icub/make_icub.py``, ``romeo/make_romeo.py``,
+``jvrc/make_jvrc.py``) share: a collision mesh written as the binary STL of its convex
+hull, the URDF with its licence header."""
 
 from __future__ import annotations
 
+import re
 import struct
 from pathlib import Path
 
@@ -31,5 +32,6 @@ def write_urdf(path: Path, urdf: str, header: str) -> None:
     declaration, written to ``path``; refused where a ``package://`` mesh is left."""
     if "package://" in urdf:
         raise SystemExit("a mesh left unconverted")
-    declaration = '<?xml version="1.0" ?>\n'
-    path.write_text(urdf.replace(declaration, declaration + header, 1))
+    declaration = re.match(r"<\?xml[^>]*\?>\n", urdf)
+    end = declaration.end() if declaration else 0
+    path.write_text(urdf[:end] + header + urdf[end:])

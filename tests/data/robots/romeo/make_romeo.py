@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import re
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from collada import collada_pieces
 from stl_hull import write_hull, write_urdf
 
 HEADER = """<!--
@@ -34,67 +34,6 @@ HEADER = """<!--
   file's geometries, one per geometry.
 -->
 """
-C = "{http://www.collada.org/2005/11/COLLADASchema}"
-
-
-def _node_matrix(node: ET.Element) -> np.ndarray:
-    """A Collada node's local transform (4, 4): its transform elements in order."""
-    m = np.eye(4)
-    for el in node:
-        tag = el.tag.replace(C, "")
-        v = np.array((el.text or "").split(), dtype=float)
-        t = np.eye(4)
-        if tag == "translate":
-            t[:3, 3] = v
-        elif tag == "rotate":
-            axis, angle = v[:3] / (np.linalg.norm(v[:3]) or 1.0), np.radians(v[3])
-            k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
-            t[:3, :3] = np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
-        elif tag == "scale":
-            t[:3, :3] = np.diag(v)
-        elif tag == "matrix":
-            t = v.reshape(4, 4)
-        else:
-            continue
-        m = m @ t
-    return m
-
-
-def collada_pieces(path: Path) -> list[np.ndarray]:
-    """Each geometry's vertex positions (V, 3) as the scene places it, metres, Z up."""
-    root = ET.parse(path).getroot()
-    unit = root.find(f"{C}asset/{C}unit")
-    metre = float(unit.get("meter", "1")) if unit is not None else 1.0
-    up = root.find(f"{C}asset/{C}up_axis")
-    positions = {}
-    for geom in root.iter(f"{C}geometry"):
-        mesh = geom.find(f"{C}mesh")
-        vertices = mesh.find(f"{C}vertices") if mesh is not None else None
-        if vertices is None:
-            continue
-        source_id = vertices.find(f"{C}input[@semantic='POSITION']").get("source")[1:]
-        for src in mesh.iter(f"{C}source"):
-            if src.get("id") == source_id:
-                values = src.find(f"{C}float_array").text.split()
-                positions[geom.get("id")] = np.array(values, dtype=float).reshape(-1, 3)
-    out: list[np.ndarray] = []
-
-    def walk(node: ET.Element, above: np.ndarray) -> None:
-        here = above @ _node_matrix(node)
-        for inst in node.findall(f"{C}instance_geometry"):
-            p = positions.get(inst.get("url")[1:])
-            if p is not None:
-                out.append((np.c_[p, np.ones(len(p))] @ here.T)[:, :3])
-        for child in node.findall(f"{C}node"):
-            walk(child, here)
-
-    for scene in root.iter(f"{C}visual_scene"):
-        for node in scene.findall(f"{C}node"):
-            walk(node, np.eye(4))
-    turn = np.eye(3)
-    if up is not None and up.text.strip() == "Y_UP":  # (x, y, z) -> (x, -z, y)
-        turn = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
-    return [metre * p @ turn.T for p in out]
 
 
 def main(source: Path, target: Path) -> None:

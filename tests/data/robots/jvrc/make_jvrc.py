@@ -1,0 +1,60 @@
+"""Make this folder from the JVRC-1 model (PyPI ``jvrc_description==1.1.1``; Apache 2.0):
+
+    python make_jvrc.py PATH/TO/jvrc_description .
+
+``urdf/jvrc1.urdf`` with its visuals dropped and each collision mesh (Collada, which
+MuJoCo does not read) written as binary STL files, one per geometry of the file: the
+convex hull of its vertices as the Collada scene places them, in metres and Z up. A
+file of several geometries becomes as many ``<collision>`` elements. Everything else
+as published.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from collada import collada_pieces
+from stl_hull import write_hull, write_urdf
+
+HEADER = """<!--
+  JVRC-1 (the virtual humanoid of the Japan Virtual Robotics Challenge, AIST; this URDF
+  CNRS-UM LIRMM, CNRS-AIST JRL and Stephane Caron), as published on PyPI in
+  jvrc_description 1.1.1 (jvrc_description/urdf/jvrc1.urdf), Apache License 2.0
+  (https://www.apache.org/licenses/LICENSE-2.0).
+  MODIFIED by the retarget project (make_jvrc.py beside this file): visuals dropped;
+  each collision mesh is binary STL files of the convex hulls of the published Collada
+  file's geometries, one per geometry.
+-->
+"""
+
+
+def main(source: Path, target: Path) -> None:
+    (target / "meshes").mkdir(parents=True, exist_ok=True)
+    urdf = (source / "urdf" / "jvrc1.urdf").read_text()
+    urdf = re.sub(r"\s*<visual>.*?</visual>", "", urdf, flags=re.S)
+
+    def collision(m: re.Match) -> str:
+        whole, name = m.group(0), m.group(1)
+        kept = []
+        for k, points in enumerate(collada_pieces(source / "meshes" / f"{name}.dae")):
+            if len(points) < 4 or np.linalg.matrix_rank(points - points.mean(0)) < 3:
+                continue
+            file = f"{name}_{k}.stl"
+            write_hull(target / "meshes" / file, points)
+            kept.append(re.sub(r'filename="[^"]*"', f'filename="meshes/{file}"', whole))
+        if not kept:
+            raise SystemExit(f"{name}: no geometry")
+        return "\n    ".join(kept)
+
+    pattern = r'<collision>(?:(?!</collision>).)*?/meshes/([A-Za-z_]+)\.dae".*?</collision>'
+    urdf = re.sub(pattern, collision, urdf, flags=re.S)
+    write_urdf(target / "jvrc.urdf", urdf, HEADER)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]))
