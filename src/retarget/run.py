@@ -356,8 +356,11 @@ def retarget_robot_clip(
     t0 = time.perf_counter()
     names = robot.skeleton.names
     gathered = gather_hinges(robot.skeleton, names)
-    if "limits" in _method_option_names(job.method) and "limits" not in job.method_options:
-        job = dataclasses.replace(job, method_options={**job.method_options, "limits": "strict"})
+    defaults = {"limits": "strict", "plant_heights": "rest"}  # (its zero configuration stands)
+    taken = _method_option_names(job.method)
+    wanted = {k: v for k, v in defaults.items() if k in taken and k not in job.method_options}
+    if wanted:
+        job = dataclasses.replace(job, method_options={**job.method_options, **wanted})
 
     def own(target: Any) -> dict[str, Any]:  # the robot's mass model and torque limits
         from .physics.body import Body

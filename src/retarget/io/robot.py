@@ -426,23 +426,26 @@ def _sole_tip(
     points: NDArray[np.float64], forward: NDArray[np.float64] | None = None
 ) -> NDArray[np.float64]:
     """The tip (3,) of a foot's geometry ``points`` (N, 3), in its joint's frame: on
-    its sole (the points within 2 mm of the lowest), along the sole's long axis
+    its sole (the points within 2 mm of the lowest), along the foot's long axis
     (its principal axis in the floor's plane, turned the way the robot faces,
-    ``forward``, :func:`_forward`; without it, away from the joint), the middle of
-    the front edge (the sole's points within 1 cm of the farthest), pushed out to
-    the farthest, at the sole's lowest point's height (a rounded or tilted sole's
-    points within 2 mm of the lowest are up to 2 mm above it). (The farthest point
-    itself is a corner of the sole, 3.5 cm to the side on the G1: aimed at, it turned
-    the foot 15° for the methods.)"""
+    ``forward``, :func:`_forward`; without it, away from the joint), as far as the
+    sole reaches, on the foot's midline (its long axis and the halfway between its
+    farthest points either side of it, from the whole geometry: a hull's few sole
+    points can be lopsided), at the sole's lowest point's height (a rounded or tilted
+    sole's points within 2 mm of the lowest are up to 2 mm above it). (The farthest
+    point itself is a corner of the sole, 3.5 cm to the side on the G1: aimed at, it
+    turned the foot 15° for the methods; the middle of the front edge's points is a
+    corner too where a hull leaves one front corner out, JVRC-1's 4.2 cm to the side:
+    its feet turned out 17°, its hip yaws at their limits.)"""
     sole = points[points[:, 2] <= points[:, 2].min() + 0.002]
-    centre = sole.mean(axis=0)
-    spread = (sole - centre) * np.array([1.0, 1.0, 0.0])
+    centre = points.mean(axis=0)
+    spread = (points - centre) * np.array([1.0, 1.0, 0.0])
     _, _, vt = np.linalg.svd(spread, full_matrices=False)
     way = centre if forward is None else forward
     axis = vt[0] if float(vt[0] @ way) >= 0.0 else -vt[0]
-    along = sole @ axis
-    front = sole[along >= along.max() - 0.01].mean(axis=0)
-    tip = front + (along.max() - float(front @ axis)) * axis
+    across = np.cross([0.0, 0.0, 1.0], axis)
+    side = points @ across
+    tip = (sole @ axis).max() * axis + 0.5 * (side.min() + side.max()) * across
     tip[2] = points[:, 2].min()  # on the sole's plane: planted, the sole is on the floor
     return tip
 

@@ -37,7 +37,7 @@ from ..ik.hybrid import HybridSolver
 from ..kinematics import positions
 from ..motion import Motion
 from ..result import Result, speed
-from ..roles import find_roles, height
+from ..roles import find_roles, height, standing_heights
 from ..skeleton import Skeleton
 from ._base import TERRAIN, Option
 
@@ -144,6 +144,7 @@ def hierarchical_retarget(
     minimizer: str = "lm",
     limits: str = "strict",
     feather: float = 0.1,
+    plant_heights: str = "source",
 ) -> Result:
     """Retarget with footplants enforced by hierarchical fitting.
 
@@ -201,6 +202,15 @@ def hierarchical_retarget(
     feather : float
         Seconds over which the exact pass's corrections fade out beyond the
         constrained frames (:func:`retarget.editing.fitting.fit_motion`).
+    plant_heights : {"source", "rest"}
+        How high each planted foot point is held over the ground: the source's
+        planted height scaled by the feet's length ratio (``"source"``), or the
+        target's own, as its rest pose stands on flat feet
+        (:func:`retarget.roles.standing_heights`, over the source's lowest planted
+        point; ``"rest"``): the choice for a foot of other proportions than the
+        performer's whose rest stands (a robot's sole plate, JVRC-1's ankle 10.8 cm
+        over it where the scaled performer's is 6.7: held there, its planted feet
+        stood toes up 13°). Not with ``translations``.
     reach : float
         Scale of the mapped leg vectors (hip to foot) on top of the leg-length
         ratio; below 1 keeps a straight source leg from asking the target's leg
@@ -252,6 +262,15 @@ def hierarchical_retarget(
         release=1.0,
         vertical_speed=True,
     )
+    clearance = np.multiply.outer(moved.foot_ratio, plants.clearance)
+    if plant_heights not in ("source", "rest"):
+        raise RetargetError(f"unknown plant_heights {plant_heights!r}; choose source or rest")
+    if plant_heights == "rest" and trans is None:  # as high as the target's own foot holds it
+        by_point = {p: role for role, p in roles_s.items()}
+        mine = standing_heights(target, roles_t, [roles_t[by_point[int(p)]] for p in plants.points])
+        for side in ("left", "right"):
+            k = [i for i, sd in enumerate(plants.sides) if sd == side]
+            clearance[..., k] = mine[k] + clearance[..., k].min(axis=-1, keepdims=True)
     constraints = footplants(
         source,
         moved.motion,
@@ -259,7 +278,7 @@ def hierarchical_retarget(
         roles_s,
         roles_t,
         ratio=ratio * reach,
-        clearance=np.multiply.outer(moved.foot_ratio, plants.clearance),
+        clearance=clearance,
         surface=ground,
         blend=max(1, round(blend * source.fps)),
     )
@@ -324,5 +343,12 @@ OPTIONS = (
         "widened to the source's own range (source, the default for a target of another "
         "hierarchy)",
         choices=("strict", "source"),
+    ),
+    Option(
+        "plant_heights",
+        "--plant-heights",
+        "planted foot points held as high as the source's, scaled (source, the default), or "
+        "as the target's own rest pose stands on flat feet (rest, the default onto a robot)",
+        choices=("source", "rest"),
     ),
 )
