@@ -943,3 +943,65 @@ def test_a_robots_feet_lie_flat_where_the_performers_stand_flat(which, request, 
     assert pitch(True) < 3.0
     if which == "jvrc":
         assert pitch(False) > 8.0
+
+
+def test_a_foots_end_is_on_its_midline(jvrc, g1):
+    """A foot's end is at the front of its sole on the foot's midline: JVRC-1's hull
+    keeps one front corner of its sole and not the other, and the middle of the front
+    edge's points was that corner, 4.2 cm to the side (its feet turned out 17°)."""
+    for robot in (jvrc, g1):
+        sk = robot.skeleton
+        ends = [sk.site_offsets[k] for k, n in enumerate(sk.site_names) if n.endswith("_end")]
+        feet = [e for e in ends if e[2] < -0.02 and abs(e[0]) > 0.1]
+        assert len(feet) == 2
+        for end in feet:
+            assert abs(end[1]) < 0.006  # (JVRC-1's foot mesh is 4 mm off its ankle's line)
+
+
+def test_standing_heights_are_the_robots_own(jvrc):
+    """How high a robot's own foot holds its ankle when it stands: JVRC-1's 10.8 cm,
+    its sole's tip on the floor."""
+    from retarget.roles import standing_heights
+
+    g = gather_hinges(jvrc.skeleton)
+    roles = find_roles(g.skeleton)
+    points = [roles["left_ankle"], roles["left_toe_tip"], roles["right_ankle"], roles["hips"]]
+    np.testing.assert_allclose(
+        standing_heights(g.skeleton, roles, points), [0.108, 0.0, 0.108, 0.0], atol=1e-3
+    )
+
+
+def test_hierarchical_plants_a_robots_feet_flat(jvrc, data_dir):
+    """JVRC-1's ankle stands 10.8 cm over its sole, the performer's scaled 6.7 cm over
+    theirs: held at the performer's height (``plant_heights="source"``) its planted
+    feet stood toes up 13°; at its own (``"rest"``, the default onto a robot) they lie
+    flat, within 2° at the median over the source's contact frames."""
+    from retarget.contacts import detect_contacts
+    from retarget.io.bvh import read_bvh
+    from retarget.run import RunJob, retarget_robot_clip
+
+    walk = read_bvh(data_dir / "lafan_walk.bvh")[:450]
+    contacts = detect_contacts(walk, roles=find_roles(walk.skeleton))
+
+    def pitch(heights: str) -> float:
+        job = RunJob(
+            source="walk",
+            output="-",
+            method="hierarchical",
+            target=jvrc.path,
+            method_options={"plant_heights": heights},
+        )
+        out, _ = retarget_robot_clip(job, walk, jvrc, measure=False)
+        traj = RobotTrajectory(out["root_pos"], out["root_quat"], out["dof_pos"], 30.0)
+        motion = robot_motion(jvrc, traj)
+        sk = motion.skeleton
+        _, w = forward_kinematics(sk, motion.root_position, motion.rotations)
+        worst = 0.0
+        for side, name in (("left", "L_ANKLE_P"), ("right", "R_ANKLE_P")):
+            fw = quat.rotate(w[:, sk.index(name)], np.array([1.0, 0.0, 0.0]))  # (z up)
+            tilt = np.degrees(np.arcsin(np.clip(fw[contacts.foot(side), 2], -1.0, 1.0)))
+            worst = max(worst, abs(float(np.median(tilt))))
+        return worst
+
+    assert pitch("rest") < 2.0
+    assert pitch("source") > 8.0
