@@ -1,13 +1,17 @@
 """Collada meshes as the test robots' makers (``romeo/make_romeo.py``,
 ``jvrc/make_jvrc.py``) read them: each geometry's vertices placed by the file's scene,
-in metres and Z up. MuJoCo does not read Collada; the makers write hulls of these."""
+in metres and Z up. MuJoCo does not read Collada; the makers write hulls of these
+(:func:`hull_collisions`)."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from stl_hull import write_hull
 
 C = "{http://www.collada.org/2005/11/COLLADASchema}"
 
@@ -70,3 +74,26 @@ def collada_pieces(path: Path) -> list[np.ndarray]:
     if up is not None and up.text.strip() == "Y_UP":  # (x, y, z) -> (x, -z, y)
         turn = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
     return [metre * p @ turn.T for p in out]
+
+
+def hull_collisions(urdf: str, pattern: str, mesh: Callable[[str], Path], target: Path) -> str:
+    """``urdf`` with each ``<collision>`` that ``pattern`` matches (its mesh's name as
+    group 1, found at ``mesh(name)``) made one ``<collision>`` per geometry of the
+    Collada file: the binary STL of its convex hull under ``target/meshes`` (a file of
+    several geometries, one hull round all of them, would swell a link into the space
+    between its parts)."""
+
+    def collision(m: re.Match) -> str:
+        whole, name = m.group(0), m.group(1)
+        kept = []
+        for k, points in enumerate(collada_pieces(mesh(name))):
+            if len(points) < 4 or np.linalg.matrix_rank(points - points.mean(0)) < 3:
+                continue
+            file = f"{name}_{k}.stl"
+            write_hull(target / "meshes" / file, points)
+            kept.append(re.sub(r'filename="[^"]*"', f'filename="meshes/{file}"', whole))
+        if not kept:
+            raise SystemExit(f"{name}: no geometry")
+        return "\n    ".join(kept)
+
+    return re.sub(pattern, collision, urdf, flags=re.S)

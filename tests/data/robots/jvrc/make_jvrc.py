@@ -15,11 +15,9 @@ import re
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from collada import collada_pieces
-from stl_hull import write_hull, write_urdf
+from collada import hull_collisions
+from stl_hull import write_urdf
 
 HEADER = """<!--
   JVRC-1 (the virtual humanoid of the Japan Virtual Robotics Challenge, AIST; this URDF
@@ -37,22 +35,8 @@ def main(source: Path, target: Path) -> None:
     (target / "meshes").mkdir(parents=True, exist_ok=True)
     urdf = (source / "urdf" / "jvrc1.urdf").read_text()
     urdf = re.sub(r"\s*<visual>.*?</visual>", "", urdf, flags=re.S)
-
-    def collision(m: re.Match) -> str:
-        whole, name = m.group(0), m.group(1)
-        kept = []
-        for k, points in enumerate(collada_pieces(source / "meshes" / f"{name}.dae")):
-            if len(points) < 4 or np.linalg.matrix_rank(points - points.mean(0)) < 3:
-                continue
-            file = f"{name}_{k}.stl"
-            write_hull(target / "meshes" / file, points)
-            kept.append(re.sub(r'filename="[^"]*"', f'filename="meshes/{file}"', whole))
-        if not kept:
-            raise SystemExit(f"{name}: no geometry")
-        return "\n    ".join(kept)
-
     pattern = r'<collision>(?:(?!</collision>).)*?/meshes/([A-Za-z_]+)\.dae".*?</collision>'
-    urdf = re.sub(pattern, collision, urdf, flags=re.S)
+    urdf = hull_collisions(urdf, pattern, lambda name: source / "meshes" / f"{name}.dae", target)
     write_urdf(target / "jvrc.urdf", urdf, HEADER)
 
 
