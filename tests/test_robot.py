@@ -1005,3 +1005,23 @@ def test_hierarchical_plants_a_robots_feet_flat(jvrc, data_dir):
 
     assert pitch("rest") < 2.0
     assert pitch("source") > 8.0
+
+
+def test_a_robots_fingers_are_left_as_the_method_left_them(jvrc, data_dir):
+    """No performer's joint drives JVRC-1's twelve finger hinges: the IK pass does not
+    curl them to place the hand's end (its little finger's tip); they stay at rest."""
+    from retarget.io.bvh import read_bvh
+    from retarget.run import RunJob, retarget_robot_clip
+
+    walk = read_bvh(data_dir / "lafan_walk.bvh")[:120]
+    job = RunJob(source="walk", output="-", method="omr", target=jvrc.path)
+    out, _ = retarget_robot_clip(job, walk, jvrc, measure=False)
+    fingers = [
+        d
+        for d, n in enumerate(jvrc.joint_names)
+        if any(f in n for f in ("THUMB", "INDEX", "LITTLE"))
+    ]
+    assert len(fingers) == 12
+    np.testing.assert_allclose(out["dof_pos"][:, fingers], 0.0, atol=1e-12)
+    wrists = [jvrc.joint_names.index(n) for n in ("L_WRIST_Y", "R_WRIST_Y", "L_ELBOW_Y")]
+    assert np.ptp(out["dof_pos"][:, wrists], axis=0).max() > 1e-3  # (the wrists do move)

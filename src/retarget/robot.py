@@ -777,6 +777,16 @@ def to_robot(
     # the method's root path is smooth and right: the limbs, not the root, take the change
     rigidity = default_rigidity(ik)
     rigidity[:2] *= 100.0  # (left free, the root jumped where a limb met a limit: 4.5 cm)
+    # a hand's fingers, which no performer's joint drives, stay as the method left them:
+    # not columns of the IK (JVRC-1's twelve finger hinges curled to place the hand's
+    # end, its little finger's tip, and cost a quarter of the pass's time)
+    for side in ("left", "right"):
+        top = roles.get(f"{side}_wrist")
+        if top is not None and top < g.skeleton.num_joints:
+            last = g.members[top][-1]
+            for j in range(sk.num_joints):
+                if j != last and last in sk.chain(j):
+                    rigidity[j + 1] = np.inf
     # the floor is a hard constraint: a frame the penalty leaves with a sole under it
     # (where the method puts a foot there) is solved again with it a hundred, then ten
     # thousand times firmer (not the links: capsules only approximate them, and held
@@ -794,11 +804,12 @@ def to_robot(
         predict=1.0,
         pair_buffer=0.05 * tall,
         rate=None if velocity is None else np.asarray(velocity, float) / motion.fps,
-        damping=_DAMPING * rigidity[1:],
+        damping=_DAMPING * np.where(np.isfinite(rigidity[1:]), rigidity[1:], 0.0),
     )
     root_position, rot = solved.root_position, solved.rotations.copy()
     hardened = int((solved.boosted > 0).sum())
-    theta = theta + solved.x[:, solved.columns[hinges]]  # the hinges: θ_ref + δθ
+    cols = solved.columns[hinges]  # the hinges: θ_ref + δθ (none for a finger)
+    theta = theta + np.where(cols >= 0, solved.x[:, np.maximum(cols, 0)], 0.0)
     past = np.maximum(np.maximum(lower - theta, theta - upper), 0.0)
     clamped = int((past > 1e-9).sum())
     theta = np.clip(theta, lower, upper)
