@@ -768,25 +768,31 @@ def to_robot(
         points = g.rig.num_points + np.arange(len(corners))
         floor = as_shape(0.0)
         tasks.append(GroundTask(points, floor, np.zeros(len(corners)), weight=ground))
+    # a hand's fingers, which no performer's joint drives, stay as the method left them:
+    # not columns of the IK (JVRC-1's twelve finger hinges curled to place the hand's
+    # end, its little finger's tip)
+    fingers = set()
+    for side in ("left", "right"):
+        top = roles.get(f"{side}_wrist")
+        if top is not None and top < g.skeleton.num_joints:
+            last = g.members[top][-1]
+            fingers |= {j for j in range(sk.num_joints) if j != last and last in sk.chain(j)}
     if geoms:  # links kept apart (the ones apart at the zero configuration)
         capsules = geom_capsules(geoms)
         rest = Pose.of(ik, np.zeros(3), np.tile(quat.identity(), (ik.num_joints, 1)))
         pairs, gaps = separate_pairs(ik, capsules, rest, margin)
+        moves = [j not in fingers and len(sk.euler_orders[j]) > 0 for j in range(sk.num_joints)]
+        keep = [
+            any(moves[k] for k in set(sk.chain(a)) ^ set(sk.chain(b)))
+            for a, b in capsules.joints[pairs]
+        ]  # (two links with no hinge of the IK between them are one body)
+        pairs, gaps = pairs[keep], gaps[keep]
         if len(pairs):
             tasks.append(CollisionTask(capsules, pairs, margin=gaps, weight=apart))
     # the method's root path is smooth and right: the limbs, not the root, take the change
     rigidity = default_rigidity(ik)
     rigidity[:2] *= 100.0  # (left free, the root jumped where a limb met a limit: 4.5 cm)
-    # a hand's fingers, which no performer's joint drives, stay as the method left them:
-    # not columns of the IK (JVRC-1's twelve finger hinges curled to place the hand's
-    # end, its little finger's tip, and cost a quarter of the pass's time)
-    for side in ("left", "right"):
-        top = roles.get(f"{side}_wrist")
-        if top is not None and top < g.skeleton.num_joints:
-            last = g.members[top][-1]
-            for j in range(sk.num_joints):
-                if j != last and last in sk.chain(j):
-                    rigidity[j + 1] = np.inf
+    rigidity[1 + np.asarray(sorted(fingers), np.intp)] = np.inf
     # the floor is a hard constraint: a frame the penalty leaves with a sole under it
     # (where the method puts a foot there) is solved again with it a hundred, then ten
     # thousand times firmer (not the links: capsules only approximate them, and held
