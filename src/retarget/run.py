@@ -115,7 +115,7 @@ def read_input(path: str, args: RunJob | argparse.Namespace | None = None):
     ``unit``/``up``: overrides of what :mod:`retarget.world` finds)."""
     from .io.formats import read_motion
 
-    options = {k: getattr(args, k, None) for k in ("skeleton", "fps", "unit", "up")}
+    options = {k: getattr(args, k, None) for k in ("skeleton", "fps", "unit", "up", "animation")}
     return read_motion(path, **options)
 
 
@@ -128,6 +128,10 @@ def read_character(path: str):
         from .world import settle_skeleton
 
         return settle_skeleton(read_asf(path))
+    if Path(path).suffix.lower() in (".glb", ".gltf"):  # (its skin, with or without animations)
+        from .io.gltf import read_character as read_gltf_character
+
+        return read_gltf_character(path).skeleton
     return read_input(path).skeleton
 
 

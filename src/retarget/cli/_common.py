@@ -184,7 +184,18 @@ def writes_motion(p: argparse.ArgumentParser) -> None:
 def motion_options(p: argparse.ArgumentParser) -> None:
     """``--skeleton``, ``--fps``, ``--unit``, ``--up``: how motion files are read."""
     p.add_argument("--skeleton", help="the .asf of an .amc input (default: the .asf beside it)")
-    p.add_argument("--fps", type=float, help="frame rate of an .amc input (default 120)")
+    p.add_argument(
+        "--fps",
+        type=float,
+        help="frame rate of an .amc input (default 120); the rate a glTF animation is "
+        "sampled at (default: its keys' where even, else 30)",
+    )
+    p.add_argument(
+        "--animation",
+        metavar="NAME",
+        help="the animation of a glTF input (.glb, .gltf), by name or number (default: the "
+        "first; `retarget info` lists them)",
+    )
     p.add_argument(
         "--unit",
         type=_unit_option,

@@ -27,6 +27,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     if is_robot_file(args.file):
         return _robot_info(args)
+    if Path(args.file).suffix.lower() in (".glb", ".gltf"):
+        return _character_info(args)
 
     with approximate():  # (a summary: Euler angles by numpy, numba never loaded)
         return _info(args, read_input(args.file, args))
@@ -79,6 +81,35 @@ def _robot_info(args: argparse.Namespace) -> int:
     joints = ", ".join(f"{j['name']} [{j['lower']:.3g}, {j['upper']:.3g}]" for j in info["joints"])
     groups = "; ".join(" + ".join(g) for g in info["gathered"])
     return _print_info(args, info, {"joints": joints, "gathered": groups})
+
+
+def _character_info(args: argparse.Namespace) -> int:
+    """``retarget info CHAR.glb``: skins, the skeleton's joints, the control bones left
+    out, the animations, the roles found."""
+    from ..io.gltf import read_character as read_gltf
+    from ..roles import find_roles, height
+
+    char = read_gltf(args.file)
+    sk = char.skeleton
+    info: dict[str, Any] = {
+        "file": args.file,
+        "kind": "character",
+        "skins": [f"{name} ({len(joints)} joints)" for name, joints in char.skins],
+        "joints": list(sk.names),
+        "control_bones": list(char.control),
+        "animations": list(char.animations),
+        "unit": sk.unit,
+        "up": sk.up,
+    }
+    try:
+        roles = find_roles(sk)
+        info["height"] = height(sk, roles)
+        info["roles"] = {r: sk.point_names[p] for r, p in roles.items()}
+    except RetargetError as exc:
+        info["height"] = None
+        info["roles"] = None
+        info["roles_note"] = str(exc)
+    return _print_info(args, info)
 
 
 def _info(args: argparse.Namespace, motion: Motion) -> int:

@@ -1,4 +1,5 @@
-"""Motion file formats by suffix: ``.bvh``, ``.amc`` (+ ``.asf``), ``.npz``.
+"""Motion file formats by suffix: ``.bvh``, ``.amc`` (+ ``.asf``), ``.npz``, and the
+animations of glTF characters (``.glb``, ``.gltf``: read).
 
 A format is a reader/writer pair registered under its suffix (:func:`register`,
 :data:`FORMATS`); :func:`read_motion` and :func:`write_motion` choose by the file's
@@ -53,12 +54,15 @@ class Format:
     any_skeleton : bool
         The written file holds its own skeleton, so any motion can be written (an
         AMC needs its ASF): ``retarget batch --format`` offers only these.
+    animations : bool
+        A file of several named animations: its reader takes ``animation=``.
     """
 
     suffix: str
     read: Reader | None = None
     write: Writer | None = None
     any_skeleton: bool = True
+    animations: bool = False
 
 
 _FORMATS: dict[str, Format] = {}
@@ -101,6 +105,7 @@ def read_motion(
     fps: float | None = None,
     unit: str | None = None,
     up: str | None = None,
+    animation: str | None = None,
 ) -> Motion:
     """Read a motion file, choosing the reader by extension.
 
@@ -120,12 +125,19 @@ def read_motion(
     unit, up : str, optional
         Override the unit (``"cm"``, ``"m"``, ``"in"``, ...) and the up axis
         (``"y"``, ``"z"``, ``"-x"``, ...) found or declared.
+    animation : str, optional
+        Of a file of several animations (a glTF character's): its name or number
+        (default: the first).
     """
     path = Path(path)
     ext = path.suffix.lower()
     fmt = _FORMATS.get(ext)
     if fmt is None or fmt.read is None:
         raise RetargetError(f"{path}: cannot read '{ext}' files; readable: {', '.join(READABLE)}")
+    if fmt.animations:
+        return fmt.read(path, skeleton=skeleton, fps=fps, unit=unit, up=up, animation=animation)
+    if animation is not None:
+        raise RetargetError(f"{path}: a '{ext}' file has one motion; --animation is for glTF")
     return fmt.read(path, skeleton=skeleton, fps=fps, unit=unit, up=up)
 
 
@@ -201,3 +213,22 @@ def _write_npz(path: str | os.PathLike, motion: Motion, *, inputs: tuple) -> Pat
 register(Format(".bvh", _read_bvh, _write_bvh))
 register(Format(".amc", _read_amc, _write_amc, any_skeleton=False))
 register(Format(".npz", _read_npz, _write_npz))
+
+
+def _read_gltf(
+    path: Path,
+    *,
+    fps: float | None,
+    unit: str | None,
+    up: str | None,
+    animation: str | None,
+    **_: object,
+) -> Motion:
+    from .gltf import character_motion, read_character
+
+    motion = character_motion(read_character(path), animation, fps=fps)
+    return world.settle(motion, unit=unit, up=up)
+
+
+register(Format(".glb", _read_gltf, animations=True))
+register(Format(".gltf", _read_gltf, animations=True))

@@ -1,0 +1,531 @@
+"""glTF 2.0 characters (``.glb``, ``.gltf`` + ``.bin``): a skin's joints as a skeleton,
+the file's animations as motions.
+
+The file is read here, not by :mod:`pygltflib`: its JSON by :func:`json.loads`, its
+buffers (a GLB's binary chunk, a ``.bin`` beside the file, a data URI) as bytes, and
+accessors decoded with numpy (component types, strides, normalised integers).
+pygltflib turns the JSON into dataclasses through ``dataclasses_json``: 12 s for the
+KayKit knight's 76 animations, against milliseconds here. What is read:
+
+* **The skeleton**: the joints of every skin (several skins sharing one skeleton are
+  one), less the *control bones* (IK targets, poles, roll controls: joints no vertex
+  of any skinned mesh is weighted to and under which no joint is), plus the nodes
+  that join them to one root. Its rest pose is the nodes' own (``translation``,
+  ``rotation``, ``scale`` or ``matrix``), with every node above the root applied: an
+  armature turned Z-up under the Y-up world, or scaled by 0.01, stands as the file
+  shows it. glTF's world is Y up, in metres.
+* **Rest rotations baked**: this library's skeletons stand at rest with every
+  joint's frame the world's (BVH's convention), so each offset is the rest world
+  vector from the parent (scale applied) and a node's animated local rotation
+  ``q_j`` becomes ``r_j = G_p ⊗ q_j ⊗ G_j⁻¹`` (``G``: the rest world rotations; at
+  rest, ``r = 1``); :func:`gltf_rotations` inverts it. Animated translations below
+  the root become per-frame bone offsets (:attr:`retarget.motion.Motion.translations`).
+* **Animations**: each channel's keys sampled at the animation's rate (the keys'
+  own where they are evenly spaced, else 30 frames/s) over its whole duration,
+  ``LINEAR`` (rotations by slerp), ``STEP`` or ``CUBICSPLINE`` (Hermite, rotations
+  normalised), as glTF 2.0 §3.11 defines them; a joint no channel drives keeps its
+  rest. Scale animations are not carried (said once, as a warning).
+
+Units: metres, Y up; quaternions (w, x, y, z) here, (x, y, z, w) in the file.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import struct
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .. import quat
+from .._arrays import Array
+from ..errors import FormatError, RetargetWarning
+from ..motion import Motion
+from ..skeleton import Skeleton
+
+__all__ = ["Character", "character_motion", "gltf_rotations", "read_character"]
+
+_DTYPES = {
+    5120: np.int8,
+    5121: np.uint8,
+    5122: np.int16,
+    5123: np.uint16,
+    5125: np.uint32,
+    5126: np.float32,
+}
+_WIDTH = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
+
+
+@dataclass(frozen=True)
+class Character:
+    """A glTF file's rigged character.
+
+    Attributes
+    ----------
+    path : Path
+    skeleton : Skeleton
+        Metres, Y up, rest rotations baked (module docstring).
+    nodes : (J,) int
+        The glTF node of each skeleton joint.
+    rest_world : (J, 4)
+        ``G_j``: each joint node's rest world rotation (w, x, y, z).
+    parent_rest : (4,)
+        The rest world rotation of the root joint's parent node (identity at a scene root).
+    control : tuple of str
+        Skin joints left out: no vertex weighted to them nor to any joint below them.
+    skins : tuple of (str, tuple of str)
+        Each skin's name and its joints' names.
+    animations : tuple of str
+        The animations' names, in file order (unnamed: ``animation<k>``).
+    """
+
+    path: Path
+    skeleton: Skeleton
+    nodes: NDArray[np.intp]
+    rest_world: Array
+    parent_rest: Array
+    control: tuple[str, ...]
+    skins: tuple[tuple[str, tuple[str, ...]], ...]
+    animations: tuple[str, ...]
+    _gltf: tuple | None = None  # (the document and its nodes' rest, for the animations)
+
+
+def _fail(path: Path, what: str) -> FormatError:
+    return FormatError(str(path), None, what)
+
+
+class _Doc:
+    """A glTF document: its JSON (``dict``) and its buffers' bytes."""
+
+    def __init__(self, path: Path) -> None:
+        data = path.read_bytes()
+        chunk = b""
+        try:
+            if data[:4] == b"glTF":
+                version, length = struct.unpack_from("<II", data, 4)
+                if version != 2:
+                    raise ValueError(f"GLB version {version}, not 2")
+                at, js = 12, None
+                while at + 8 <= min(length, len(data)):
+                    size, kind = struct.unpack_from("<II", data, at)
+                    body = data[at + 8 : at + 8 + size]
+                    if kind == 0x4E4F534A:
+                        js = body
+                    elif kind == 0x004E4942:
+                        chunk = body
+                    at += 8 + size
+                if js is None:
+                    raise ValueError("no JSON chunk")
+                self.json = json.loads(js.decode("utf-8"))
+            else:
+                self.json = json.loads(data.decode("utf-8-sig"))
+        except (ValueError, UnicodeDecodeError, struct.error) as exc:
+            raise _fail(path, f"not a glTF 2.0 file ({exc})") from None
+        if not str(self.json.get("asset", {}).get("version", "")).startswith("2"):
+            raise _fail(path, "not a glTF 2.0 file (asset.version is not 2.x)")
+        self.buffers: list[bytes] = []
+        for k, buf in enumerate(self.json.get("buffers", [])):
+            uri = buf.get("uri")
+            if uri is None:
+                self.buffers.append(chunk)
+            elif uri.startswith("data:"):
+                self.buffers.append(base64.b64decode(uri.split(",", 1)[1]))
+            else:
+                file = path.parent / unquote(uri)
+                if not file.is_file():
+                    raise _fail(path, f"buffer {k}: {uri} not found beside it")
+                self.buffers.append(file.read_bytes())
+        self.nodes = self.json.get("nodes", [])
+        self.skins = self.json.get("skins", [])
+        self.meshes = self.json.get("meshes", [])
+        self.animations = self.json.get("animations", [])
+
+
+def _accessor(path: Path, doc: _Doc, index: int) -> Array:
+    """An accessor's elements (count, width) as float64 (normalised integers scaled)."""
+    try:
+        acc = doc.json["accessors"][index]
+        width = _WIDTH[acc["type"]]
+        dtype = np.dtype(_DTYPES[acc["componentType"]])
+        count = int(acc["count"])
+    except (KeyError, IndexError, TypeError):
+        raise _fail(path, f"accessor {index}: not a glTF accessor") from None
+    if "sparse" in acc:
+        raise _fail(path, f"accessor {index}: sparse accessors are not read")
+    if "bufferView" not in acc:
+        return np.zeros((count, width))
+    view = doc.json["bufferViews"][acc["bufferView"]]
+    blob = doc.buffers[view["buffer"]]
+    start = view.get("byteOffset", 0) + acc.get("byteOffset", 0)
+    item = width * dtype.itemsize
+    stride = view.get("byteStride") or item
+    if count and start + stride * (count - 1) + item > len(blob):
+        raise _fail(path, f"accessor {index} reaches past its buffer")
+    raw = np.lib.stride_tricks.as_strided(
+        np.frombuffer(blob, dtype=np.uint8, count=len(blob) - start, offset=start),
+        shape=(count, item),
+        strides=(stride, 1),
+    )
+    out = np.ascontiguousarray(raw).view(dtype).reshape(count, width).astype(np.float64)
+    if acc.get("normalized") and dtype.kind in "iu":
+        out = out / float(np.iinfo(dtype.type).max)  # type: ignore[type-var]
+        if dtype.kind == "i":
+            out = np.maximum(out, -1.0)
+    return out
+
+
+def _local(node: dict) -> tuple[Array, Array, Array]:
+    """A node's rest translation (3,), rotation (4,) w-first and scale (3,)."""
+    if "matrix" in node:
+        m = np.asarray(node["matrix"], dtype=np.float64).reshape(4, 4).T  # (column-major)
+        t = m[:3, 3].copy()
+        s = np.linalg.norm(m[:3, :3], axis=0)
+        r = m[:3, :3] / np.where(s > 0, s, 1.0)
+        if np.linalg.det(r) < 0:
+            s[0], r[:, 0] = -s[0], -r[:, 0]
+        return t, quat.quat_from_matrix(r), s
+    t = np.asarray(node.get("translation", (0.0, 0.0, 0.0)), float)
+    x = node.get("rotation", (0.0, 0.0, 0.0, 1.0))
+    r = quat.normalize(np.array([x[3], x[0], x[1], x[2]], dtype=np.float64))
+    s = np.asarray(node.get("scale", (1.0, 1.0, 1.0)), float)
+    return t, r, s
+
+
+def read_character(path: str | os.PathLike) -> Character:
+    """The rigged character of a glTF file (module docstring).
+
+    Raises
+    ------
+    FormatError
+        Not glTF 2.0, no skin, or a skin whose joints are not one tree.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise _fail(path, "no such file")
+    doc = _Doc(path)
+    if not doc.skins:
+        raise _fail(path, "no skin: a rigged character's file has its joints in a skin")
+    n = len(doc.nodes)
+    parent = np.full(n, -1, np.intp)
+    for i, node in enumerate(doc.nodes):
+        for c in node.get("children", []):
+            if not 0 <= c < n or parent[c] >= 0:
+                raise _fail(path, f"node {i}: child {c} is not a node or has two parents")
+            parent[c] = i
+    local = [_local(node) for node in doc.nodes]
+    # rest world transforms: rotation, uniform scale, position, from the scene roots down
+    w_rot = np.tile(quat.identity(), (n, 1))
+    w_scale = np.ones(n)
+    w_pos = np.zeros((n, 3))
+    done = np.zeros(n, bool)
+
+    def world(i: int) -> None:
+        chain = []
+        while i >= 0 and not done[i]:
+            chain.append(i)
+            i = int(parent[i])
+        for k in reversed(chain):
+            t, r, s = local[k]
+            if np.ptp(s) > 1e-4 * max(abs(s).max(), 1e-12):
+                warnings.warn(
+                    f"{path}: node {_name(doc, k)!r} is scaled unevenly {tuple(s)}; "
+                    "read with its mean scale",
+                    RetargetWarning,
+                    stacklevel=3,
+                )
+            p = int(parent[k])
+            if p >= 0:
+                w_pos[k] = w_pos[p] + w_scale[p] * quat.rotate(w_rot[p], t)
+                w_rot[k] = quat.multiply(w_rot[p], r)
+                w_scale[k] = w_scale[p] * float(np.mean(s))
+            else:
+                w_pos[k], w_rot[k], w_scale[k] = t, r, float(np.mean(s))
+            done[k] = True
+
+    for i in range(n):
+        world(i)
+    # the skins' joints, less the control bones, joined under one root
+    joints: list[int] = []
+    for skin in doc.skins:
+        joints += [j for j in skin.get("joints", []) if j not in joints]
+    weighted = _weighted(path, doc, parent, joints)
+    below = {j: _descendants(j, doc) for j in joints}
+    control = [j for j in joints if j not in weighted and not any(d in weighted for d in below[j])]
+    keep = [j for j in joints if j not in control]
+    if not keep:
+        raise _fail(path, "no vertex is weighted to any joint of its skins")
+    keep_set = set(keep)
+    ancestors = [set(_ancestors(j, parent)) for j in keep]
+    common = set.intersection(*ancestors) if ancestors else set()
+    top = max(common, key=lambda a: len(_ancestors(a, parent)), default=-1)  # deepest
+    for j in keep:  # the nodes on the way up to the common root
+        k = int(parent[j]) if j != top else -1
+        while k >= 0 and k != top and k not in keep_set:
+            keep_set.add(k)
+            k = int(parent[k])
+    roots = [j for j in keep_set if int(parent[j]) not in keep_set]
+    if len(roots) > 1:
+        keep_set.add(top)
+        roots = [top]
+    order: list[int] = []
+    stack = [roots[0]]
+    while stack:  # depth first, parents before children, the file's child order
+        j = stack.pop()
+        order.append(j)
+        stack.extend(c for c in reversed(doc.nodes[j].get("children", [])) if c in keep_set)
+    index = {j: k for k, j in enumerate(order)}
+    names = _names(doc, order)
+    parents = np.array([index.get(int(parent[j]), -1) for j in order], np.intp)
+    offsets = np.array(
+        [w_pos[j] - (w_pos[parent[j]] if parents[k] >= 0 else 0.0) for k, j in enumerate(order)]
+    )
+    skeleton = Skeleton(
+        names=names,
+        parents=parents,
+        offsets=offsets,
+        channels=(
+            ("Xposition", "Yposition", "Zposition", "Zrotation", "Yrotation", "Xrotation"),
+            *([("Zrotation", "Yrotation", "Xrotation")] * (len(order) - 1)),
+        ),
+        unit="m",
+        up="y",
+    )
+    up = int(parent[order[0]])
+    return Character(
+        path=path,
+        skeleton=skeleton,
+        nodes=np.array(order, np.intp),
+        rest_world=w_rot[order].copy(),
+        parent_rest=w_rot[up].copy() if up >= 0 else quat.identity(),
+        control=tuple(_name(doc, j) for j in control),
+        skins=tuple(
+            (s.get("name") or f"skin{k}", tuple(_name(doc, j) for j in s.get("joints", [])))
+            for k, s in enumerate(doc.skins)
+        ),
+        animations=tuple(a.get("name") or f"animation{k}" for k, a in enumerate(doc.animations)),
+        _gltf=(doc, parent, local, w_scale),
+    )
+
+
+def _name(doc, j: int) -> str:
+    return doc.nodes[j].get("name") or f"node{j}"
+
+
+def _names(doc, order: list[int]) -> tuple[str, ...]:
+    """Unique joint names (a repeated name gets its node number)."""
+    raw = [_name(doc, j) for j in order]
+    return tuple(r if raw.count(r) == 1 else f"{r}_{j}" for r, j in zip(raw, order, strict=True))
+
+
+def _ancestors(j: int, parent: NDArray[np.intp]) -> list[int]:
+    out = []
+    while j >= 0:
+        out.append(j)
+        j = int(parent[j])
+    return out
+
+
+def _descendants(j: int, doc) -> list[int]:
+    out, stack = [], list(doc.nodes[j].get("children", []))
+    while stack:
+        k = stack.pop()
+        out.append(k)
+        stack.extend(doc.nodes[k].get("children", []))
+    return out
+
+
+def _weighted(path: Path, doc, parent: NDArray[np.intp], joints: list[int]) -> set[int]:
+    """The joints that carry the body: some skinned vertex weighted to them, or a mesh
+    node hanging from them (a robot of rigid parts: RobotExpressive's feet, head and
+    legs are meshes parented to their bones, only its hands skinned)."""
+    out: set[int] = set()
+    joint_set = set(joints)
+    for i, node in enumerate(doc.nodes):
+        if "mesh" not in node:
+            continue
+        if "skin" not in node:
+            k = int(parent[i])
+            while k >= 0 and k not in joint_set:
+                k = int(parent[k])
+            if k >= 0:
+                out.add(k)
+            continue
+        skin = doc.skins[node["skin"]].get("joints", [])
+        for prim in doc.meshes[node["mesh"]].get("primitives", []):
+            attrs = prim.get("attributes", {})
+            for k in range(4):
+                j_acc = attrs.get(f"JOINTS_{k}")
+                w_acc = attrs.get(f"WEIGHTS_{k}")
+                if j_acc is None or w_acc is None:
+                    break
+                idx = _accessor(path, doc, j_acc).astype(np.intp)
+                w = _accessor(path, doc, w_acc)
+                used = np.unique(idx[w > 0])
+                if used.size and used.max() >= len(skin):
+                    raise _fail(path, f"mesh {node['mesh']}: a vertex weighted to joint {used[-1]}")
+                out |= {skin[int(u)] for u in used}
+    return out
+
+
+def _pick(character: Character, animation: str | int | None) -> int:
+    names = character.animations
+    if not names:
+        raise _fail(character.path, "no animation")
+    if animation is None:
+        return 0
+    if isinstance(animation, int) or (isinstance(animation, str) and animation.isdigit()):
+        k = int(animation)
+        if 0 <= k < len(names):
+            return k
+    elif animation in names:
+        return names.index(animation)
+    raise _fail(character.path, f"no animation {animation!r}; it has: {', '.join(names)}")
+
+
+def _sample(path: Path, doc, sampler, times: Array, rotation: bool) -> Array:
+    """A sampler's output at ``times`` (glTF 2.0 §3.11: STEP, LINEAR, CUBICSPLINE)."""
+    keys = _accessor(path, doc, sampler["input"])[:, 0]
+    values = _accessor(path, doc, sampler["output"])
+    kind = sampler.get("interpolation", "LINEAR")
+    if kind == "CUBICSPLINE":
+        values = values.reshape(len(keys), 3, -1)  # in-tangent, value, out-tangent
+        v, a, b = values[:, 1], values[:, 0], values[:, 2]
+    else:
+        v = values.reshape(len(keys), -1)
+    if rotation:  # (x, y, z, w) -> (w, x, y, z)
+        v = v[:, [3, 0, 1, 2]]
+        if kind == "CUBICSPLINE":
+            a, b = a[:, [3, 0, 1, 2]], b[:, [3, 0, 1, 2]]
+    if len(keys) == 1:
+        return np.repeat(v[:1], len(times), axis=0)
+    k = np.clip(np.searchsorted(keys, times, side="right") - 1, 0, len(keys) - 2)
+    dt = keys[k + 1] - keys[k]
+    u = np.clip((times - keys[k]) / np.where(dt > 0, dt, 1.0), 0.0, 1.0)
+    if kind == "STEP":
+        out = np.where((u >= 1.0)[:, None], v[k + 1], v[k])
+    elif kind == "CUBICSPLINE":
+        u2, u3 = u * u, u * u * u
+        h = [2 * u3 - 3 * u2 + 1, u3 - 2 * u2 + u, -2 * u3 + 3 * u2, u3 - u2]
+        out = (
+            h[0][:, None] * v[k]
+            + (h[1] * dt)[:, None] * b[k]
+            + h[2][:, None] * v[k + 1]
+            + (h[3] * dt)[:, None] * a[k + 1]
+        )
+    elif rotation:
+        out = quat.slerp(v[k], v[k + 1], u)
+    else:
+        out = v[k] + u[:, None] * (v[k + 1] - v[k])
+    return quat.normalize(out) if rotation else out
+
+
+def character_motion(
+    character: Character, animation: str | int | None = None, *, fps: float | None = None
+) -> Motion:
+    """One of the character's animations (default: the first) on its skeleton (module
+    docstring), sampled at ``fps`` (default: its keys' rate where even, else 30)."""
+    if character._gltf is None:
+        raise ValueError("a Character from read_character")
+    doc: _Doc = character._gltf[0]
+    parent: NDArray[np.intp] = character._gltf[1]
+    local: list[tuple[Array, Array, Array]] = character._gltf[2]
+    w_scale: Array = character._gltf[3]
+    path = character.path
+    anim = doc.animations[_pick(character, animation)]
+    channels = anim.get("channels", [])
+    samplers = anim.get("samplers", [])
+    inputs = {
+        c["sampler"]: _accessor(path, doc, samplers[c["sampler"]]["input"])[:, 0] for c in channels
+    }
+    end = max((float(t.max()) for t in inputs.values() if len(t)), default=0.0)
+    start = min((float(t.min()) for t in inputs.values() if len(t)), default=0.0)
+    if fps is None:
+        fps = 30.0
+        steps = np.concatenate([np.diff(t) for t in inputs.values() if len(t) > 2] or [np.zeros(0)])
+        if steps.size and steps.min() > 0 and np.ptp(steps) <= 1e-3 * steps.mean():
+            fps = float(np.round(1.0 / steps.mean(), 3))
+    count = max(int(np.floor((end - start) * fps + 1e-6)) + 1, 1)
+    times = start + np.arange(count) / fps
+    # every node's local rotation and translation over the frames (rest where undriven)
+    n = len(doc.nodes)
+    rot = np.tile(np.array([loc[1] for loc in local]), (count, 1, 1))  # (F, N, 4)
+    pos = np.tile(np.array([loc[0] for loc in local]), (count, 1, 1))
+    scaled = False
+    for c in channels:
+        node, what = c.get("target", {}).get("node"), c.get("target", {}).get("path")
+        if node is None or not 0 <= node < n:
+            continue
+        sampler = samplers[c["sampler"]]
+        if what == "rotation":
+            rot[:, node] = _sample(path, doc, sampler, times, rotation=True)
+        elif what == "translation":
+            pos[:, node] = _sample(path, doc, sampler, times, rotation=False)
+        elif what == "scale":
+            scaled = scaled or bool(
+                np.abs(_sample(path, doc, sampler, times, False) - local[node][2]).max() > 1e-6
+            )
+    if scaled:
+        warnings.warn(
+            f"{path}: animation {anim.get('name')!r} scales nodes; the scale is not carried",
+            RetargetWarning,
+            stacklevel=2,
+        )
+    # world rotations and positions of the skeleton's nodes, from the scene roots down
+    order = [int(j) for j in character.nodes]
+    needed = sorted(
+        {a for j in order for a in _ancestors(j, parent)}, key=lambda a: len(_ancestors(a, parent))
+    )
+    w_rot: dict[int, Array] = {}
+    w_pos: dict[int, Array] = {}
+    for k in needed:
+        p = int(parent[k])
+        if p >= 0:
+            w_pos[k] = w_pos[p] + w_scale[p] * quat.rotate(w_rot[p], pos[:, k])
+            w_rot[k] = quat.multiply(w_rot[p], rot[:, k])
+        else:
+            w_pos[k], w_rot[k] = pos[:, k] * 1.0, rot[:, k]
+    # baked: W'_j = W_j ⊗ G_j⁻¹, local r_j = W'_p⁻¹ ⊗ W'_j
+    baked = np.stack(
+        [
+            quat.multiply(w_rot[j], quat.conjugate(character.rest_world[k]))
+            for k, j in enumerate(order)
+        ],
+        axis=1,
+    )
+    sk = character.skeleton
+    local_rot = baked.copy()
+    for k in range(1, sk.num_joints):
+        local_rot[:, k] = quat.multiply(quat.conjugate(baked[:, sk.parents[k]]), baked[:, k])
+    world_pos = np.stack([w_pos[j] for j in order], axis=1)  # (F, J, 3)
+    offsets = np.zeros_like(world_pos)
+    for k in range(1, sk.num_joints):
+        p = sk.parents[k]
+        offsets[:, k] = quat.rotate(quat.conjugate(baked[:, p]), world_pos[:, k] - world_pos[:, p])
+    moving = np.abs(offsets[:, 1:] - sk.offsets[None, 1:]).max(initial=0.0) > 1e-6 * max(
+        float(np.abs(sk.offsets).max(initial=0.0)), 1e-12
+    )
+    translations = None
+    if moving:
+        offsets[:, 0] = sk.offsets[0]
+        translations = offsets
+    return Motion(sk, world_pos[:, 0], quat.canonical(local_rot), fps, translations)
+
+
+def gltf_rotations(character: Character, rotations: Array) -> Array:
+    """The nodes' local rotations (F, J, 4), w first, of this library's local rotations
+    (F, J, 4) on the character's skeleton: ``q_j = G_p⁻¹ ⊗ r_j ⊗ G_p ⊗ Q_j`` (module
+    docstring), the root's parent node's rest ``G`` for the root."""
+    g = character.rest_world
+    sk = character.skeleton
+    parent_rest = np.array([g[p] if p >= 0 else character.parent_rest for p in sk.parents])
+    rest_local = quat.multiply(quat.conjugate(parent_rest), g)  # Q_j = G_p⁻¹ G_j
+    return quat.multiply(
+        quat.multiply(quat.conjugate(parent_rest), rotations),
+        quat.multiply(parent_rest, rest_local),
+    )
