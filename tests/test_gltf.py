@@ -10,6 +10,7 @@ those matrices put its node.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +20,15 @@ import pytest
 from conftest import missing
 from scipy.spatial.transform import Rotation, Slerp
 
-from retarget.errors import FormatError
+from retarget.errors import FormatError, RetargetError
 from retarget.io.formats import read_motion
-from retarget.io.gltf import _Doc, character_motion, gltf_rotations, read_character
+from retarget.io.gltf import (
+    _Doc,
+    character_motion,
+    gltf_rotations,
+    read_character,
+    write_character,
+)
 from retarget.kinematics import forward_kinematics
 from retarget.roles import find_roles, height
 
@@ -225,3 +232,64 @@ def test_info_lists_skins_joints_control_bones_and_animations(characters):
     assert info["kind"] == "character" and info["skins"] == ["Rig (41 joints)"]
     assert len(info["control_bones"]) == 18 and len(info["animations"]) == 76
     assert info["roles"]["left_ankle"] == "foot.l"
+
+
+VALIDATOR = Path(__file__).parents[1] / "src" / "retarget" / "viz" / "js" / "node_modules"
+_VALIDATE = """
+const v = require(process.argv[1]);
+const fs = require('fs');
+(async () => {
+  const out = [];
+  for (const f of process.argv.slice(2)) {
+    const r = await v.validateBytes(new Uint8Array(fs.readFileSync(f)), {maxIssues: 100});
+    out.push({errors: r.issues.numErrors, messages: r.issues.messages
+      .filter(m => m.severity === 0).map(m => m.code + ' ' + m.pointer)});
+  }
+  console.log(JSON.stringify(out));
+})();
+"""
+
+
+def khronos_validate(*files: Path) -> list[dict]:
+    """The Khronos glTF-Validator's errors on each file (npm ``gltf-validator``, which
+    ``make`` installs beside the viewer's three.js)."""
+    module = VALIDATOR / "gltf-validator"
+    if not module.is_dir() or shutil.which("node") is None:
+        missing(f"the Khronos glTF-Validator (node and {module}): run make")
+    run = subprocess.run(
+        ["node", "-e", _VALIDATE, str(module), *map(str, files)], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_a_written_glb_keeps_the_character_and_adds_the_animation(name, characters, tmp_path):
+    """An animation read and written back as a new one: the GLB keeps every animation of
+    the file and adds it; read again, it puts every joint where it was (float32's
+    rounding); the Khronos glTF-Validator finds no error in it."""
+    char = read_character(characters / name)
+    motion = character_motion(char, 0)
+    out = tmp_path / "out.glb"
+    write_character(out, char, motion, name="copy")
+    again = read_character(out)
+    assert again.animations == (*char.animations, "copy")
+    assert again.skeleton.names == char.skeleton.names
+    back = character_motion(again, "copy", fps=motion.fps)
+    p1, _ = forward_kinematics(char.skeleton, motion.root_position, motion.rotations)
+    p2, _ = forward_kinematics(again.skeleton, back.root_position, back.rotations)
+    tall = np.ptp(p1[0], axis=0).max()
+    np.testing.assert_allclose(p2, p1, atol=1e-6 * tall)
+    replaced = tmp_path / "only.glb"
+    write_character(replaced, char, motion, name="copy", replace=True)
+    assert read_character(replaced).animations == ("copy",)
+    report = khronos_validate(out, replaced)
+    assert [r["errors"] for r in report] == [0, 0], report
+
+
+def test_a_glb_is_never_written_over_its_character(characters, tmp_path):
+    src = tmp_path / "knight.glb"
+    src.write_bytes((characters / FILES[1]).read_bytes())
+    char = read_character(src)
+    with pytest.raises(RetargetError, match="input"):
+        write_character(src, char, character_motion(char, 0))

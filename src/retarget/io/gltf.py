@@ -49,7 +49,13 @@ from ..errors import FormatError, RetargetWarning
 from ..motion import Motion
 from ..skeleton import Skeleton
 
-__all__ = ["Character", "character_motion", "gltf_rotations", "read_character"]
+__all__ = [
+    "Character",
+    "character_motion",
+    "gltf_rotations",
+    "read_character",
+    "write_character",
+]
 
 _DTYPES = {
     5120: np.int8,
@@ -529,3 +535,141 @@ def gltf_rotations(character: Character, rotations: Array) -> Array:
         quat.multiply(quat.conjugate(parent_rest), rotations),
         quat.multiply(parent_rest, rest_local),
     )
+
+
+def _pad(data: bytes, fill: bytes = b"\x00") -> bytes:
+    return data + fill * (-len(data) % 4)
+
+
+def write_character(
+    path: str | os.PathLike,
+    character: Character,
+    motion: Motion,
+    *,
+    name: str = "retargeted",
+    replace: bool = False,
+    inputs: tuple[str | os.PathLike, ...] = (),
+) -> Path:
+    """The character's file as a GLB with ``motion`` (on its skeleton, metres, Y up)
+    added as the animation ``name``: every mesh, skin, material, texture, morph target
+    and (unless ``replace``) animation of the file kept as it is. Each skeleton joint
+    gets a rotation channel (:func:`gltf_rotations`), the root a translation channel,
+    a joint with per-frame offsets a translation channel; keys at the motion's frames,
+    LINEAR. The buffers become the GLB's one binary chunk (a ``.bin`` and images
+    beside a ``.gltf`` are taken in). Written atomically, never over ``inputs``."""
+    from .files import atomic_write
+
+    if motion.skeleton.names != character.skeleton.names:
+        raise ValueError("the motion must be on the character's skeleton")
+    doc = _Doc(character.path)
+    js = json.loads(json.dumps(doc.json))  # (a copy to change)
+    # one binary chunk: every buffer, then external images, then the new animation
+    blob = bytearray()
+    starts = []
+    for data in doc.buffers:
+        starts.append(len(blob))
+        blob += _pad(data)
+    for view in js.get("bufferViews", []):
+        view["byteOffset"] = view.get("byteOffset", 0) + starts[view["buffer"]]
+        view["buffer"] = 0
+
+    def add_view(data: bytes, target: int | None = None) -> int:
+        nonlocal blob
+        views = js.setdefault("bufferViews", [])
+        view = {"buffer": 0, "byteOffset": len(blob), "byteLength": len(data)}
+        if target is not None:
+            view["target"] = target
+        views.append(view)
+        blob += _pad(data)
+        return len(views) - 1
+
+    for image in js.get("images", []):
+        uri = image.get("uri")
+        if uri is not None and not uri.startswith("data:"):
+            file = character.path.parent / unquote(uri)
+            if not file.is_file():
+                raise _fail(character.path, f"image {uri} not found beside it")
+            image["bufferView"] = add_view(file.read_bytes())
+            image["mimeType"] = image.get("mimeType") or (
+                "image/png" if file.suffix.lower() == ".png" else "image/jpeg"
+            )
+            del image["uri"]
+
+    def add_accessor(values: Array, kind: str, minmax: bool = False) -> int:
+        data = np.ascontiguousarray(values, dtype=np.float32)
+        acc = {
+            "bufferView": add_view(data.tobytes()),
+            "componentType": 5126,
+            "count": int(data.shape[0]),
+            "type": kind,
+        }
+        if minmax:
+            acc["min"] = data.min(axis=0).reshape(-1).tolist()
+            acc["max"] = data.max(axis=0).reshape(-1).tolist()
+        accessors = js.setdefault("accessors", [])
+        accessors.append(acc)
+        return len(accessors) - 1
+
+    f = motion.num_frames
+    times = add_accessor(np.arange(f, dtype=np.float64)[:, None] / motion.fps, "SCALAR", True)
+    q = gltf_rotations(character, motion.rotations)
+    q = quat.unroll(q, axis=0)  # (no sign flips between keys: slerp takes the short arc)
+    channels, samplers = [], []
+
+    def channel(node: int, what: str, values: Array, kind: str) -> None:
+        out = add_accessor(values, kind)
+        samplers.append({"input": times, "output": out, "interpolation": "LINEAR"})
+        channels.append({"sampler": len(samplers) - 1, "target": {"node": node, "path": what}})
+
+    assert character._gltf is not None
+    parent, local, w_scale = character._gltf[1], character._gltf[2], character._gltf[3]
+    sk = character.skeleton
+    for k, node in enumerate(character.nodes):
+        channel(int(node), "rotation", q[:, k][:, [1, 2, 3, 0]], "VEC4")
+    # the root's translation: its world position in its parent node's frame (rest)
+    root = int(character.nodes[0])
+    up = int(parent[root])
+    if up >= 0:
+        above_pos, above_rot, above_scale = _rest_world(character, up)
+        t = quat.rotate(quat.conjugate(above_rot), motion.root_position - above_pos) / above_scale
+    else:
+        t = motion.root_position
+    channel(root, "translation", t, "VEC3")
+    if motion.translations is not None:  # bones whose offsets change
+        g = character.rest_world
+        for k in range(1, sk.num_joints):
+            node = int(character.nodes[k])
+            p = int(sk.parents[k])
+            world_vec = motion.translations[:, k]  # in the baked parent frame
+            t = quat.rotate(quat.conjugate(g[p]), world_vec) / w_scale[int(parent[node])]
+            if np.abs(t - local[node][0]).max() > 1e-9:
+                channel(node, "translation", t, "VEC3")
+    anims = [] if replace else js.get("animations", [])
+    anims.append({"name": name, "channels": channels, "samplers": samplers})
+    js["animations"] = anims
+    js["buffers"] = [{"byteLength": len(blob)}]
+    js.setdefault("asset", {})["generator"] = "retarget"
+    text = _pad(json.dumps(js, separators=(",", ":")).encode("utf-8"), b" ")
+    body = bytes(blob)
+    out = (
+        struct.pack("<III", 0x46546C67, 2, 12 + 8 + len(text) + 8 + len(body))
+        + struct.pack("<II", len(text), 0x4E4F534A)
+        + text
+        + struct.pack("<II", len(body), 0x004E4942)
+        + body
+    )
+    return atomic_write(path, out, inputs=(character.path, *inputs))
+
+
+def _rest_world(character: Character, node: int) -> tuple[Array, Array, float]:
+    """A node's rest world position (3,), rotation (4,) and uniform scale."""
+    assert character._gltf is not None
+    parent, local = character._gltf[1], character._gltf[2]
+    chain = _ancestors(node, parent)[::-1]
+    pos, rot, scale = np.zeros(3), quat.identity(), 1.0
+    for k in chain:
+        t, r, s = local[k]
+        pos = pos + scale * quat.rotate(rot, t)
+        rot = quat.multiply(rot, r)
+        scale *= float(np.mean(s))
+    return pos, rot, scale
