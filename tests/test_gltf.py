@@ -293,3 +293,35 @@ def test_a_glb_is_never_written_over_its_character(characters, tmp_path):
     char = read_character(src)
     with pytest.raises(RetargetError, match="input"):
         write_character(src, char, character_motion(char, 0))
+
+
+def test_run_onto_a_character_writes_it_with_the_clip(characters, data_dir, tmp_path):
+    """``retarget run SRC --target CHAR.glb -o OUT.glb``: the character with the clip
+    added as an animation named after the source; its joints where ``-o OUT.bvh`` puts
+    them (the same run); ``--replace-animations`` leaves only the clip; the Khronos
+    validator finds no error; a .glb output without a glTF target is refused."""
+    src = data_dir / "lafan_walk.bvh"
+    char = characters / FILES[1]
+    base = [sys.executable, "-m", "retarget.cli", "run", str(src), "--frames", "0:90"]
+    outs = {k: tmp_path / f"out{k}" for k in (".glb", ".bvh")}
+    for suffix, out in outs.items():
+        extra = ["--replace-animations"] if suffix == ".glb" else []
+        run = subprocess.run(
+            [*base, "--target", str(char), "-o", str(out), *extra], capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+    written = read_character(outs[".glb"])
+    assert written.animations == ("lafan_walk",)
+    clip = character_motion(written, "lafan_walk", fps=30.0)
+    bvh = read_motion(outs[".bvh"])
+    p1, _ = forward_kinematics(clip.skeleton, clip.root_position, clip.rotations)
+    p2, _ = forward_kinematics(bvh.skeleton, bvh.root_position, bvh.rotations)
+    assert p1.shape == p2.shape
+    np.testing.assert_allclose(p1, p2, atol=1e-4 * np.ptp(p2[0], axis=0).max())
+    assert khronos_validate(outs[".glb"])[0]["errors"] == 0
+    bad = subprocess.run(
+        [*base, "--target", str(data_dir / "lafan_walk.bvh"), "-o", str(tmp_path / "x.glb")],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "glTF --target" in bad.stderr

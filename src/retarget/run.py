@@ -52,6 +52,7 @@ class RunJob:
     unit: str | None = None
     up: str | None = None
     velocity_limit: float | None = None
+    replace_animations: bool = False
     method_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -315,7 +316,22 @@ def run_job(job: RunJob) -> dict[str, Any]:
     result, report = retarget_clip(job, source, target)
     characters = (job.target, job.target_from, job.target_to)
     inputs = [job.source] + [p for p in (*characters, job.skeleton) if p]
-    write_motion(job.output, result.motion, inputs=tuple(inputs))
+    if Path(job.output).suffix.lower() == ".glb":  # the character with the clip added
+        from .io.gltf import read_character as read_gltf
+        from .io.gltf import write_character
+
+        if not job.target or Path(job.target).suffix.lower() not in (".glb", ".gltf"):
+            raise RetargetError(f"{job.output}: a .glb output needs a glTF --target (.glb, .gltf)")
+        write_character(
+            job.output,
+            read_gltf(job.target),
+            result.motion,
+            name=Path(job.source).stem,
+            replace=job.replace_animations,
+            inputs=tuple(inputs),
+        )
+    else:
+        write_motion(job.output, result.motion, inputs=tuple(inputs))
     if job.report:
         write_json(job.report, report, inputs=[*inputs, job.output])
     return report

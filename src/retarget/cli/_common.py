@@ -221,8 +221,14 @@ def run_options(p: argparse.ArgumentParser) -> None:
 
     p.add_argument(
         "--target",
-        help="the character: a motion file's skeleton (.bvh, .amc, .npz) or an .asf; or a "
-        "robot (.xml MJCF, .urdf): joint trajectories out (.npz, .csv)",
+        help="the character: a motion file's skeleton (.bvh, .amc, .npz) or an .asf; a "
+        "glTF character (.glb, .gltf): -o OUT.glb is the character with the clip added as "
+        "an animation; or a robot (.xml MJCF, .urdf): joint trajectories out (.npz, .csv)",
+    )
+    p.add_argument(
+        "--replace-animations",
+        action="store_true",
+        help="onto a glTF character, -o OUT.glb: its own animations dropped (default: kept)",
     )
     p.add_argument("--target-preset", choices=Presets())
     p.add_argument(
