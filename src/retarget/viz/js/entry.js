@@ -1,6 +1,8 @@
-// The parts of three.js the viewer uses (esbuild keeps only these).
+// The parts of three.js the viewer uses (esbuild keeps only these); GLTFLoader and
+// AnimationMixer for characters (glTF) and for the tests' reference evaluation of them.
 export {
   AmbientLight,
+  AnimationMixer,
   BoxGeometry,
   BufferAttribute,
   BufferGeometry,
@@ -11,6 +13,7 @@ export {
   InstancedMesh,
   LineBasicMaterial,
   LineSegments,
+  LoopOnce,
   Matrix4,
   Mesh,
   MeshLambertMaterial,
@@ -22,3 +25,4 @@ export {
   Vector3,
   WebGLRenderer,
 } from "three";
+export { GLTFLoader } from "three/examples/jsm/loaders/GLTFLoader.js";
