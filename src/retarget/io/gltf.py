@@ -291,10 +291,18 @@ def read_character(path: str | os.PathLike) -> Character:
     offsets = np.array(
         [w_pos[j] - (w_pos[parent[j]] if parents[k] >= 0 else 0.0) for k, j in enumerate(order)]
     )
+    # a control bone hanging from a joint with no joint below it is that chain's end
+    # site (a leaf bone's tip: an FBX's HeadTop_End, LeftToe_End, a finger's fourth bone;
+    # not the IK targets hanging from a rig's root)
+    leaves = set(order) - {int(parent[j]) for j in order}
+    ends = [c for c in control if int(parent[c]) in leaves]
     skeleton = Skeleton(
         names=names,
         parents=parents,
         offsets=offsets,
+        site_names=tuple(_name(doc, c) for c in ends),
+        site_parents=np.array([index[int(parent[c])] for c in ends], np.intp),
+        site_offsets=np.array([w_pos[c] - w_pos[parent[c]] for c in ends]).reshape(-1, 3),
         channels=(
             ("Xposition", "Yposition", "Zposition", "Zrotation", "Yrotation", "Xrotation"),
             *([("Zrotation", "Yrotation", "Xrotation")] * (len(order) - 1)),
