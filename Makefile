@@ -20,6 +20,10 @@ $(THREE): $(VIEWER_JS)/package.json $(VIEWER_JS)/package-lock.json $(VIEWER_JS)/
 	npm ci --prefix $(VIEWER_JS) --no-audit --no-fund --loglevel=error
 	npm run --prefix $(VIEWER_JS) --silent build
 
+# Blender's bpy (its BVH, glTF and FBX importers as references; FBX read and written
+# through it): its own venv, since bpy needs numpy<2.
+BLENDER_VENV := .venv-blender
+
 $(VENV)/.installed: pyproject.toml $(THREE) | $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
 	@touch $@
@@ -31,7 +35,7 @@ $(VENV)/.installed-test: pyproject.toml $(THREE) | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/retarget demo --out $(SAMPLES_OUT)
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test $(BLENDER_VENV)/.installed
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/mypy src/retarget
 	$(BIN)/lint-imports --no-cache
@@ -56,8 +60,6 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/verbs.py
 	$(BIN)/python benchmarks/startup.py
 
-# Blender's BVH importer as a reference (bpy needs numpy<2: its own venv).
-BLENDER_VENV := .venv-blender
 $(BLENDER_VENV)/.installed:
 	$(PYTHON) -m venv $(BLENDER_VENV)
 	$(BLENDER_VENV)/bin/python -m pip install -q --upgrade pip

@@ -325,7 +325,7 @@ def test_run_onto_a_character_writes_it_with_the_clip(characters, data_dir, tmp_
         capture_output=True,
         text=True,
     )
-    assert bad.returncode == 2 and "glTF --target" in bad.stderr
+    assert bad.returncode == 2 and "needs a --target character" in bad.stderr
 
 
 THREE = Path(__file__).parents[1] / "src" / "retarget" / "viz" / "_three" / "three.min.js"

@@ -129,11 +129,21 @@ def read_character(path: str):
         from .world import settle_skeleton
 
         return settle_skeleton(read_asf(path))
-    if Path(path).suffix.lower() in (".glb", ".gltf"):  # (its skin, with or without animations)
-        from .io.gltf import read_character as read_gltf_character
-
-        return read_gltf_character(path).skeleton
+    if Path(path).suffix.lower() in (".glb", ".gltf", ".fbx"):  # (its skin, animated or not)
+        return _gltf_character(path).skeleton
     return read_input(path).skeleton
+
+
+def _gltf_character(path: str):
+    """A glTF character (:func:`retarget.io.gltf.read_character`); an FBX one as the GLB
+    Blender makes of it (:mod:`retarget.io.blender`)."""
+    from .io.gltf import read_character as read_gltf
+
+    if Path(path).suffix.lower() == ".fbx":
+        from .io.blender import as_glb
+
+        return read_gltf(as_glb(path))
+    return read_gltf(path)
 
 
 def require_humanoid(
@@ -316,25 +326,45 @@ def run_job(job: RunJob) -> dict[str, Any]:
     result, report = retarget_clip(job, source, target)
     characters = (job.target, job.target_from, job.target_to)
     inputs = [job.source] + [p for p in (*characters, job.skeleton) if p]
-    if Path(job.output).suffix.lower() == ".glb":  # the character with the clip added
-        from .io.gltf import read_character as read_gltf
-        from .io.gltf import write_character
-
-        if not job.target or Path(job.target).suffix.lower() not in (".glb", ".gltf"):
-            raise RetargetError(f"{job.output}: a .glb output needs a glTF --target (.glb, .gltf)")
-        write_character(
-            job.output,
-            read_gltf(job.target),
-            result.motion,
-            name=Path(job.source).stem,
-            replace=job.replace_animations,
-            inputs=tuple(inputs),
-        )
+    out_kind = Path(job.output).suffix.lower()
+    if out_kind in (".glb", ".fbx"):  # the character with the clip added
+        _write_character(job, result.motion, tuple(inputs))
     else:
         write_motion(job.output, result.motion, inputs=tuple(inputs))
     if job.report:
         write_json(job.report, report, inputs=[*inputs, job.output])
     return report
+
+
+def _write_character(job: RunJob, motion: Any, inputs: tuple[str, ...]) -> None:
+    """``-o OUT.glb`` (a glTF or FBX target) or ``-o OUT.fbx`` (an FBX target, through
+    Blender): the character's file with the clip added as an animation named after
+    the source (:func:`retarget.io.gltf.write_character`)."""
+    import tempfile
+
+    from .io.files import check_not_input
+    from .io.gltf import write_character
+
+    out = Path(job.output)
+    kinds = (".glb", ".gltf", ".fbx") if out.suffix.lower() == ".glb" else (".fbx",)
+    if not job.target or Path(job.target).suffix.lower() not in kinds:
+        raise RetargetError(
+            f"{job.output}: a {out.suffix} output needs a --target character of {', '.join(kinds)}"
+        )
+    check_not_input(out, inputs)
+    character = _gltf_character(job.target)
+    name = Path(job.source).stem
+    if out.suffix.lower() == ".glb":
+        write_character(
+            out, character, motion, name=name, replace=job.replace_animations, inputs=inputs
+        )
+        return
+    from .io.blender import convert
+
+    with tempfile.TemporaryDirectory(prefix="retarget-fbx-") as tmp:
+        glb = Path(tmp) / f"{out.stem}.glb"
+        write_character(glb, character, motion, name=name, replace=job.replace_animations)
+        convert(glb, out, fps=motion.fps)
 
 
 def _run_robot(job: RunJob, source: Any) -> dict[str, Any]:

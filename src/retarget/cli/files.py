@@ -27,7 +27,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     if is_robot_file(args.file):
         return _robot_info(args)
-    if Path(args.file).suffix.lower() in (".glb", ".gltf"):
+    if Path(args.file).suffix.lower() in (".glb", ".gltf", ".fbx"):
         return _character_info(args)
 
     with approximate():  # (a summary: Euler angles by numpy, numba never loaded)
@@ -86,10 +86,10 @@ def _robot_info(args: argparse.Namespace) -> int:
 def _character_info(args: argparse.Namespace) -> int:
     """``retarget info CHAR.glb``: skins, the skeleton's joints, the control bones left
     out, the animations, the roles found."""
-    from ..io.gltf import read_character as read_gltf
     from ..roles import find_roles, height
+    from ..run import _gltf_character
 
-    char = read_gltf(args.file)
+    char = _gltf_character(args.file)
     sk = char.skeleton
     info: dict[str, Any] = {
         "file": args.file,

@@ -1,5 +1,6 @@
 """Motion file formats by suffix: ``.bvh``, ``.amc`` (+ ``.asf``), ``.npz``, and the
-animations of glTF characters (``.glb``, ``.gltf``: read).
+animations of glTF characters (``.glb``, ``.gltf``: read) and FBX ones (read through
+Blender, :mod:`retarget.io.blender`).
 
 A format is a reader/writer pair registered under its suffix (:func:`register`,
 :data:`FORMATS`); :func:`read_motion` and :func:`write_motion` choose by the file's
@@ -230,5 +231,12 @@ def _read_gltf(
     return world.settle(motion, unit=unit, up=up)
 
 
+def _read_fbx(path: Path, **options: object) -> Motion:
+    from .blender import as_glb
+
+    return _read_gltf(as_glb(path), **options)  # type: ignore[arg-type]
+
+
 register(Format(".glb", _read_gltf, animations=True))
 register(Format(".gltf", _read_gltf, animations=True))
+register(Format(".fbx", _read_fbx, animations=True))

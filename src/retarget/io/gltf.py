@@ -24,7 +24,8 @@ KayKit knight's 76 animations, against milliseconds here. What is read:
   own where they are evenly spaced, else 30 frames/s) over its whole duration,
   ``LINEAR`` (rotations by slerp), ``STEP`` or ``CUBICSPLINE`` (Hermite, rotations
   normalised), as glTF 2.0 §3.11 defines them; a joint no channel drives keeps its
-  rest. Scale animations are not carried (said once, as a warning).
+  rest. A node's animated scale is taken as uniform (its mean; uneven, said once, as
+  a warning): an armature scaled over a clip scales its bones (per-frame offsets).
 
 Units: metres, Y up; quaternions (w, x, y, z) here, (x, y, z, w) in the file.
 """
@@ -449,7 +450,6 @@ def character_motion(
     doc: _Doc = character._gltf[0]
     parent: NDArray[np.intp] = character._gltf[1]
     local: list[tuple[Array, Array, Array]] = character._gltf[2]
-    w_scale: Array = character._gltf[3]
     path = character.path
     anim = doc.animations[_pick(character, animation)]
     channels = anim.get("channels", [])
@@ -470,7 +470,8 @@ def character_motion(
     n = len(doc.nodes)
     rot = np.tile(np.array([loc[1] for loc in local]), (count, 1, 1))  # (F, N, 4)
     pos = np.tile(np.array([loc[0] for loc in local]), (count, 1, 1))
-    scaled = False
+    scale = np.tile(np.array([float(np.mean(loc[2])) for loc in local]), (count, 1))  # (F, N)
+    uneven = False
     for c in channels:
         node, what = c.get("target", {}).get("node"), c.get("target", {}).get("path")
         if node is None or not 0 <= node < n:
@@ -480,30 +481,33 @@ def character_motion(
             rot[:, node] = _sample(path, doc, sampler, times, rotation=True)
         elif what == "translation":
             pos[:, node] = _sample(path, doc, sampler, times, rotation=False)
-        elif what == "scale":
-            scaled = scaled or bool(
-                np.abs(_sample(path, doc, sampler, times, False) - local[node][2]).max() > 1e-6
-            )
-    if scaled:
+        elif what == "scale":  # (uniform: a node's size; uneven is not carried)
+            s = _sample(path, doc, sampler, times, False)
+            uneven = uneven or bool((np.ptp(s, axis=1) > 1e-4 * np.abs(s).max(axis=1)).any())
+            scale[:, node] = s.mean(axis=1)
+    if uneven:
         warnings.warn(
-            f"{path}: animation {anim.get('name')!r} scales nodes; the scale is not carried",
+            f"{path}: animation {anim.get('name')!r} scales nodes unevenly; read with each "
+            "node's mean scale",
             RetargetWarning,
             stacklevel=2,
         )
-    # world rotations and positions of the skeleton's nodes, from the scene roots down
+    # world rotations, scales and positions of the skeleton's nodes, from the roots down
     order = [int(j) for j in character.nodes]
     needed = sorted(
         {a for j in order for a in _ancestors(j, parent)}, key=lambda a: len(_ancestors(a, parent))
     )
     w_rot: dict[int, Array] = {}
     w_pos: dict[int, Array] = {}
+    w_size: dict[int, Array] = {}
     for k in needed:
         p = int(parent[k])
         if p >= 0:
-            w_pos[k] = w_pos[p] + w_scale[p] * quat.rotate(w_rot[p], pos[:, k])
+            w_pos[k] = w_pos[p] + w_size[p][:, None] * quat.rotate(w_rot[p], pos[:, k])
             w_rot[k] = quat.multiply(w_rot[p], rot[:, k])
+            w_size[k] = w_size[p] * scale[:, k]
         else:
-            w_pos[k], w_rot[k] = pos[:, k] * 1.0, rot[:, k]
+            w_pos[k], w_rot[k], w_size[k] = pos[:, k] * 1.0, rot[:, k], scale[:, k]
     # baked: W'_j = W_j ⊗ G_j⁻¹, local r_j = W'_p⁻¹ ⊗ W'_j
     baked = np.stack(
         [
