@@ -113,3 +113,33 @@ def test_fbx_as_target_reimports_as_our_fk(blender, human, data_dir, tmp_path):
 
     again = _gltf_character(str(out_fbx)).animations
     assert any(a.endswith("Walk") for a in again) and any(a.endswith("lafan_walk") for a in again)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["kaykit_Knight.glb", "quaternius_UAL_Standard/AnimationLibrary_Godot_Standard.gltf"],
+)
+def test_blender_reads_a_written_glb_as_our_fk(name, blender, data_dir, tmp_path):
+    """Blender's glTF importer reads the GLB ``retarget run`` writes onto a character:
+    every bone's head where our FK of the same run puts its joint, within 1e-4 of the
+    height, on every frame."""
+    char = data_dir.parent / "characters" / name
+    src = data_dir / "lafan_walk.bvh"
+    base = [sys.executable, "-m", "retarget.cli", "run", str(src), "--frames", "0:60"]
+    out_glb, out_bvh = tmp_path / "out.glb", tmp_path / "out.bvh"
+    for out in (out_glb, out_bvh):
+        run = subprocess.run(
+            [*base, "--target", str(char), "-o", str(out)], capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+    ours = read_motion(out_bvh)
+    frames = np.arange(ours.num_frames)
+    bones, heads = _blender_heads(blender, out_glb, "lafan_walk", ours.fps, frames, tmp_path)
+    pos, _ = forward_kinematics(ours.skeleton, ours.root_position, ours.rotations)
+    tall = np.ptp(pos[0], axis=0).max()
+    names = ours.skeleton.names
+    shared = [(i, names.index(b)) for i, b in enumerate(bones) if b in names]
+    assert len(shared) >= 0.9 * len(names)
+    np.testing.assert_allclose(
+        heads[:, [i for i, _ in shared]], pos[frames][:, [j for _, j in shared]], atol=1e-4 * tall
+    )

@@ -565,10 +565,11 @@ def write_character(
     """The character's file as a GLB with ``motion`` (on its skeleton, metres, Y up)
     added as the animation ``name``: every mesh, skin, material, texture, morph target
     and (unless ``replace``) animation of the file kept as it is. Each skeleton joint
-    gets a rotation channel (:func:`gltf_rotations`), the root a translation channel,
-    a joint with per-frame offsets a translation channel; keys at the motion's frames,
-    LINEAR. The buffers become the GLB's one binary chunk (a ``.bin`` and images
-    beside a ``.gltf`` are taken in). Written atomically, never over ``inputs``."""
+    gets a rotation channel (:func:`gltf_rotations`), the root and a joint with
+    per-frame offsets a translation channel, keys at the motion's frames, LINEAR; the
+    other joints' translations and every joint's scale are keyed at rest. The buffers
+    become the GLB's one binary chunk (a ``.bin`` and images beside a ``.gltf`` are
+    taken in). Written atomically, never over ``inputs``."""
     from .files import atomic_write
 
     if motion.skeleton.names != character.skeleton.names:
@@ -628,9 +629,9 @@ def write_character(
     q = quat.unroll(q, axis=0)  # (no sign flips between keys: slerp takes the short arc)
     channels, samplers = [], []
 
-    def channel(node: int, what: str, values: Array, kind: str) -> None:
+    def channel(node: int, what: str, values: Array, kind: str, keys: int | None = None) -> None:
         out = add_accessor(values, kind)
-        samplers.append({"input": times, "output": out, "interpolation": "LINEAR"})
+        samplers.append({"input": times if keys is None else keys, "output": out})
         channels.append({"sampler": len(samplers) - 1, "target": {"node": node, "path": what}})
 
     assert character._gltf is not None
@@ -647,15 +648,25 @@ def write_character(
     else:
         t = motion.root_position
     channel(root, "translation", t, "VEC3")
-    if motion.translations is not None:  # bones whose offsets change
-        g = character.rest_world
-        for k in range(1, sk.num_joints):
-            node = int(character.nodes[k])
-            p = int(sk.parents[k])
-            world_vec = motion.translations[:, k]  # in the baked parent frame
-            t = quat.rotate(quat.conjugate(g[p]), world_vec) / w_scale[int(parent[node])]
+    # every other joint's translation and every joint's scale keyed too, at rest where
+    # the motion does not change them (two keys): a player switching from another of
+    # the file's animations leaves what a clip does not key as that one left it
+    # (Blender: the KayKit knight's hips 1.4 cm low)
+    ends = add_accessor(np.array([[0.0], [(f - 1) / motion.fps]]), "SCALAR", True)
+    g = character.rest_world
+    for k in range(sk.num_joints):
+        node = int(character.nodes[k])
+        if k > 0:
+            t = np.tile(local[node][0], (f, 1))
+            if motion.translations is not None:  # bones whose offsets change
+                world_vec = motion.translations[:, k]  # in the baked parent frame
+                p = int(sk.parents[k])
+                t = quat.rotate(quat.conjugate(g[p]), world_vec) / w_scale[int(parent[node])]
             if np.abs(t - local[node][0]).max() > 1e-9:
                 channel(node, "translation", t, "VEC3")
+            else:
+                channel(node, "translation", t[[0, -1]], "VEC3", ends)
+        channel(node, "scale", np.tile(local[node][2], (2, 1)), "VEC3", ends)
     anims = [] if replace else js.get("animations", [])
     anims.append({"name": name, "channels": channels, "samplers": samplers})
     js["animations"] = anims
