@@ -98,6 +98,10 @@ def _output_path(source: Path, root: Path, out_dir: Path, suffix: str) -> Path:
     return (out_dir / source.relative_to(root)).with_suffix(suffix)
 
 
+#: Targets that are rigged characters: a batch onto one writes a GLB per clip by default.
+CHARACTER_SUFFIXES = (".glb", ".gltf", ".fbx")
+
+
 def plan_batch(
     sources: Sequence[str | os.PathLike],
     out_dir: str | os.PathLike,
@@ -118,7 +122,8 @@ def plan_batch(
     suffix : str
         ``.bvh`` or ``.npz``: a format whose files hold their skeleton
         (:func:`retarget.io.formats.writable`); onto a robot ``.npz`` or ``.csv``
-        joint trajectories.
+        joint trajectories; onto a glTF or FBX character also ``.glb`` (and ``.fbx``
+        onto an FBX one): the character with the clip added.
 
     Raises
     ------
@@ -132,6 +137,9 @@ def plan_batch(
 
     robot = bool(template.target) and is_robot_file(str(template.target))
     allowed = TRAJECTORY_SUFFIXES if robot else writable(any_skeleton=True)
+    kind = Path(str(template.target or "")).suffix.lower()
+    if kind in CHARACTER_SUFFIXES:  # the character with each clip added
+        allowed = (*allowed, ".glb", *((".fbx",) if kind == ".fbx" else ()))
     if suffix not in allowed:
         kinds = " or ".join(allowed)
         onto = "onto a robot " if robot else ""

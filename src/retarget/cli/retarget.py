@@ -62,12 +62,17 @@ def cmd_batch(args: argparse.Namespace) -> int:
         kinds = ", ".join(readable())
         raise RetargetError(f"no motion file ({kinds}) matches {' '.join(args.sources)}")
     template = RunJob.from_args(args, source="", output="", report=None)
+    from ..batch import CHARACTER_SUFFIXES
     from ..io.robot import is_robot_file
 
     robot = bool(args.target) and is_robot_file(args.target)
-    fmt = args.format or ("npz" if robot else "bvh")
-    tasks = plan_batch(sources, args.out, template, suffix=f".{fmt}")
-    manifest = Path(args.manifest or Path(args.out) / "manifest.jsonl")
+    character = bool(args.target) and Path(args.target).suffix.lower() in CHARACTER_SUFFIXES
+    fmt = args.format or ("npz" if robot else "glb" if character else "bvh")
+    if args.one_file and not character:
+        raise RetargetError("--one-file: a glTF or FBX --target character holds the clips")
+    out_dir = Path(args.out) / ".clips" if args.one_file else Path(args.out)
+    tasks = plan_batch(sources, out_dir, template, suffix=".npz" if args.one_file else f".{fmt}")
+    manifest = Path(args.manifest or out_dir / "manifest.jsonl")
     summary = run_batch(
         tasks,
         manifest,
@@ -82,7 +87,39 @@ def cmd_batch(args: argparse.Namespace) -> int:
     )
     for _, message in summary.errors[:10]:
         print(f"  failed: {message}", file=sys.stderr)
+    if args.one_file and not summary.failed:
+        print(f"batch: every clip in {_one_file(args, tasks)}")
     return 1 if summary.failed else 0
+
+
+def _one_file(args: argparse.Namespace, tasks: list[Any]) -> Path:
+    """``batch --one-file``: the character once, each clip's motion (the batch's .npz,
+    under ``DIR/.clips``) an animation named after its path below the sources' folder."""
+    from ..io.gltf import write_character
+    from ..io.npz import read_npz
+    from ..run import _gltf_character
+
+    character = _gltf_character(args.target)
+    root = Path(args.out) / ".clips"
+    clips = [
+        (
+            str(Path(t.job.output).relative_to(root.absolute()).with_suffix("")),
+            read_npz(t.job.output),
+        )
+        for t in tasks
+    ]
+    out = Path(args.out) / f"{Path(args.target).stem}.glb"
+    clips = [(n, m.replace(skeleton=character.skeleton)) for n, m in clips]
+    write_character(
+        out,
+        character,
+        clips[0][1],
+        name=clips[0][0],
+        also=clips[1:],
+        replace=args.replace_animations,
+        inputs=tuple(args.sources),
+    )
+    return out
 
 
 def cmd_physics(args: argparse.Namespace) -> int:
@@ -270,6 +307,12 @@ def _batch_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler or Ray cluster")
     p.add_argument("--manifest", metavar="FILE", help="default: DIR/manifest.jsonl")
+    p.add_argument(
+        "--one-file",
+        action="store_true",
+        help="onto a glTF or FBX character: one GLB, DIR/<character>.glb, every clip an "
+        "animation in it (each clip's motion kept in DIR/.clips for reruns)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     run_options(p)
     method_options(p)

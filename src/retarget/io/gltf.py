@@ -37,6 +37,7 @@ import json
 import os
 import struct
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
@@ -560,11 +561,13 @@ def write_character(
     *,
     name: str = "retargeted",
     replace: bool = False,
+    also: Sequence[tuple[str, Motion]] = (),
     inputs: tuple[str | os.PathLike, ...] = (),
 ) -> Path:
     """The character's file as a GLB with ``motion`` (on its skeleton, metres, Y up)
-    added as the animation ``name``: every mesh, skin, material, texture, morph target
-    and (unless ``replace``) animation of the file kept as it is. Each skeleton joint
+    added as the animation ``name``, and each ``(name, motion)`` of ``also`` after it:
+    every mesh, skin, material, texture, morph target and (unless ``replace``)
+    animation of the file kept as it is. Each skeleton joint
     gets a rotation channel (:func:`gltf_rotations`), the root and a joint with
     per-frame offsets a translation channel, keys at the motion's frames, LINEAR; the
     other joints' translations and every joint's scale are keyed at rest. The buffers
@@ -572,8 +575,8 @@ def write_character(
     taken in). Written atomically, never over ``inputs``."""
     from .files import atomic_write
 
-    if motion.skeleton.names != character.skeleton.names:
-        raise ValueError("the motion must be on the character's skeleton")
+    if any(m.skeleton.names != character.skeleton.names for _, m in ((name, motion), *also)):
+        raise ValueError("the motions must be on the character's skeleton")
     doc = _Doc(character.path)
     js = json.loads(json.dumps(doc.json))  # (a copy to change)
     # one binary chunk: every buffer, then external images, then the new animation
@@ -623,52 +626,62 @@ def write_character(
         accessors.append(acc)
         return len(accessors) - 1
 
-    f = motion.num_frames
-    times = add_accessor(np.arange(f, dtype=np.float64)[:, None] / motion.fps, "SCALAR", True)
-    q = gltf_rotations(character, motion.rotations)
-    q = quat.unroll(q, axis=0)  # (no sign flips between keys: slerp takes the short arc)
-    channels, samplers = [], []
-
-    def channel(node: int, what: str, values: Array, kind: str, keys: int | None = None) -> None:
-        out = add_accessor(values, kind)
-        samplers.append({"input": times if keys is None else keys, "output": out})
-        channels.append({"sampler": len(samplers) - 1, "target": {"node": node, "path": what}})
-
     assert character._gltf is not None
     parent, local, w_scale = character._gltf[1], character._gltf[2], character._gltf[3]
     sk = character.skeleton
-    for k, node in enumerate(character.nodes):
-        channel(int(node), "rotation", q[:, k][:, [1, 2, 3, 0]], "VEC4")
-    # the root's translation: its world position in its parent node's frame (rest)
-    root = int(character.nodes[0])
-    up = int(parent[root])
-    if up >= 0:
-        above_pos, above_rot, above_scale = _rest_world(character, up)
-        t = quat.rotate(quat.conjugate(above_rot), motion.root_position - above_pos) / above_scale
-    else:
-        t = motion.root_position
-    channel(root, "translation", t, "VEC3")
-    # every other joint's translation and every joint's scale keyed too, at rest where
-    # the motion does not change them (two keys): a player switching from another of
-    # the file's animations leaves what a clip does not key as that one left it
-    # (Blender: the KayKit knight's hips 1.4 cm low)
-    ends = add_accessor(np.array([[0.0], [(f - 1) / motion.fps]]), "SCALAR", True)
     g = character.rest_world
-    for k in range(sk.num_joints):
-        node = int(character.nodes[k])
-        if k > 0:
-            t = np.tile(local[node][0], (f, 1))
-            if motion.translations is not None:  # bones whose offsets change
-                world_vec = motion.translations[:, k]  # in the baked parent frame
-                p = int(sk.parents[k])
-                t = quat.rotate(quat.conjugate(g[p]), world_vec) / w_scale[int(parent[node])]
-            if np.abs(t - local[node][0]).max() > 1e-9:
-                channel(node, "translation", t, "VEC3")
-            else:
-                channel(node, "translation", t[[0, -1]], "VEC3", ends)
-        channel(node, "scale", np.tile(local[node][2], (2, 1)), "VEC3", ends)
+
+    def animation(name: str, motion: Motion) -> dict:
+        f = motion.num_frames
+        times = add_accessor(np.arange(f, dtype=np.float64)[:, None] / motion.fps, "SCALAR", True)
+        q = gltf_rotations(character, motion.rotations)
+        q = quat.unroll(q, axis=0)  # (no sign flips between keys: slerp takes the short arc)
+        channels, samplers = [], []
+
+        def channel(
+            node: int, what: str, values: Array, kind: str, keys: int | None = None
+        ) -> None:
+            out = add_accessor(values, kind)
+            samplers.append({"input": times if keys is None else keys, "output": out})
+            channels.append({"sampler": len(samplers) - 1, "target": {"node": node, "path": what}})
+
+        for k, node in enumerate(character.nodes):
+            channel(int(node), "rotation", q[:, k][:, [1, 2, 3, 0]], "VEC4")
+        # the root's translation: its world position in its parent node's frame (rest)
+        root = int(character.nodes[0])
+        up = int(parent[root])
+        if up >= 0:
+            above_pos, above_rot, above_scale = _rest_world(character, up)
+            t = (
+                quat.rotate(quat.conjugate(above_rot), motion.root_position - above_pos)
+                / above_scale
+            )
+        else:
+            t = motion.root_position
+        channel(root, "translation", t, "VEC3")
+        # every other joint's translation and every joint's scale keyed too, at rest where
+        # the motion does not change them (two keys): a player switching from another of
+        # the file's animations leaves what a clip does not key as that one left it
+        # (Blender: the KayKit knight's hips 1.4 cm low)
+        ends = add_accessor(np.array([[0.0], [(f - 1) / motion.fps]]), "SCALAR", True)
+        for k in range(sk.num_joints):
+            node = int(character.nodes[k])
+            if k > 0:
+                t = np.tile(local[node][0], (f, 1))
+                if motion.translations is not None:  # bones whose offsets change
+                    world_vec = motion.translations[:, k]  # in the baked parent frame
+                    p = int(sk.parents[k])
+                    t = quat.rotate(quat.conjugate(g[p]), world_vec) / w_scale[int(parent[node])]
+                if np.abs(t - local[node][0]).max() > 1e-9:
+                    channel(node, "translation", t, "VEC3")
+                else:
+                    channel(node, "translation", t[[0, -1]], "VEC3", ends)
+            channel(node, "scale", np.tile(local[node][2], (2, 1)), "VEC3", ends)
+
+        return {"name": name, "channels": channels, "samplers": samplers}
+
     anims = [] if replace else js.get("animations", [])
-    anims.append({"name": name, "channels": channels, "samplers": samplers})
+    anims += [animation(n, m) for n, m in ((name, motion), *also)]
     js["animations"] = anims
     js["buffers"] = [{"byteLength": len(blob)}]
     js.setdefault("asset", {})["generator"] = "retarget"
