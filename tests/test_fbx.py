@@ -22,7 +22,7 @@ from retarget.io import read_motion
 from retarget.kinematics import forward_kinematics
 
 FBX = "quaternius_AnimatedHuman.fbx"
-HEADS = Path(__file__).with_name("_blender_heads.py")
+HEADS = Path(__file__).resolve().parents[1] / "tools" / "_blender_heads.py"
 
 
 @pytest.fixture(scope="module")
@@ -78,9 +78,9 @@ def test_fbx_as_source_reads_as_blender_evaluates_it(blender, human, tmp_path):
 
 
 def _animation(path: Path, suffix: str) -> str:
-    from retarget.run import _gltf_character
+    from retarget.io.gltf import load_character
 
-    names = [a for a in _gltf_character(str(path)).animations if a.endswith(suffix)]
+    names = [a for a in load_character(str(path)).animations if a.endswith(suffix)]
     assert len(names) == 1, names
     return names[0]
 
@@ -109,9 +109,9 @@ def test_fbx_as_target_reimports_as_our_fk(blender, human, data_dir, tmp_path):
     np.testing.assert_allclose(
         heads[:, [i for i, _ in shared]], pos[frames][:, [j for _, j in shared]], atol=1e-4 * tall
     )
-    from retarget.run import _gltf_character
+    from retarget.io.gltf import load_character
 
-    again = _gltf_character(str(out_fbx)).animations
+    again = load_character(str(out_fbx)).animations
     assert any(a.endswith("Walk") for a in again) and any(a.endswith("lafan_walk") for a in again)
 
 

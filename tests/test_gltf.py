@@ -433,3 +433,41 @@ def test_batch_onto_a_character_per_clip_and_in_one_file(characters, data_dir, t
         np.testing.assert_allclose(p1, p2, atol=1e-6)
     report = khronos_validate(tmp_path / "one" / "kaykit_Knight.glb", tmp_path / "each" / "a.glb")
     assert [r["errors"] for r in report] == [0, 0]
+
+
+def test_hands_are_kept_out_of_the_body(characters, data_dir, tmp_path):
+    """The measure tells the artists' walk (no hand in the body) from the walk retargeted
+    with nothing to stop it (the KayKit knight is wide and short-armed: its hands into
+    its hips and thighs on most frames); kept out (the default onto a character), none
+    deeper than 1 % of the height, and the legs, root and feet exactly as before."""
+    from retarget.skin import character_capsules, hands_in_body
+
+    char = read_character(characters / FILES[1])
+    capsules, skinned = character_capsules(char)
+    own = hands_in_body(character_motion(char, "Walking_A"), skinned, capsules)
+    assert own.share == 0.0
+    src = data_dir / "lafan_walk.bvh"
+    base = [sys.executable, "-m", "retarget.cli", "run", str(src), "--frames", "0:240"]
+    out = {}
+    for key, extra in (("in", ["--no-body-collision"]), ("out", [])):
+        path, report = tmp_path / f"{key}.bvh", tmp_path / f"{key}.json"
+        target = ["--target", str(characters / FILES[1]), "-o", str(path), "--report", str(report)]
+        run = subprocess.run([*base, *target, *extra], capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        out[key] = (read_motion(path), json.loads(report.read_text())["hands_in_body"])
+    (m_in, r_in), (m_out, r_out) = out["in"], out["out"]
+    assert r_in["share_of_frames"] > 0.5 and not r_in["kept_out"]
+    assert r_out["share_of_frames"] == 0.0 and r_out["deepest"] < r_out["depth_counted"]
+    mine = hands_in_body(m_out.replace(skeleton=char.skeleton), skinned, capsules)
+    assert mine.share == 0.0
+    sk = char.skeleton
+    roles = find_roles(sk)
+    legs = [
+        j
+        for j in range(sk.num_joints)
+        if any(roles[f"{s}_hip"] in sk.chain(j) for s in ("left", "right"))
+    ]
+    p_in, _ = forward_kinematics(m_in.skeleton, m_in.root_position, m_in.rotations)
+    p_out, _ = forward_kinematics(m_out.skeleton, m_out.root_position, m_out.rotations)
+    np.testing.assert_allclose(p_out[:, legs], p_in[:, legs], atol=1e-5)
+    assert np.abs(p_out - p_in).max() > 0.01  # (the arms moved)

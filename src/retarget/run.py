@@ -53,6 +53,7 @@ class RunJob:
     up: str | None = None
     velocity_limit: float | None = None
     replace_animations: bool = False
+    body_collision: bool = True
     method_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -130,20 +131,10 @@ def read_character(path: str):
 
         return settle_skeleton(read_asf(path))
     if Path(path).suffix.lower() in (".glb", ".gltf", ".fbx"):  # (its skin, animated or not)
-        return _gltf_character(path).skeleton
+        from .io.gltf import load_character
+
+        return load_character(path).skeleton
     return read_input(path).skeleton
-
-
-def _gltf_character(path: str):
-    """A glTF character (:func:`retarget.io.gltf.read_character`); an FBX one as the GLB
-    Blender makes of it (:mod:`retarget.io.blender`)."""
-    from .io.gltf import read_character as read_gltf
-
-    if Path(path).suffix.lower() == ".fbx":
-        from .io.blender import as_glb
-
-        return read_gltf(as_glb(path))
-    return read_gltf(path)
 
 
 def require_humanoid(
@@ -323,7 +314,12 @@ def run_job(job: RunJob) -> dict[str, Any]:
         if is_robot_file(job.target):
             return _run_robot(job, source)
     target = target_skeleton(job, source)
-    result, report = retarget_clip(job, source, target)
+    after = None
+    if job.target and Path(job.target).suffix.lower() in (".glb", ".gltf", ".fbx"):
+        from .io.gltf import load_character
+
+        after = _hands_out(job, load_character(job.target))
+    result, report = retarget_clip(job, source, target, after=after)
     characters = (job.target, job.target_from, job.target_to)
     inputs = [job.source] + [p for p in (*characters, job.skeleton) if p]
     out_kind = Path(job.output).suffix.lower()
@@ -336,6 +332,37 @@ def run_job(job: RunJob) -> dict[str, Any]:
     return report
 
 
+def _hands_out(job: RunJob, character: Any) -> Callable[[Any], tuple[Any, dict[str, Any]]]:
+    """The pass onto a rigged character (:mod:`retarget.skin`): its hands kept out of its
+    body (unless ``job.body_collision`` is off), measured before and after."""
+
+    def after(motion: Any) -> tuple[Any, dict[str, Any]]:
+        from .skin import character_capsules, hands_in_body, keep_hands_out
+
+        try:
+            capsules, skinned = character_capsules(character)
+            before = hands_in_body(motion, skinned, capsules)
+        except RetargetError as exc:  # (no roles, no skin: nothing to keep apart)
+            return motion, {"hands_in_body_note": str(exc)}
+        if job.body_collision:
+            motion = keep_hands_out(motion, capsules)
+        now = hands_in_body(motion, skinned, capsules)
+        return motion, {
+            "hands_in_body": {
+                "kept_out": job.body_collision,
+                "share_of_frames": now.share,
+                "deepest": float(now.depth.max(initial=0.0)),
+                "before": {
+                    "share_of_frames": before.share,
+                    "deepest": float(before.depth.max(initial=0.0)),
+                },
+                "depth_counted": now.limit,
+            }
+        }
+
+    return after
+
+
 def _write_character(job: RunJob, motion: Any, inputs: tuple[str, ...]) -> None:
     """``-o OUT.glb`` (a glTF or FBX target) or ``-o OUT.fbx`` (an FBX target, through
     Blender): the character's file with the clip added as an animation named after
@@ -343,7 +370,7 @@ def _write_character(job: RunJob, motion: Any, inputs: tuple[str, ...]) -> None:
     import tempfile
 
     from .io.files import check_not_input
-    from .io.gltf import write_character
+    from .io.gltf import load_character, write_character
 
     out = Path(job.output)
     kinds = (".glb", ".gltf", ".fbx") if out.suffix.lower() == ".glb" else (".fbx",)
@@ -352,7 +379,7 @@ def _write_character(job: RunJob, motion: Any, inputs: tuple[str, ...]) -> None:
             f"{job.output}: a {out.suffix} output needs a --target character of {', '.join(kinds)}"
         )
     check_not_input(out, inputs)
-    character = _gltf_character(job.target)
+    character = load_character(job.target)
     name = Path(job.source).stem
     if out.suffix.lower() == ".glb":
         write_character(
@@ -474,6 +501,7 @@ def retarget_clip(
     *,
     extra: Callable[[Any], dict[str, Any]] | None = None,
     level_feet: bool = False,
+    after: Callable[[Any], tuple[Any, dict[str, Any]]] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Retarget a source motion onto a target skeleton as ``job`` says, and measure.
 
@@ -492,7 +520,8 @@ def retarget_clip(
         The method's own keys, ``source``, ``output``, ``frames``, ``target``,
         ``world`` (unit and up axis of source and target), ``seconds``,
         ``frames_per_second``, ``measures`` (or ``measures_note``), ``goals`` and
-        ``mapping``.
+        ``mapping``; ``after(motion) -> (motion, report)``, a pass over the method's
+        result on the whole target (Y up) whose keys join the report.
     """
     from . import quat
     from .mapping import MappingError, bone_direction_error, map_for_method, read_overrides
@@ -523,8 +552,13 @@ def retarget_clip(
     result = method.run(source, method_target, **options)
     seconds = time.perf_counter() - t0
     ours = result.motion  # Y up, as the source made ready: measured against it
-    result = dataclasses.replace(result, motion=mapping.finish(result.motion))
+    whole = mapping.unfold(ours)  # on the whole target, Y up
+    done: dict[str, Any] = {}
+    if after is not None:  # a pass over every method's result (a character's hands out)
+        whole, done = after(whole)
+    result = dataclasses.replace(result, motion=mapping.finish(whole))
     report = dict(result.report)
+    report.update(done)
     report.update(
         {
             "source": job.source,
@@ -559,7 +593,7 @@ def retarget_clip(
         report["measures_note"] = f"not measured: {exc}"
     joint_map = mapping.joint_map
     if joint_map is not None:
-        angles, bones = bone_direction_error(original, mapping.unfold(ours), joint_map)
+        angles, bones = bone_direction_error(original, whole, joint_map)
         report["mapping"] = {
             "mapped": mapping.mapped,
             "bone_direction_error_deg": dict(zip(bones, angles.mean(axis=0).tolist(), strict=True)),

@@ -226,6 +226,13 @@ def run_options(p: argparse.ArgumentParser) -> None:
         "an animation; or a robot (.xml MJCF, .urdf): joint trajectories out (.npz, .csv)",
     )
     p.add_argument(
+        "--no-body-collision",
+        dest="body_collision",
+        action="store_false",
+        help="onto a glTF or FBX character: leave its hands where the method put them (by "
+        "default its arms keep its hands' capsules out of its torso, hips and thighs)",
+    )
+    p.add_argument(
         "--replace-animations",
         action="store_true",
         help="onto a glTF character, -o OUT.glb: its own animations dropped (default: kept)",

@@ -86,10 +86,10 @@ def _robot_info(args: argparse.Namespace) -> int:
 def _character_info(args: argparse.Namespace) -> int:
     """``retarget info CHAR.glb``: skins, the skeleton's joints, the control bones left
     out, the animations, the roles found."""
+    from ..io.gltf import load_character
     from ..roles import find_roles, height
-    from ..run import _gltf_character
 
-    char = _gltf_character(args.file)
+    char = load_character(args.file)
     sk = char.skeleton
     info: dict[str, Any] = {
         "file": args.file,

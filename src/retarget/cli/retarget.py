@@ -95,11 +95,10 @@ def cmd_batch(args: argparse.Namespace) -> int:
 def _one_file(args: argparse.Namespace, tasks: list[Any]) -> Path:
     """``batch --one-file``: the character once, each clip's motion (the batch's .npz,
     under ``DIR/.clips``) an animation named after its path below the sources' folder."""
-    from ..io.gltf import write_character
+    from ..io.gltf import load_character, write_character
     from ..io.npz import read_npz
-    from ..run import _gltf_character
 
-    character = _gltf_character(args.target)
+    character = load_character(args.target)
     root = Path(args.out) / ".clips"
     clips = [
         (

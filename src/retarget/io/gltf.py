@@ -55,7 +55,9 @@ __all__ = [
     "Character",
     "character_motion",
     "gltf_rotations",
+    "load_character",
     "read_character",
+    "skin_points",
     "write_character",
 ]
 
@@ -327,6 +329,16 @@ def read_character(path: str | os.PathLike) -> Character:
         animations=tuple(a.get("name") or f"animation{k}" for k, a in enumerate(doc.animations)),
         _gltf=(doc, parent, local, w_scale),
     )
+
+
+def load_character(path: str | os.PathLike) -> Character:
+    """A rigged character from a glTF file (:func:`read_character`) or an FBX one, as the
+    GLB Blender makes of it (:func:`retarget.io.blender.as_glb`)."""
+    if Path(path).suffix.lower() == ".fbx":
+        from .blender import as_glb
+
+        return read_character(as_glb(path))
+    return read_character(path)
 
 
 def _name(doc, j: int) -> str:
@@ -709,3 +721,85 @@ def _rest_world(character: Character, node: int) -> tuple[Array, Array, float]:
         rot = quat.multiply(rot, r)
         scale *= float(np.mean(s))
     return pos, rot, scale
+
+
+def _matrix(t: Array, r: Array, s: Array) -> Array:
+    m = np.eye(4)
+    m[:3, :3] = quat.matrix_from_quat(r) * np.asarray(s)[None, :]
+    m[:3, 3] = t
+    return m
+
+
+def skin_points(character: Character, *, rigid: bool = True) -> dict[int, Array]:
+    """The body's surface by joint: every skinned vertex at the rest pose, given to
+    the skeleton joint it is weighted to most (a control bone's to the joint above
+    it), and (``rigid``) every vertex of a mesh hanging from a joint (a robot's
+    parts, a helmet, a sword) to that joint; each (V, 3) in
+    the joint's (baked, world-aligned) frame, metres. Linear blend skinning of the
+    rest nodes (their world matrices by the skin's inverse bind matrices), as glTF
+    2.0 §3.7.3 defines it."""
+    assert character._gltf is not None
+    doc: _Doc = character._gltf[0]
+    parent = character._gltf[1]
+    local = character._gltf[2]
+    path = character.path
+    n = len(doc.nodes)
+    world: list[Array | None] = [None] * n
+
+    def matrix(i: int) -> Array:
+        if world[i] is None:
+            m = _matrix(*local[i])
+            world[i] = m if parent[i] < 0 else matrix(int(parent[i])) @ m
+        return world[i]  # type: ignore[return-value]
+
+    index = {int(j): k for k, j in enumerate(character.nodes)}
+
+    def owner(node: int) -> int:  # the skeleton joint a node's vertices go to
+        while node >= 0 and node not in index:
+            node = int(parent[node])
+        return index.get(node, -1)
+
+    rest, _ = _rest_positions(character)
+    found: dict[int, list[Array]] = {}
+    for i, node in enumerate(doc.nodes):
+        if "mesh" not in node:
+            continue
+        for prim in doc.meshes[node["mesh"]].get("primitives", []):
+            attrs = prim.get("attributes", {})
+            if "POSITION" not in attrs:
+                continue
+            xyz = _accessor(path, doc, attrs["POSITION"])
+            v = np.c_[xyz, np.ones(len(xyz))]
+            if "skin" in node and "JOINTS_0" in attrs and "WEIGHTS_0" in attrs:
+                skin = doc.skins[node["skin"]]
+                joints = skin.get("joints", [])
+                ibm = (
+                    _accessor(path, doc, skin["inverseBindMatrices"]).reshape(-1, 4, 4)
+                    if "inverseBindMatrices" in skin
+                    else np.tile(np.eye(4), (len(joints), 1, 1))
+                ).transpose(0, 2, 1)  # (column-major)
+                mats = np.array([matrix(j) for j in joints]) @ ibm  # (J, 4, 4)
+                idx = _accessor(path, doc, attrs["JOINTS_0"]).astype(np.intp)
+                w = _accessor(path, doc, attrs["WEIGHTS_0"])
+                w = w / np.maximum(w.sum(axis=1, keepdims=True), 1e-12)
+                out = np.einsum("vk,vkab,vb->va", w, mats[idx], v)[:, :3]
+                best = np.array(
+                    [owner(int(joints[k])) for k in idx[np.arange(len(idx)), w.argmax(1)]]
+                )
+            elif rigid and "skin" not in node:
+                out = (v @ matrix(i).T)[:, :3]
+                best = np.full(len(out), owner(i))
+            else:
+                continue
+            for k in np.unique(best[best >= 0]):
+                found.setdefault(int(k), []).append(out[best == k] - rest[int(k)])
+    return {k: np.concatenate(v) for k, v in found.items()}
+
+
+def _rest_positions(character: Character) -> tuple[Array, Array]:
+    """The skeleton's rest joint positions (J, 3) and world rotations (J, 4) (baked:
+    identity)."""
+    from ..kinematics import forward_kinematics
+
+    sk = character.skeleton
+    return forward_kinematics(sk, np.zeros(3), np.tile(quat.identity(), (sk.num_joints, 1)))

@@ -1,7 +1,7 @@
 """Blender's own evaluation of a character's animation, for ``tests/test_fbx.py``: run
 by Blender's Python (``bpy``), never by the project's::
 
-    BLENDER_PYTHON tests/_blender_heads.py FILE ACTION FPS OUT.json FRAME...
+    BLENDER_PYTHON tools/_blender_heads.py FILE ACTION FPS OUT.json FRAME...
 
 Imports FILE (.fbx or .glb) with Blender's importer at FPS, gives every armature the
 action whose name ends with ACTION, and writes, per listed frame, every pose bone's
