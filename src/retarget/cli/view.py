@@ -25,7 +25,13 @@ def cmd_view(args: argparse.Namespace) -> int:
         from ..io.robot import read_robot
 
         robot = read_robot(args.robot)
+    meshes: dict[int, tuple[bytes, int]] = {}
     for path in args.files:
+        if Path(path).suffix.lower() in (".glb", ".gltf", ".fbx"):  # a character: its mesh too
+            glb, clip, motion = _character(args, path)
+            meshes[len(motions)] = (glb, clip)
+            motions.append((Path(path).name, motion))
+            continue
         if robot is None or not _is_trajectory(path):
             motions += named_motions(_only(args, path))
             continue
@@ -50,9 +56,30 @@ def cmd_view(args: argparse.Namespace) -> int:
         inputs=[*args.files, *([args.report] if args.report else [])],
         live=args.live,
         capsules=capsules,
+        meshes=meshes,
     )
     print(f"view: {len(motions)} motion(s){' and ' + args.live if args.live else ''} -> {out}")
     return 0
+
+
+def _character(args: argparse.Namespace, path: str) -> tuple[bytes, int, Any]:
+    """A glTF (or FBX) character's file as one GLB, the animation shown (``--animation``;
+    else the one named after another file given, as ``retarget run`` names the clip it
+    adds; else its last) and that animation as a motion."""
+    from ..io.gltf import character_motion, load_character, one_file
+
+    character = load_character(path)
+    names = character.animations
+    stems = {Path(p).stem for p in args.files}
+    if args.animation is not None:
+        wanted: str | int = args.animation
+    else:
+        wanted = next((n for n in reversed(names) if n in stems), len(names) - 1)
+    motion = character_motion(character, wanted, fps=args.fps)
+    clip = names.index(wanted) if isinstance(wanted, str) and wanted in names else int(wanted)
+    if args.frames:
+        motion = motion[frame_slice(args.frames, motion.num_frames)]
+    return one_file(character.path), clip, motion
 
 
 def _is_trajectory(path: str) -> bool:

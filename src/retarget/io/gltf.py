@@ -56,6 +56,7 @@ __all__ = [
     "character_motion",
     "gltf_rotations",
     "load_character",
+    "one_file",
     "read_character",
     "skin_points",
     "write_character",
@@ -339,6 +340,28 @@ def load_character(path: str | os.PathLike) -> Character:
 
         return read_character(as_glb(path))
     return read_character(path)
+
+
+def one_file(path: str | os.PathLike) -> bytes:
+    """A glTF file as one self-contained file's bytes: a GLB as it is, a ``.gltf`` with
+    its buffers (a ``.bin`` beside it) and images as data URIs (what a page can load
+    without a server)."""
+    path = Path(path)
+    if path.suffix.lower() == ".glb":
+        return path.read_bytes()
+    doc = _Doc(path)
+    js = json.loads(json.dumps(doc.json))
+    js["buffers"] = [
+        {**b, "uri": "data:application/octet-stream;base64," + base64.b64encode(data).decode()}
+        for b, data in zip(doc.json.get("buffers", []), doc.buffers, strict=True)
+    ]
+    for image in js.get("images", []):
+        uri = image.get("uri")
+        if uri and not uri.startswith("data:"):
+            file = path.parent / unquote(uri)
+            kind = "image/png" if file.suffix.lower() == ".png" else "image/jpeg"
+            image["uri"] = f"data:{kind};base64," + base64.b64encode(file.read_bytes()).decode()
+    return json.dumps(js).encode("utf-8")
 
 
 def _name(doc, j: int) -> str:

@@ -4,7 +4,8 @@
 // "points k" (a sphere per joint and end site, at the point) and "bones k" (a cylinder per
 // bone, the geometry's y = -1/2 end at the parent point, y = +1/2 at the child), and for a
 // robot "capsules k" (a cylinder per collision capsule, its ends at two of the points, its
-// radius the instance's x scale) and "capsule ends k" (a sphere at each end).
+// radius the instance's x scale) and "capsule ends k" (a sphere at each end), and for a
+// character the group "mesh k" (its glTF scene, skinned, playing its clip in step).
 (function () {
   "use strict";
   const DATA = JSON.parse(document.getElementById("data").textContent);
@@ -88,6 +89,32 @@
       m.caps.name = `capsule ends ${k}`;
       scene.add(m.tubes, m.caps);
     }
+  });
+  // a character's skinned mesh (a GLB or self-contained glTF), playing its clip in step
+  let meshesLoaded = 0;
+  motions.forEach((m, k) => {
+    if (!m.mesh) return;
+    const data = bytes(m.mesh).buffer;
+    new THREE.GLTFLoader().parse(data, "", (gltf) => {
+      const group = gltf.scene;
+      group.name = `mesh ${k}`;
+      const t = m.turn;
+      group.quaternion.setFromRotationMatrix(
+        new THREE.Matrix4().set(...t[0], 0, ...t[1], 0, ...t[2], 0, 0, 0, 0, 1),
+      );
+      group.scale.setScalar(m.scale);
+      group.position.set(...m.offset);
+      group.traverse((o) => { o.frustumCulled = false; });
+      m.mixer = new THREE.AnimationMixer(group);
+      const action = m.mixer.clipAction(gltf.animations[m.clip]);
+      action.setLoop(THREE.LoopOnce);
+      action.clampWhenFinished = true;
+      action.play();
+      m.start = Math.min(...gltf.animations[m.clip].tracks.map((tr) => tr.times[0]));
+      scene.add(group);
+      meshesLoaded++;
+      pose(frame);
+    }, (err) => console.error("mesh", k, err));
   });
   const goalDots = goals.map((g) => {
     const mesh = new THREE.Mesh(
@@ -197,6 +224,7 @@
     frame = Math.max(0, Math.min(frames - 1, Math.round(f)));
     for (const m of motions) {
       const k = Math.min(frame, m.frames - 1);
+      if (m.mixer) m.mixer.setTime(m.start + k / m.fps);
       const base = k * m.points * 3;
       for (let p = 0; p < m.points; p++) {
         toShown(m, m.raw, base + 3 * p, shown);
@@ -379,6 +407,7 @@
     fps,
     revision: THREE.REVISION,
     scene, // what is drawn: the meshes "points k" and "bones k" (the header)
+    meshes: () => meshesLoaded, // characters' skinned meshes loaded (groups "mesh k")
     frame: () => frame,
     playing: () => playing,
     play: () => setPlaying(true),

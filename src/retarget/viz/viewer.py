@@ -126,6 +126,7 @@ def viewer_html(
     title: str = "retarget",
     live: str | None = None,
     capsules: Mapping[int, Sequence[tuple[int, int, float]]] | None = None,
+    meshes: Mapping[int, tuple[bytes, int]] | None = None,
 ) -> str:
     """The page (module docstring) for named motions, the first the reference.
 
@@ -147,6 +148,10 @@ def viewer_html(
         indices) its segment runs between and its radius (the motion's unit),
         the three.js meshes ``"capsules k"`` (cylinders) and ``"capsule ends k"``
         (spheres, two a capsule).
+    meshes : mapping of int to (bytes, int), optional
+        Per motion index, a character's self-contained glTF (GLB, or a .gltf with data
+        URIs) and the animation of it the motion is: the skinned mesh is drawn (three.js's
+        GLTFLoader; the group ``"mesh k"``), playing that animation in step.
     """
     if not motions:
         raise RetargetError("nothing to view: give at least one motion")
@@ -170,6 +175,9 @@ def viewer_html(
         "scene": [],
         "live": live,
     }
+    for k, (glb, clip) in (meshes or {}).items():
+        data["motions"][k]["mesh"] = base64.b64encode(glb).decode("ascii")
+        data["motions"][k]["clip"] = int(clip)
     if overlay:
         for d in data["motions"]:
             d["offset"] = [0.0, 0.0, 0.0]
@@ -250,11 +258,18 @@ def write_viewer(
     inputs: Sequence[str | os.PathLike] = (),
     live: str | None = None,
     capsules: Mapping[int, Sequence[tuple[int, int, float]]] | None = None,
+    meshes: Mapping[int, tuple[bytes, int]] | None = None,
 ) -> Path:
     """Write :func:`viewer_html` to ``path`` atomically (never over ``inputs``)."""
     title = " | ".join(name for name, _ in motions)
     html = viewer_html(
-        motions, report=report, overlay=overlay, title=title, live=live, capsules=capsules
+        motions,
+        report=report,
+        overlay=overlay,
+        title=title,
+        live=live,
+        capsules=capsules,
+        meshes=meshes,
     )
     return atomic_write(path, html, inputs=inputs)
 
