@@ -77,6 +77,16 @@ def test_fbx_as_source_reads_as_blender_evaluates_it(blender, human, tmp_path):
     np.testing.assert_allclose(ours, theirs, atol=1e-4 * tall)
 
 
+def _run_both(char: Path, src: Path, frames: str, first: Path, second: Path) -> None:
+    """``retarget run SRC --frames F --target CHAR`` to each of two outputs."""
+    base = [sys.executable, "-m", "retarget.cli", "run", str(src), "--frames", frames]
+    for out in (first, second):
+        run = subprocess.run(
+            [*base, "--target", str(char), "-o", str(out)], capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+
+
 def _animation(path: Path, suffix: str) -> str:
     from retarget.io.gltf import load_character
 
@@ -90,14 +100,8 @@ def test_fbx_as_target_reimports_as_our_fk(blender, human, data_dir, tmp_path):
     written puts every bone's head where our FK of the same run (``-o OUT.bvh``) puts
     its joint, within 1e-4 of the height, on 8 frames; the character's own animations
     are still there."""
-    src = data_dir / "lafan_walk.bvh"
-    base = [sys.executable, "-m", "retarget.cli", "run", str(src), "--frames", "0:90"]
     out_fbx, out_bvh = tmp_path / "out.fbx", tmp_path / "out.bvh"
-    for out in (out_fbx, out_bvh):
-        run = subprocess.run(
-            [*base, "--target", str(human), "-o", str(out)], capture_output=True, text=True
-        )
-        assert run.returncode == 0, run.stderr
+    _run_both(human, data_dir / "lafan_walk.bvh", "0:90", out_fbx, out_bvh)
     ours = read_motion(out_bvh)
     frames = np.unique(np.linspace(0, ours.num_frames - 1, 8).round().astype(int))
     bones, heads = _blender_heads(blender, out_fbx, "lafan_walk", ours.fps, frames, tmp_path)
@@ -123,15 +127,10 @@ def test_blender_reads_a_written_glb_as_our_fk(name, blender, data_dir, tmp_path
     """Blender's glTF importer reads the GLB ``retarget run`` writes onto a character:
     every bone's head where our FK of the same run puts its joint, within 1e-4 of the
     height, on every frame."""
-    char = data_dir.parent / "characters" / name
-    src = data_dir / "lafan_walk.bvh"
-    base = [sys.executable, "-m", "retarget.cli", "run", str(src), "--frames", "0:60"]
     out_glb, out_bvh = tmp_path / "out.glb", tmp_path / "out.bvh"
-    for out in (out_glb, out_bvh):
-        run = subprocess.run(
-            [*base, "--target", str(char), "-o", str(out)], capture_output=True, text=True
-        )
-        assert run.returncode == 0, run.stderr
+    _run_both(
+        data_dir.parent / "characters" / name, data_dir / "lafan_walk.bvh", "0:60", out_glb, out_bvh
+    )
     ours = read_motion(out_bvh)
     frames = np.arange(ours.num_frames)
     bones, heads = _blender_heads(blender, out_glb, "lafan_walk", ours.fps, frames, tmp_path)
