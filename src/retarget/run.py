@@ -23,7 +23,7 @@ from ._json import strict_json
 from .errors import RetargetError
 from .result import speed
 
-__all__ = ["RunJob", "retarget_clip", "run_job"]
+__all__ = ["RunJob", "character_pass", "retarget_clip", "run_job"]
 
 
 @dataclass(frozen=True)
@@ -318,7 +318,7 @@ def run_job(job: RunJob) -> dict[str, Any]:
     if job.target and Path(job.target).suffix.lower() in (".glb", ".gltf", ".fbx"):
         from .io.gltf import load_character
 
-        after = _hands_out(job, load_character(job.target))
+        after = character_pass(job, load_character(job.target))
     result, report = retarget_clip(job, source, target, after=after)
     characters = (job.target, job.target_from, job.target_to)
     inputs = [job.source] + [p for p in (*characters, job.skeleton) if p]
@@ -332,9 +332,10 @@ def run_job(job: RunJob) -> dict[str, Any]:
     return report
 
 
-def _hands_out(job: RunJob, character: Any) -> Callable[[Any], tuple[Any, dict[str, Any]]]:
-    """The pass onto a rigged character (:mod:`retarget.skin`): its hands kept out of its
-    body (unless ``job.body_collision`` is off), measured before and after."""
+def character_pass(job: RunJob, character: Any) -> Callable[[Any], tuple[Any, dict[str, Any]]]:
+    """The pass ``retarget run`` makes onto a rigged character (:func:`retarget_clip`'s
+    ``after``; :mod:`retarget.skin`): its hands kept out of its body (unless
+    ``job.body_collision`` is off), measured before and after."""
 
     def after(motion: Any) -> tuple[Any, dict[str, Any]]:
         from .skin import character_capsules, hands_in_body, keep_hands_out
