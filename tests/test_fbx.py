@@ -58,13 +58,14 @@ def _blender_heads(blender: str, path: Path, action: str, fps: float, frames, tm
     return got["bones"], heads
 
 
-def test_fbx_as_source_reads_as_blender_evaluates_it(blender, human, tmp_path):
-    """An FBX's animation (``Walk``), read through Blender's GLB of it, by our FK: every
-    joint where Blender's own import of the FBX puts its bone's head, within 1e-4 of
-    the height, on 8 frames."""
-    motion = read_motion(human, animation=_animation(human, "Walk"))
+@pytest.mark.parametrize("action", ["ArmatureAction.001", "Walk"])
+def test_fbx_as_source_reads_as_blender_evaluates_it(action, blender, human, tmp_path):
+    """An FBX's animations (its first, and ``Walk``), read through Blender's GLB of it,
+    by our FK: every joint where Blender's own import of the FBX puts its bone's head,
+    within 1e-4 of the height, on up to 8 frames."""
+    motion = read_motion(human, animation=_animation(human, action))
     frames = np.unique(np.linspace(0, motion.num_frames - 1, 8).round().astype(int))
-    bones, heads = _blender_heads(blender, human, "Walk", motion.fps, frames, tmp_path)
+    bones, heads = _blender_heads(blender, human, action, motion.fps, frames, tmp_path)
     pos, _ = forward_kinematics(
         motion.skeleton, motion.root_position, motion.rotations, motion.translations
     )
