@@ -3,7 +3,8 @@
 Each joint's share of the character's surface (:func:`retarget.io.gltf.skin_points`)
 becomes a capsule in the joint's frame (:func:`retarget.tasks.fit_capsules`: the
 principal axis, the :data:`SHARE` quantile of the vertices' distances from it as the
-radius), the same capsules the robots' self-collision keeps apart
+radius; a hand one, on its wrist, round its fingers: :func:`character_capsules`), the
+same capsules the robots' self-collision keeps apart
 (:class:`retarget.tasks.CollisionTask`). The measure the issue names: a hand's
 skinned vertices (the wrist's and every joint's below it) deeper than a share of the
 height inside the capsules of the torso (the spine between the hips and the neck),
