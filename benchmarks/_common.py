@@ -291,6 +291,19 @@ def protocol_line(script: str, repeats: int) -> str:
     )
 
 
+def header(title: str, script: str, repeats: int) -> list[str]:
+    """A report's first lines: its title, the protocol, the machine and the commit."""
+    return [
+        f"# {title}",
+        "",
+        protocol_line(script, repeats),
+        f"- {cpu_line()}",
+        f"- {platform_line()}",
+        f"- commit {commit()}",
+        "",
+    ]
+
+
 def row(cells: Iterable[str]) -> str:
     """A Markdown table row."""
     return "| " + " | ".join(cells) + " |"

@@ -47,14 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     args = common.parse_args(__doc__ or "", 3, argv)
     clip, source = common.read_clip()
     folder = clip.parent.parent / "characters"
+    title = f"Characters: {clip.name} ({source.num_frames} frames) onto glTF characters"
     lines = [
-        f"# Characters: {clip.name} ({source.num_frames} frames) onto glTF characters",
-        "",
-        common.protocol_line("characters.py", args.repeats),
-        f"- {common.cpu_line()}",
-        f"- {common.platform_line()}",
-        f"- commit {common.commit()}",
-        "",
+        *common.header(title, "characters.py", args.repeats),
         "| character | contender | median s | p10 | p90 | frames/s | write ÷ retarget |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]

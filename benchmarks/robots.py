@@ -106,13 +106,9 @@ def main(argv: list[str] | None = None) -> None:
         )
     onto = model.name if args.robot else "the Unitree G1"
     lines = [
-        f"# Robots: {clip_path.name} ({n} frames) onto {onto}",
-        "",
-        common.protocol_line("robots.py", args.repeats),
-        f"- {common.cpu_line()}",
-        f"- {common.platform_line()}",
-        f"- commit {common.commit()}",
-        "",
+        *common.header(
+            f"Robots: {clip_path.name} ({n} frames) onto {onto}", "robots.py", args.repeats
+        ),
         common.row(["measure", *columns, "goal"]),
         common.row(["---"] * (len(columns) + 2)),
     ]

@@ -1,7 +1,7 @@
 """Collada meshes as the test robots' makers (``romeo/make_romeo.py``,
 ``jvrc/make_jvrc.py``) read them: each geometry's vertices placed by the file's scene,
 in metres and Z up. MuJoCo does not read Collada; the makers write hulls of these
-(:func:`hull_collisions`)."""
+(:func:`hull_collisions`, the whole job: :func:`make`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from stl_hull import write_hull
+from stl_hull import write_hull, write_urdf
 
 C = "{http://www.collada.org/2005/11/COLLADASchema}"
 
@@ -97,3 +97,21 @@ def hull_collisions(urdf: str, pattern: str, mesh: Callable[[str], Path], target
         return "\n    ".join(kept)
 
     return re.sub(pattern, collision, urdf, flags=re.S)
+
+
+#: What every maker changed, said in the URDF it writes (after its source's licence).
+CHANGED = """  MODIFIED by the retarget project ({maker} beside this file): visuals dropped;
+  each collision mesh is binary STL files of the convex hulls of the published Collada
+  file's geometries, one per geometry.
+"""
+
+
+def make(urdf: Path, pattern: str, mesh: Callable[[str], Path], out: Path, source: str) -> None:
+    """A maker's whole job: ``urdf`` with its visuals dropped and the collisions that
+    ``pattern`` matches made hulls (:func:`hull_collisions`, under ``out``'s folder),
+    written to ``out`` under a comment of ``source`` (where it came from, its licence)
+    and :data:`CHANGED`."""
+    header = "<!--\n" + source + CHANGED.format(maker=f"make_{out.stem}.py") + "-->\n"
+    (out.parent / "meshes").mkdir(parents=True, exist_ok=True)
+    text = re.sub(r"\s*<visual>.*?</visual>", "", urdf.read_text(), flags=re.S)
+    write_urdf(out, hull_collisions(text, pattern, mesh, out.parent), header)

@@ -11,33 +11,24 @@ as published.
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from collada import hull_collisions
-from stl_hull import write_urdf
+from collada import make
 
-HEADER = """<!--
-  JVRC-1 (the virtual humanoid of the Japan Virtual Robotics Challenge, AIST; this URDF
+SOURCE = """  JVRC-1 (the virtual humanoid of the Japan Virtual Robotics Challenge, AIST; this URDF
   CNRS-UM LIRMM, CNRS-AIST JRL and Stephane Caron), as published on PyPI in
   jvrc_description 1.1.1 (jvrc_description/urdf/jvrc1.urdf), Apache License 2.0
   (https://www.apache.org/licenses/LICENSE-2.0).
-  MODIFIED by the retarget project (make_jvrc.py beside this file): visuals dropped;
-  each collision mesh is binary STL files of the convex hulls of the published Collada
-  file's geometries, one per geometry.
--->
 """
 
 
 def main(source: Path, target: Path) -> None:
-    (target / "meshes").mkdir(parents=True, exist_ok=True)
-    urdf = (source / "urdf" / "jvrc1.urdf").read_text()
-    urdf = re.sub(r"\s*<visual>.*?</visual>", "", urdf, flags=re.S)
     pattern = r'<collision>(?:(?!</collision>).)*?/meshes/([A-Za-z_]+)\.dae".*?</collision>'
-    urdf = hull_collisions(urdf, pattern, lambda name: source / "meshes" / f"{name}.dae", target)
-    write_urdf(target / "jvrc.urdf", urdf, HEADER)
+    meshes = source / "meshes"
+    urdf = source / "urdf" / "jvrc1.urdf"
+    make(urdf, pattern, lambda n: meshes / f"{n}.dae", target / "jvrc.urdf", SOURCE)
 
 
 if __name__ == "__main__":

@@ -15,33 +15,23 @@ published.
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from collada import hull_collisions
-from stl_hull import write_urdf
+from collada import make
 
-HEADER = """<!--
-  Romeo (Aldebaran Robotics / SoftBank Robotics), as redistributed by example-robot-data
+SOURCE = """  Romeo (Aldebaran Robotics / SoftBank Robotics), as redistributed by example-robot-data
   6.0.0 (robots/romeo_description/urdf/romeo_small.urdf; its README: "license: BSD",
   upstream https://github.com/laas/romeo and https://github.com/ros-aldebaran/romeo_robot).
-  MODIFIED by the retarget project (make_romeo.py beside this file): visuals dropped;
-  each collision mesh is binary STL files of the convex hulls of the published Collada
-  file's geometries, one per geometry.
--->
 """
 
 
 def main(source: Path, target: Path) -> None:
-    (target / "meshes").mkdir(parents=True, exist_ok=True)
-    urdf = (source / "urdf" / "romeo_small.urdf").read_text()
-    urdf = re.sub(r"\s*<visual>.*?</visual>", "", urdf, flags=re.S)
     pattern = r'<collision>(?:(?!</collision>).)*?/collision/([A-Za-z]+)\.dae".*?</collision>'
     meshes = source / "meshes" / "V1" / "collision"
-    urdf = hull_collisions(urdf, pattern, lambda name: meshes / f"{name}.dae", target)
-    write_urdf(target / "romeo.urdf", urdf, HEADER)
+    urdf = source / "urdf" / "romeo_small.urdf"
+    make(urdf, pattern, lambda n: meshes / f"{n}.dae", target / "romeo.urdf", SOURCE)
 
 
 if __name__ == "__main__":
