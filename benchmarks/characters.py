@@ -26,6 +26,7 @@ from retarget.io.gltf import read_character, write_character
 from retarget.run import RunJob, character_pass, retarget_clip
 
 CHARACTERS = (
+    "RobotExpressive.glb",
     "kaykit_Knight.glb",
     "quaternius_UAL_Standard/AnimationLibrary_Godot_Standard.gltf",
 )

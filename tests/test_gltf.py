@@ -21,6 +21,7 @@ import pytest
 from conftest import missing
 from scipy.spatial.transform import Rotation, Slerp
 
+from retarget import quat
 from retarget.errors import FormatError, RetargetError
 from retarget.io.formats import read_motion
 from retarget.io.gltf import (
@@ -175,6 +176,45 @@ def test_scene_transforms_above_the_armature_are_applied(characters):
     assert 2.8 < np.ptp(pos[:, 1]) < 3.2
 
 
+def test_a_detached_foot_hangs_from_its_shin_and_is_written_back_where_it_was(characters, tmp_path):
+    """RobotExpressive's feet hang from its root bone and follow its shins by IK baked
+    into its animations: read, each foot is its shin's child (the file's parent kept in
+    ``node_parents``), with an end site level with the ankle ahead of it where its
+    geometry ends (glTF has no bone tails), and the legs' roles are found. A pose of
+    our own written back (the shins turned 20°, so the feet must move with them): the
+    file's own hierarchy, composed by the reference's node matrices, puts every node
+    where our FK puts the joint, within 1e-5 of the height; the foot is keyed in its
+    root bone's frame."""
+    char = read_character(characters / FILES[0])
+    sk = char.skeleton
+    roles = find_roles(sk)
+    for side, s in (("left", "L"), ("right", "R")):
+        foot = sk.names.index(f"Foot{s}")
+        assert sk.names[sk.parents[foot]] == f"LowerLeg{s}"
+        assert sk.names[char.node_parents[foot]] == "Bone"
+        tip = sk.point_names.index(f"Foot{s}_tip")
+        offset = sk.site_offsets[tip - sk.num_joints]
+        assert sk.point_parents[tip] == foot and offset[1] == 0.0 and offset[2] > 0.5
+        got = {r: sk.point_names[roles[f"{side}_{r}"]] for r in ("hip", "knee", "ankle")}
+        assert got == {"hip": f"UpperLeg{s}", "knee": f"LowerLeg{s}", "ankle": f"Foot{s}"}
+        assert sk.point_names[roles[f"{side}_toe_tip"]] == f"Foot{s}_tip"
+    motion = character_motion(char, "Walking")
+    rotations = motion.rotations.copy()
+    for s in "LR":
+        k = sk.names.index(f"LowerLeg{s}")
+        rotations[:, k] = quat.multiply(quat.exp([np.radians(20.0), 0.0, 0.0]), rotations[:, k])
+    moved = motion.replace(rotations=rotations, translations=None)
+    out = tmp_path / "robot.glb"
+    write_character(out, char, moved, name="shins", replace=True)
+    times = np.arange(moved.num_frames) / moved.fps
+    ref, _ = _reference(out, 0, times)
+    pos, _ = forward_kinematics(sk, moved.root_position, moved.rotations)
+    tall = np.ptp(pos[0], axis=0).max()
+    for k, node in enumerate(char.nodes):
+        np.testing.assert_allclose(pos[:, k], ref[int(node)], atol=1e-5 * tall, err_msg=sk.names[k])
+    assert khronos_validate(out)[0]["errors"] == 0
+
+
 @pytest.mark.parametrize("name", FILES[1:])
 def test_humanoid_roles_are_found(name, characters):
     sk = read_character(characters / name).skeleton
@@ -278,8 +318,12 @@ def test_a_written_glb_keeps_the_character_and_adds_the_animation(name, characte
     assert again.animations == (*char.animations, "copy")
     assert again.skeleton.names == char.skeleton.names
     back = character_motion(again, "copy", fps=motion.fps)
-    p1, _ = forward_kinematics(char.skeleton, motion.root_position, motion.rotations)
-    p2, _ = forward_kinematics(again.skeleton, back.root_position, back.rotations)
+    p1, _ = forward_kinematics(
+        char.skeleton, motion.root_position, motion.rotations, motion.translations
+    )
+    p2, _ = forward_kinematics(
+        again.skeleton, back.root_position, back.rotations, back.translations
+    )
     tall = np.ptp(p1[0], axis=0).max()
     np.testing.assert_allclose(p2, p1, atol=1e-6 * tall)
     replaced = tmp_path / "only.glb"
@@ -395,7 +439,8 @@ def test_three_js_evaluates_the_animation_as_we_read_it(name, characters, browse
         char.skeleton, motion.root_position, motion.rotations, motion.translations
     )
     tall = np.ptp(pos[0], axis=0).max()
-    np.testing.assert_allclose(got, pos[frames], atol=1e-4 * tall, err_msg=name)
+    joints = pos[frames][:, : char.skeleton.num_joints]  # (the nodes: not end sites)
+    np.testing.assert_allclose(got, joints, atol=1e-4 * tall, err_msg=name)
 
 
 def test_batch_onto_a_character_per_clip_and_in_one_file(characters, data_dir, tmp_path):

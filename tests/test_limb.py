@@ -602,6 +602,32 @@ def test_rest_pose_hinge_axis():
     np.testing.assert_allclose(still, normal, atol=1e-12)
 
 
+def test_a_knee_bent_at_rest_and_straightened_by_the_clip_still_bends_forward():
+    """A character standing with its knees bent at rest (RobotExpressive's, 31°): a clip
+    that straightens them turns each knee back from its rest, so the mean of the
+    rotations about the knee's axis is negative; the axis is still oriented so that
+    the limb's own bend (rest bend plus turn) is positive, and solved for a goal
+    nearer than the straight leg, the knee bends the way it bends at rest (the other
+    orientation bent it backwards, 31° off the source's thighs)."""
+    sk, _ = hinge_skeleton(0.0, 40.0, 0.0, 38.0, beta_rest=0.55)
+    sk3 = Skeleton(sk.names, sk.parents, sk.offsets)  # 3-DOF knee
+    d1, d2 = sk.offsets[2], sk.offsets[3]
+    normal = np.cross(d1, d2) / np.linalg.norm(np.cross(d1, d2))  # the rest bend's axis
+    turns = np.linspace(-0.5, -0.1, 20)  # straighter than at rest, never past straight
+    rotations = quat.identity((20, 4))
+    rotations[:, 2] = quat.exp(turns[:, None] * normal)
+    axis = estimate_hinge_axis(sk3, (1, 2, 3), rotations)
+    np.testing.assert_allclose(axis, normal, atol=1e-9)
+    limb = Limb(1, 2, 3, hinge_axis=axis, kind="leg", side="left")
+    pos, _ = forward_kinematics(sk3, np.zeros(3), rotations[0])
+    hip = pos[1]
+    goal = hip + 0.8 * 78.0 * (pos[3] - hip) / np.linalg.norm(pos[3] - hip)  # (straight: 78)
+    out = solve_limb(sk3, limb, np.zeros(3), rotations[0], goal)
+    bent, _ = forward_kinematics(sk3, np.zeros(3), out.rotations)
+    upper, lower = bent[2] - bent[1], bent[3] - bent[2]
+    assert np.cross(upper, lower) @ normal > 0  # bent the rest pose's way
+
+
 def test_a_knee_that_flexes_negative_is_turned_round():
     """A one-channel knee whose range reaches further below 0 than above (iCub's,
     [-125°, 23°]): the limb's axis and limits are turned round, so that flexion is

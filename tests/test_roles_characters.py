@@ -179,6 +179,42 @@ CONVENTIONS = {
             "head": "head",
         },
     ),
+    # the side letter glued to the word, Upper/Lower words (Quaternius' robots): an
+    # "UpperLeg" is not a knee
+    "glued_side_letter": (
+        [
+            "Body",
+            "UpperLegL",
+            "LowerLegL",
+            "FootL",
+            "UpperLegR",
+            "LowerLegR",
+            "FootR",
+            "Abdomen",
+            "Neck",
+            "Head",
+            "ShoulderL",
+            "UpperArmL",
+            "LowerArmL",
+            "PalmL",
+            "ShoulderR",
+            "UpperArmR",
+            "LowerArmR",
+            "PalmR",
+        ],
+        [-1, 0, 1, 2, 0, 4, 5, 0, 7, 8, 7, 10, 11, 12, 7, 14, 15, 16],
+        {
+            "left_hip": "UpperLegL",
+            "left_knee": "LowerLegL",
+            "left_ankle": "FootL",
+            "right_knee": "LowerLegR",
+            "left_shoulder": "UpperArmL",
+            "right_elbow": "LowerArmR",
+            "right_wrist": "PalmR",
+            "left_clavicle": "ShoulderL",
+            "head": "Head",
+        },
+    ),
 }
 
 

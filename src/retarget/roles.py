@@ -15,10 +15,11 @@ same code reads every common naming convention:
 - the CMU "Daz-friendly" BVH (``hip, abdomen, lButtock, lThigh, lShin, lShldr``),
   Character Creator (``CC_Base_Hip, CC_Base_L_Calf``) and 3ds Max Biped
   (``Bip01 L Calf``);
+- Quaternius' robots (``UpperLegL, LowerLegL, FootL, UpperArmL, LowerArmL``);
 - neutral names (``joint0, joint1, …``): sides from the rest pose.
 
 1. **Sides** by pairing: a joint is left (right) when swapping its side token
-   (``Left``/``Right``, ``L_``/``R_``, ``_l``/``_r``, ``.L``/``.R``, a leading
+   (``Left``/``Right``, ``L_``/``R_``, ``_l``/``_r``, ``.L``/``.R``, ``FootL``, a leading
    ``l``/``r`` as in ``lfemur``: :data:`_SIDE_SWAPS`) gives another joint's
    name; the token swapped says which side. When no name has a side, the limbs
    are the two outermost *mirror pairs* (sibling branches of one shape: legs,
@@ -100,6 +101,9 @@ _SIDE_SWAPS: tuple[tuple[re.Pattern[str], str, str], ...] = (
     # L/R after a separator: Blender thigh.L, thigh_L, rigify segments DEF-thigh.L.001
     (re.compile(r"(?<=[_\-. :])L$|(?<=[_.])L(?=[_.\d])"), "R", "left"),
     (re.compile(r"(?<=[_\-. :])R$|(?<=[_.])R(?=[_.\d])"), "L", "right"),
+    # L/R glued to the end of a word: Quaternius UpperArmL, FootR, Thumb2L
+    (re.compile(r"(?<=[a-z0-9])L$"), "R", "left"),
+    (re.compile(r"(?<=[a-z0-9])R$"), "L", "right"),
     # l/r suffix: Unreal thigh_l, index_01_l
     (re.compile(r"(?<=[_\-. :])l$"), "r", "left"),
     (re.compile(r"(?<=[_\-. :])r$"), "l", "right"),
@@ -109,9 +113,11 @@ _SIDE_SWAPS: tuple[tuple[re.Pattern[str], str, str], ...] = (
 )
 """(side token, the other side's token, the side the token names), tried in order."""
 
-_KNEE = re.compile(r"knee|tibia|shin|calf|lower_?leg|(?<!up)leg(?!.*up)", re.IGNORECASE)
+_KNEE = re.compile(
+    r"knee|tibia|shin|calf|lower_?leg|(?<!up)(?<!upper)(?<!upper_)leg(?!.*up)", re.IGNORECASE
+)
 """Knee joints: Mocapbank/SMPL ``Knee``, ASF ``tibia``, Blender/Daz ``shin``, Unreal/CC/Biped
-``calf``, LAFAN1/Mixamo ``Leg`` (not ``UpLeg``)."""
+``calf``, LAFAN1/Mixamo ``Leg`` (not ``UpLeg``, ``UpperLeg``)."""
 _ELBOW = re.compile(r"elbow|fore_?arm|radius|lower_?arm|ulna", re.IGNORECASE)
 """Elbow joints: Mocapbank/SMPL ``Elbow``, LAFAN1/Mixamo/Blender/Daz/CC/Biped ``ForeArm``,
 ASF ``radius``, Unreal ``lowerarm``."""

@@ -535,8 +535,12 @@ def estimate_hinge_axis(
 
     The dominant eigenvector of the second-moment matrix ``Σ v vᵀ`` of the
     middle joint's local rotation vectors ``v = log(q_mid)``, oriented so that
-    the mean of ``v · a`` (≈ the hinge angle) is positive: flexion positive,
-    measured from the rest pose, for a clip that mostly flexes. The share of
+    the mean bend is positive: the mean of ``v · a`` (≈ the hinge angle, from the
+    rest pose) plus the rest pose's own bend about ``a`` (the signed angle from the
+    upper bone to the lower one), flexion positive for a clip that mostly flexes, as
+    :func:`solve_limb` bends (a character standing with its knees bent at rest, so
+    that the clip's straight legs turn its knees back from rest, is not bent
+    backwards). The share of
     the rotation-vector energy along it, ``Σ (v·a)² / Σ |v|²``, says how well
     the joint behaves as a hinge (0.97 for the knees of ``lafan_walk.bvh``,
     0.99 for its elbows). A joint that never turns gives the rest-pose estimate
@@ -566,7 +570,10 @@ def estimate_hinge_axis(
         return _rest_hinge_axis(skeleton, (int(joints[0]), m, int(joints[2])))
     _, vectors = np.linalg.eigh(moment)
     axis = vectors[:, -1]
-    if np.sum(v @ axis) < 0:
+    d1 = np.asarray(skeleton.offsets[m], dtype=np.float64)
+    d2 = np.asarray(skeleton.offsets[int(joints[2])], dtype=np.float64)
+    rest_bend = np.arctan2(axis @ np.cross(d1, d2), d1 @ d2)
+    if np.mean(v @ axis) + rest_bend < 0:
         axis = -axis
     return np.asarray(axis / np.linalg.norm(axis))
 

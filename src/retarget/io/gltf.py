@@ -14,6 +14,13 @@ KayKit knight's 76 animations, against milliseconds here. What is read:
   ``rotation``, ``scale`` or ``matrix``), with every node above the root applied: an
   armature turned Z-up under the Y-up world, or scaled by 0.01, stands as the file
   shows it. glTF's world is Y up, in metres.
+* **Detached joints**: a joint hanging from the root beside the body that one of the
+  body's leaf joints carries rigidly in every animation (feet hung from a rig's root
+  and driven by IK constraints, baked: its shin's end) hangs from that joint in the
+  skeleton, as a humanoid's foot does; the file keeps its hierarchy
+  (:attr:`Character.node_parents`), and the writer keys the joint in its own
+  parent's frame. A foot that is a leaf joint gets an end site where its geometry
+  ends ahead of it, level with the ankle: glTF has no bone tails.
 * **Rest rotations baked**: this library's skeletons stand at rest with every
   joint's frame the world's (BVH's convention), so each offset is the rest world
   vector from the parent (scale applied) and a node's animated local rotation
@@ -33,6 +40,7 @@ Units: metres, Y up; quaternions (w, x, y, z) here, (x, y, z, w) in the file.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import struct
@@ -47,7 +55,7 @@ from numpy.typing import NDArray
 
 from .. import quat
 from .._arrays import Array
-from ..errors import FormatError, RetargetWarning
+from ..errors import FormatError, RetargetError, RetargetWarning
 from ..motion import Motion
 from ..skeleton import Skeleton
 
@@ -94,6 +102,10 @@ class Character:
         Each skin's name and its joints' names.
     animations : tuple of str
         The animations' names, in file order (unnamed: ``animation<k>``).
+    node_parents : (J,) int
+        Each joint's parent in the file (a skeleton index, -1 for the root): the
+        skeleton's own parent but for a *detached* joint (module docstring), which the
+        skeleton hangs from the joint that carries it.
     """
 
     path: Path
@@ -104,6 +116,7 @@ class Character:
     control: tuple[str, ...]
     skins: tuple[tuple[str, tuple[str, ...]], ...]
     animations: tuple[str, ...]
+    node_parents: NDArray[np.intp] | None = None
     _gltf: tuple | None = None  # (the document and its nodes' rest, for the animations)
 
 
@@ -284,22 +297,35 @@ def read_character(path: str | os.PathLike) -> Character:
     if len(roots) > 1:
         keep_set.add(top)
         roots = [top]
+    info = (doc, parent, local, w_pos, w_rot, w_scale, control, keep_set, roots[0])
+    character = _character(path, info, {})
+    hang = _detached(character)
+    return _foot_tips(_character(path, info, hang) if hang else character)
+
+
+def _character(path: Path, info: tuple, hang: dict[int, int]) -> Character:
+    """The character of a read document (``info``: :func:`read_character`'s), with each
+    node of ``hang`` hung from the node given (a detached joint from its carrier)."""
+    doc, parent, local, w_pos, w_rot, w_scale, control, keep_set, root = info
+    up_of = {j: hang.get(j, int(parent[j])) for j in keep_set}
     order: list[int] = []
-    stack = [roots[0]]
+    stack = [root]
     while stack:  # depth first, parents before children, the file's child order
         j = stack.pop()
         order.append(j)
-        stack.extend(c for c in reversed(doc.nodes[j].get("children", [])) if c in keep_set)
+        kids = [c for c in doc.nodes[j].get("children", []) if c in keep_set and c not in hang]
+        kids += [c for c in sorted(hang) if hang[c] == j]  # (a detached joint last)
+        stack.extend(reversed(kids))
     index = {j: k for k, j in enumerate(order)}
     names = _names(doc, order)
-    parents = np.array([index.get(int(parent[j]), -1) for j in order], np.intp)
+    parents = np.array([index.get(up_of[j], -1) if k else -1 for k, j in enumerate(order)], np.intp)
     offsets = np.array(
-        [w_pos[j] - (w_pos[parent[j]] if parents[k] >= 0 else 0.0) for k, j in enumerate(order)]
+        [w_pos[j] - (w_pos[up_of[j]] if parents[k] >= 0 else 0.0) for k, j in enumerate(order)]
     )
     # a control bone hanging from a joint with no joint below it is that chain's end
     # site (a leaf bone's tip: an FBX's HeadTop_End, LeftToe_End, a finger's fourth bone;
     # not the IK targets hanging from a rig's root)
-    leaves = set(order) - {int(parent[j]) for j in order}
+    leaves = set(order) - {up_of[j] for j in order}
     ends = [c for c in control if int(parent[c]) in leaves]
     skeleton = Skeleton(
         names=names,
@@ -328,8 +354,97 @@ def read_character(path: str | os.PathLike) -> Character:
             for k, s in enumerate(doc.skins)
         ),
         animations=tuple(a.get("name") or f"animation{k}" for k, a in enumerate(doc.animations)),
+        node_parents=np.array(
+            [index.get(int(parent[j]), -1) if k else -1 for k, j in enumerate(order)], np.intp
+        ),
         _gltf=(doc, parent, local, w_scale),
     )
+
+
+DETACHED = 0.01
+"""A joint hanging from the root beside the body is *detached* when, over every frame
+of the file's animations, it keeps its place in one leaf joint's frame within this
+share of the skeleton's rest height (the median distance from its median place)."""
+
+
+def _foot_tips(character: Character) -> Character:
+    """The character with an end site at the tip of each foot that is a leaf joint (a
+    rig with no toe joint and no bone past its ankle: glTF has no bone tails): level
+    with the ankle (glTF's up is +Y), the way the foot's geometry goes from it (its
+    vertices' mean, level), as far as its farthest vertex goes that way. A skeleton
+    whose limbs are not found, or whose feet have a joint or site past the ankle, is
+    returned as it is."""
+    from ..roles import find_roles
+
+    sk = character.skeleton
+    try:
+        roles = find_roles(sk)
+    except RetargetError:
+        return character
+    feet = [
+        roles[f"{side}_ankle"]
+        for side in ("left", "right")
+        if f"{side}_toe_tip" in roles and roles[f"{side}_ankle"] == roles[f"{side}_toe_tip"]
+    ]
+    if not feet:
+        return character
+    points = skin_points(character)
+    names, parents, offsets = [], [], []
+    for foot in feet:
+        v = points.get(foot)
+        if v is None or not len(v):
+            continue
+        u = v.mean(axis=0) * [1.0, 0.0, 1.0]
+        if not np.linalg.norm(u) > 0:
+            continue
+        u /= np.linalg.norm(u)
+        names.append(f"{sk.names[foot]}_tip")
+        parents.append(foot)
+        offsets.append(float((v @ u).max()) * u)
+    if not names:
+        return character
+    skeleton = sk.replace(
+        site_names=(*sk.site_names, *names),
+        site_parents=np.r_[sk.site_parents, parents].astype(np.intp),
+        site_offsets=np.r_[sk.site_offsets.reshape(-1, 3), np.reshape(offsets, (-1, 3))],
+    )
+    return dataclasses.replace(character, skeleton=skeleton)
+
+
+def _detached(character: Character) -> dict[int, int]:
+    """Detached joints (node → carrier node): a joint hanging from the skeleton's root
+    beside the rest of the body, carried in every animation by one leaf joint of the
+    body (not itself hanging from the root) as if hung from it (:data:`DETACHED`); rest
+    rotations and offsets unchanged. A rig whose feet hang from its root and follow its
+    shins by IK constraints, baked into its animations (Quaternius' RobotExpressive):
+    the feet become the shins' children, as a humanoid's are. The file keeps its own
+    hierarchy: the writer keys a detached joint's translation in its own parent's
+    frame (:func:`write_character`). A file without animations shows nothing detached."""
+    from ..kinematics import forward_kinematics
+
+    sk = character.skeleton
+    top = [k for k in range(1, sk.num_joints) if sk.parents[k] == 0]
+    if len(top) < 2 or not character.animations:
+        return {}
+    below = [{d for d in range(sk.num_joints) if k in sk.chain(d)} for k in top]
+    # (carriers: leaves of the body, not joints hanging from the root themselves)
+    leaves = sorted(set(range(sk.num_joints)) - set(sk.parents.tolist()) - set(top))
+    rel: dict[int, list[Array]] = {k: [] for k in top}
+    for a in range(len(character.animations)):
+        m = character_motion(character, a)
+        pos, rot = forward_kinematics(sk, m.root_position, m.rotations, m.translations)
+        for k in top:
+            rel[k].append(quat.rotate(quat.conjugate(rot[:, leaves]), pos[:, [k]] - pos[:, leaves]))
+    extent = float(np.ptp(_rest_positions(character)[0], axis=0).max())
+    out: dict[int, int] = {}
+    for k, sub in zip(top, below, strict=True):
+        r = np.concatenate(rel[k])  # (F, L, 3)
+        spread = np.median(np.linalg.norm(r - np.median(r, axis=0), axis=-1), axis=0)
+        spread[[i for i, leaf in enumerate(leaves) if leaf in sub]] = np.inf
+        best = int(np.argmin(spread))
+        if spread[best] <= DETACHED * extent:
+            out[int(character.nodes[k])] = int(character.nodes[leaves[best]])
+    return out
 
 
 def load_character(path: str | os.PathLike) -> Character:
@@ -574,15 +689,41 @@ def character_motion(
 def gltf_rotations(character: Character, rotations: Array) -> Array:
     """The nodes' local rotations (F, J, 4), w first, of this library's local rotations
     (F, J, 4) on the character's skeleton: ``q_j = G_p⁻¹ ⊗ r_j ⊗ G_p ⊗ Q_j`` (module
-    docstring), the root's parent node's rest ``G`` for the root."""
+    docstring), the root's parent node's rest ``G`` for the root; a detached joint's
+    in its own parent node's frame, ``q_j = (W_P ⊗ G_P)⁻¹ ⊗ W_j ⊗ G_j`` (``W``: the
+    joints' world rotations, ``P`` its node's parent)."""
     g = character.rest_world
     sk = character.skeleton
     parent_rest = np.array([g[p] if p >= 0 else character.parent_rest for p in sk.parents])
     rest_local = quat.multiply(quat.conjugate(parent_rest), g)  # Q_j = G_p⁻¹ G_j
-    return quat.multiply(
+    q = quat.multiply(
         quat.multiply(quat.conjugate(parent_rest), rotations),
         quat.multiply(parent_rest, rest_local),
     )
+    moved = _moved(character)
+    if moved.size:
+        world = _world_rotations(sk, rotations)
+        up = character.node_parents[moved]  # type: ignore[index]
+        q[..., moved, :] = quat.multiply(
+            quat.conjugate(quat.multiply(world[..., up, :], g[up])),
+            quat.multiply(world[..., moved, :], g[moved]),
+        )
+    return q
+
+
+def _moved(character: Character) -> NDArray[np.intp]:
+    """The detached joints: the skeleton hangs them elsewhere than the file."""
+    if character.node_parents is None:
+        return np.zeros(0, np.intp)
+    return np.flatnonzero(character.node_parents != character.skeleton.parents)
+
+
+def _world_rotations(sk: Skeleton, rotations: Array) -> Array:
+    """World rotations (..., J, 4) of local ones (..., J, 4)."""
+    world = np.array(rotations, dtype=np.float64, copy=True)
+    for k in range(1, sk.num_joints):
+        world[..., k, :] = quat.multiply(world[..., sk.parents[k], :], world[..., k, :])
+    return world
 
 
 def _pad(data: bytes, fill: bytes = b"\x00") -> bytes:
@@ -608,6 +749,7 @@ def write_character(
     other joints' translations and every joint's scale are keyed at rest. The buffers
     become the GLB's one binary chunk (a ``.bin`` and images beside a ``.gltf`` are
     taken in). Written atomically, never over ``inputs``."""
+    from ..kinematics import forward_kinematics
     from .files import atomic_write
 
     if any(m.skeleton.names != character.skeleton.names for _, m in ((name, motion), *also)):
@@ -699,14 +841,26 @@ def write_character(
         # the file's animations leaves what a clip does not key as that one left it
         # (Blender: the KayKit knight's hips 1.4 cm low)
         ends = add_accessor(np.array([[0.0], [(f - 1) / motion.fps]]), "SCALAR", True)
+        moved = set(_moved(character).tolist())
+        if moved:  # a detached joint's place in its own parent node's frame
+            x, w = forward_kinematics(
+                sk, motion.root_position, motion.rotations, motion.translations
+            )
         for k in range(sk.num_joints):
             node = int(character.nodes[k])
-            if k > 0:
+            if k in moved:
+                p = int(character.node_parents[k])  # type: ignore[index]
+                t = (
+                    quat.rotate(quat.conjugate(quat.multiply(w[:, p], g[p])), x[:, k] - x[:, p])
+                    / w_scale[int(parent[node])]
+                )
+            elif k > 0:
                 t = np.tile(local[node][0], (f, 1))
                 if motion.translations is not None:  # bones whose offsets change
                     world_vec = motion.translations[:, k]  # in the baked parent frame
                     p = int(sk.parents[k])
                     t = quat.rotate(quat.conjugate(g[p]), world_vec) / w_scale[int(parent[node])]
+            if k > 0:
                 if np.abs(t - local[node][0]).max() > 1e-9:
                     channel(node, "translation", t, "VEC3")
                 else:
