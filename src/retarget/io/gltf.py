@@ -364,7 +364,8 @@ def _character(path: Path, info: tuple, hang: dict[int, int]) -> Character:
 DETACHED = 0.01
 """A joint hanging from the root beside the body is *detached* when, over every frame
 of the file's animations, it keeps its place in one leaf joint's frame within this
-share of the skeleton's rest height (the median distance from its median place)."""
+share of the skeleton's rest size (its bounding box's longest side): the median
+distance from its median place."""
 
 
 def _foot_tips(character: Character) -> Character:
@@ -414,10 +415,11 @@ def _foot_tips(character: Character) -> Character:
 def _detached(character: Character) -> dict[int, int]:
     """Detached joints (node → carrier node): a joint hanging from the skeleton's root
     beside the rest of the body, carried in every animation by one leaf joint of the
-    body (not itself hanging from the root) as if hung from it (:data:`DETACHED`); rest
-    rotations and offsets unchanged. A rig whose feet hang from its root and follow its
-    shins by IK constraints, baked into its animations (Quaternius' RobotExpressive):
-    the feet become the shins' children, as a humanoid's are. The file keeps its own
+    body (not itself hanging from the root) as if hung from it (:data:`DETACHED`); the
+    rest pose is unchanged (its offset is from the carrier). A rig whose feet hang from
+    its root and follow its shins by IK constraints, baked into its animations
+    (Quaternius' RobotExpressive): the feet become the shins' children, as a
+    humanoid's are. The file keeps its own
     hierarchy: the writer keys a detached joint's translation in its own parent's
     frame (:func:`write_character`). A file without animations shows nothing detached."""
     from ..kinematics import forward_kinematics
