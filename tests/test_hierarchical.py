@@ -375,3 +375,22 @@ def test_feet_on_ankles_of_two_dofs_do_not_swing_the_knee(data_dir, tmp_path):
     assert m["skate_ratio"] <= 1.0
     assert m["pop"] <= 1.5
     assert m["smoothness"] <= 1.5
+
+
+def test_a_higher_plant_speed_pins_more_and_the_feet_skate_less(short_walk):
+    """``--plant-speed``: foot points moving slower than it (share of the height per
+    second) are pinned; raised, more of the source's contact frames are pinned (a foot
+    that pivots in place is held) and the result's feet skate less; a speed that is
+    not a share in (0, 1] is refused."""
+    from retarget.errors import RetargetError
+
+    target = make_character(short_walk.skeleton, preset="blubby")
+    method = get_method("hierarchical")
+    skate = {}
+    for speed in (0.05, 0.2):
+        result = method.run(short_walk, target, plant_speed=speed)
+        skate[speed] = evaluate(short_walk, result.motion)["skate_result"]
+    assert skate[0.2] < 0.8 * skate[0.05], skate
+    for bad in (0.0, -0.1, float("nan"), 2.0):
+        with pytest.raises(RetargetError, match="plant speed"):
+            method.run(short_walk, target, plant_speed=bad)

@@ -232,6 +232,10 @@ def hierarchical_retarget(
         shape = (source.num_frames, target.num_joints, 3)
         if trans.shape != shape:
             raise ValueError(f"Expected `translations` of shape {shape}, got {trans.shape}")
+    if not 0.0 < plant_speed <= 1.0:  # (NaN too)
+        raise RetargetError(
+            f"plant speed {plant_speed}: a share of the height per second, in (0, 1]"
+        )
     roles_s, roles_t = find_roles(source.skeleton), find_roles(target)
     contacts = detect_contacts(source, roles=roles_s)
     cuts = find_cuts(source, roles=roles_s)  # no displacement reaches across a cut
@@ -350,5 +354,14 @@ OPTIONS = (
         "planted foot points held as high as the source's, scaled (source, the default), or "
         "as the target's own rest pose stands on flat feet (rest, the default onto a robot)",
         choices=("source", "rest"),
+    ),
+    Option(
+        "plant_speed",
+        "--plant-speed",
+        "a foot point slower than this share of the height per second is pinned (0.05, the "
+        "default, raised by the source's own drift in contact; higher pins a foot that "
+        "pivots in place, at the cost of following the source's feet less closely)",
+        type=float,
+        metavar="SHARE",
     ),
 )
