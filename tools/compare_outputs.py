@@ -9,13 +9,20 @@ with that checkout's ``src`` first on ``PYTHONPATH`` and this Python:
   ``lafan_walk.bvh``, ``mocapbank.bvh`` and ``vicon.amc`` (whole clips) onto
   ``blubby`` and ``sally``, and ``retarget physics SRC --target-preset T`` (first
   ``--physics-frames``, 240 by default: a dynamic pass is slow);
+- the same methods and ``--method physics`` (its first ``--physics-frames``) onto the
+  Unitree G1 (``../shared/robots/unitree_g1/g1_29dof.xml``, joint trajectories
+  ``-o OUT.npz``) and onto the KayKit knight (``../shared/characters/kaykit_Knight.glb``,
+  the character with the clip added, ``-o OUT.glb``);
 - ``retarget --help`` and ``retarget CMD --help`` for every command and sub-command
   (the options a user has).
 
-Then, job by job, it reads both written BVH files with AFTER's reader and prints a
+Then, job by job, it reads both written files with AFTER's reader and prints a
 table: the largest difference of any joint position over all frames (forward
-kinematics, in the file's unit), the largest difference of any number in the MOTION
-section (channel values as written), and whether the report's measures are equal.
+kinematics, in the file's unit; for a robot's trajectories, of any number of
+``root_pos``, ``root_quat`` and ``dof_pos``; for a character, of its skeleton's joints
+in the animation the run added), the largest difference of any number written (a BVH's
+MOTION section, the trajectories' arrays, the GLB's animation channels as
+sampled), and whether the report's measures are equal.
 Every option string (``--flag``) that BEFORE's help shows and AFTER's does not is
 listed: an option that went away.
 
@@ -44,6 +51,11 @@ import numpy as np
 CLIPS = ("lafan_walk.bvh", "mocapbank.bvh", "vicon.amc")
 TARGETS = ("blubby", "sally")
 METHODS = ("copy", "hierarchical", "omr", "puppetry")
+#: Targets that are files of ``../shared`` (name, path below it, the output's suffix).
+FILE_TARGETS = (
+    ("g1", "robots/unitree_g1/g1_29dof.xml", ".npz"),
+    ("knight", "characters/kaykit_Knight.glb", ".glb"),
+)
 #: Where each job's numbers may differ (jitter-free measures of the report).
 MEASURES = ("skate_ratio", "pop", "smoothness", "pose_deviation_deg", "float_result")
 
@@ -53,33 +65,35 @@ def data_dir() -> Path:
     return Path(os.environ.get("RETARGET_DATA", here.parent / "shared" / "data"))
 
 
-def jobs(physics_frames: int) -> list[tuple[str, list[str]]]:
-    """(name, arguments of ``retarget``) of every job; OUT stands for the output stem."""
+Job = tuple[str, list[str], str]
+
+
+def jobs(physics_frames: int) -> list[Job]:
+    """(name, arguments of ``retarget``, output suffix) of every job."""
     data = data_dir()
-    out = []
+    out: list[Job] = []
     for clip in CLIPS:
+        stem, src = Path(clip).stem, str(data / clip)
         for target in TARGETS:
             for method in METHODS:
-                name = f"{Path(clip).stem}-{target}-{method}"
+                name = f"{stem}-{target}-{method}"
                 out.append(
-                    (
-                        name,
-                        ["run", str(data / clip), "--target-preset", target, "--method", method],
-                    )
+                    (name, ["run", src, "--target-preset", target, "--method", method], ".bvh")
                 )
+            frames = ["--frames", f"0:{physics_frames}"]
             out.append(
                 (
-                    f"{Path(clip).stem}-{target}-physics",
-                    [
-                        "physics",
-                        str(data / clip),
-                        "--target-preset",
-                        target,
-                        "--frames",
-                        f"0:{physics_frames}",
-                    ],
+                    f"{stem}-{target}-physics",
+                    ["physics", src, "--target-preset", target, *frames],
+                    ".bvh",
                 )
             )
+        for target, below, suffix in FILE_TARGETS:
+            path = str(data.parent / below)
+            for method in (*METHODS, "physics"):
+                cut = ["--frames", f"0:{physics_frames}"] if method == "physics" else []
+                args = ["run", src, "--target", path, "--method", method, *cut]
+                out.append((f"{stem}-{target}-{method}", args, suffix))
     return out
 
 
@@ -102,11 +116,17 @@ def run_checkout(checkout: Path, folder: Path, physics_frames: int, workers: int
     folder.mkdir(parents=True, exist_ok=True)
     failures = []
 
-    def one(item: tuple[str, list[str]]) -> str | None:
-        name, args = item
+    def one(item: Job) -> str | None:
+        name, args, suffix = item
         done = _run(
             checkout,
-            [*args, "-o", str(folder / f"{name}.bvh"), "--report", str(folder / f"{name}.json")],
+            [
+                *args,
+                "-o",
+                str(folder / f"{name}{suffix}"),
+                "--report",
+                str(folder / f"{name}.json"),
+            ],
             folder,
         )
         if done.returncode != 0:
@@ -142,34 +162,67 @@ def _motion_numbers(path: Path) -> np.ndarray:
     return np.array(motion.split(), dtype=np.float64)
 
 
-def compare(before: Path, after: Path, tolerance: float) -> tuple[list[str], bool]:
-    """The table's lines and whether everything is within ``tolerance``."""
+def _trajectory_numbers(path: Path) -> np.ndarray:
+    with np.load(path) as z:
+        return np.concatenate([np.ravel(z[k]) for k in ("root_pos", "root_quat", "dof_pos")])
+
+
+def _differences(a: Path, b: Path, source: str) -> tuple[float, float] | str:
+    """(largest position difference, largest number difference) of two outputs, or what
+    keeps them from being compared."""
     from retarget.io.formats import read_motion
     from retarget.kinematics import positions
 
+    if a.suffix == ".npz":  # a robot's joint trajectories: the numbers are the positions
+        na, nb = _trajectory_numbers(a), _trajectory_numbers(b)
+        if na.shape != nb.shape:
+            return "other joints or frames"
+        d = float(np.abs(na - nb).max())
+        return d, d
+    options = {"animation": source} if a.suffix == ".glb" else {}
+    ma, mb = read_motion(a, **options), read_motion(b, **options)
+    if ma.skeleton.names != mb.skeleton.names or ma.num_frames != mb.num_frames:
+        return "other joints or frames"
+    dp = float(np.abs(positions(ma) - positions(mb)).max())
+    if a.suffix == ".bvh":
+        na, nb = _motion_numbers(a), _motion_numbers(b)
+        dc = float(np.abs(na - nb).max()) if na.shape == nb.shape else math.inf
+    else:
+        dc = float(np.abs(ma.rotations - mb.rotations).max())
+    return dp, dc
+
+
+def _measures(report: dict) -> dict:
+    """The measures of a run's report (onto a robot, before issue 38, under ``robot``)."""
+    robot = report.get("robot") or {}
+    return robot.get("measures") or report.get("measures") or {}
+
+
+def compare(before: Path, after: Path, tolerance: float) -> tuple[list[str], bool]:
+    """The table's lines and whether everything is within ``tolerance``."""
     lines = [
         "| job | largest position difference (unit) | largest channel difference "
         "| measures equal |",
         "| --- | ---: | ---: | --- |",
     ]
     ok = True
-    for name, _ in jobs(0):
-        a, b = before / f"{name}.bvh", after / f"{name}.bvh"
+    for name, args, suffix in jobs(0):
+        a, b = before / f"{name}{suffix}", after / f"{name}{suffix}"
         if not (a.is_file() and b.is_file()):
             lines.append(f"| {name} | missing | | |")
             ok = False
             continue
-        ma, mb = read_motion(a), read_motion(b)
-        if ma.skeleton.names != mb.skeleton.names or ma.num_frames != mb.num_frames:
-            lines.append(f"| {name} | other joints or frames | | |")
+        found = _differences(a, b, Path(args[1]).stem)
+        if isinstance(found, str):
+            lines.append(f"| {name} | {found} | | |")
             ok = False
             continue
-        dp = float(np.abs(positions(ma) - positions(mb)).max())
-        na, nb = _motion_numbers(a), _motion_numbers(b)
-        dc = float(np.abs(na - nb).max()) if na.shape == nb.shape else math.inf
-        ra = json.loads(a.with_suffix(".json").read_text(encoding="utf-8"))
-        rb = json.loads(b.with_suffix(".json").read_text(encoding="utf-8"))
-        same = all(ra.get("measures", {}).get(k) == rb.get("measures", {}).get(k) for k in MEASURES)
+        dp, dc = found
+        ra = _measures(json.loads(a.with_suffix(".json").read_text(encoding="utf-8")))
+        rb = _measures(json.loads(b.with_suffix(".json").read_text(encoding="utf-8")))
+        keys = [k for k in ra if not k.endswith("_note") and "second" not in k]
+        keys = [k for k in keys if k in MEASURES or suffix == ".npz"]
+        same = all(ra.get(k) == rb.get(k) for k in keys)
         ok &= dp <= tolerance
         lines.append(f"| {name} | {dp:.3g} | {dc:.3g} | {'yes' if same else 'no'} |")
     ha = json.loads((before / "help.json").read_text(encoding="utf-8"))
