@@ -810,9 +810,15 @@ def test_compiled_rows_are_the_numpy_steps(lafan, side, kind, monkeypatch):
         monkeypatch.setattr(limb_module, "_COMPILED", False)
         reference = solve_limb(sk, limb, root, rot, goal, **options)
         monkeypatch.setattr(limb_module, "_COMPILED", True)
-        np.testing.assert_allclose(
-            quat.canonical(compiled.rotations), quat.canonical(reference.rotations), atol=1e-12
+        # a goal out of reach straightens the limb, where the law of cosines' arccos is at
+        # ±1 and a rounding of the operands (a fused multiply-add where the CPU has one)
+        # moves the angle by up to √ε ≈ 1.5e-8: those frames to 1e-7, the others to 1e-12
+        far = np.isin(np.arange(60), np.arange(0, 60, 7))[:, None, None]
+        difference = np.abs(
+            quat.canonical(compiled.rotations) - quat.canonical(reference.rotations)
         )
+        assert np.where(far, 0.0, difference).max() <= 1e-12
+        assert difference.max() <= 1e-7
         for field in ("reached", "residual", "orientation_residual", "extension"):
             np.testing.assert_allclose(
                 getattr(compiled, field), getattr(reference, field), atol=1e-9, err_msg=field
