@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SAMPLES_OUT ?= demo-output
 
-.PHONY: demo test lint bench verify-blender clean
+.PHONY: demo test lint bench verify-blender clean chromium
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -35,7 +35,23 @@ $(VENV)/.installed-test: pyproject.toml $(THREE) | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/retarget demo --out $(SAMPLES_OUT)
 
-test: $(VENV)/.installed-test $(BLENDER_VENV)/.installed
+# Chromium for the viewer's browser tests: Debian's package, installed when it is missing
+# and this machine can (root, or sudo without a password); otherwise one line saying what
+# to install. `.ci/run` installs nothing itself: `make test` is the whole set-up.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's chromium (the viewer's tests drive it)"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null; \
+	  elif command -v apt-get >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+	    echo "installing Debian's chromium (the viewer's tests drive it)"; \
+	    (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null; \
+	  else \
+	    echo "the viewer's tests drive Chromium: install it (Debian: apt-get install chromium) and run make test again"; \
+	    exit 2; \
+	  fi; }
+
+test: $(VENV)/.installed-test $(BLENDER_VENV)/.installed chromium
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/mypy src/retarget
 	$(BIN)/lint-imports --no-cache

@@ -33,8 +33,8 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from retarget.core.motion import Motion
 from retarget.io import read_bvh
-from retarget.motion import Motion
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = PROJECT_ROOT / "benchmarks" / "results"

@@ -39,8 +39,8 @@ from pathlib import Path
 
 import _common as common
 
-from retarget.batch import read_manifest
 from retarget.io import read_motion, write_bvh
+from retarget.pipeline.batch import read_manifest
 
 REPEATS = 3
 RETARGET = [sys.executable, "-m", "retarget.cli"]

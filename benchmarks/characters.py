@@ -2,12 +2,12 @@
 ``hierarchical``, retargeting alone against retargeting and writing the GLB.
 
 Per character, two contenders timed round-robin (``_common``'s protocol): the run
-as ``retarget run`` does it up to the result (:func:`retarget.run.retarget_clip`:
-mapping, method, the hands kept out of the body, measures), and the same followed by
-:func:`retarget.io.gltf.write_character` (the character with the clip added, to a
-scratch folder). The issue's figure is the ratio of their medians (at most 1.5). The
-characters are read once, before the timing (as ``retarget run`` reads its target
-once).
+as ``retarget run`` does it up to the result (:func:`retarget.retarget` onto the character
+opened once: mapping, method, the hands kept out of the body, measures), and the same
+followed by writing the character with the clip added (:meth:`retarget.pipeline.Outcome.write`,
+to a scratch folder). The issue's figure is the ratio of their medians (at most 1.5).
+The characters are opened once, before the timing (as ``retarget run`` opens its target
+once); their capsules are fitted at the warm-up.
 
 Usage: ``python benchmarks/characters.py [--repeats N] [--no-save]``.
 """
@@ -22,8 +22,8 @@ from typing import Any
 
 import _common as common
 
-from retarget.io.gltf import read_character, write_character
-from retarget.run import RunJob, character_pass, retarget_clip
+from retarget.pipeline import retarget
+from retarget.targets import open_target
 
 CHARACTERS = (
     "RobotExpressive.glb",
@@ -61,17 +61,13 @@ def main(argv: list[str] | None = None) -> int:
         if not path.is_file():
             print(f"{path}: not found", file=sys.stderr)
             return 2
-        character = read_character(path)
-        job = RunJob(source=str(clip), output="-", target=str(path))
+        target = open_target(path)
 
-        after = character_pass(job, character)
+        def alone(target=target):
+            return retarget(source, target, name=str(clip))
 
-        def alone(character=character, job=job, after=after):
-            return retarget_clip(job, source, character.skeleton, after=after)
-
-        def written(character=character, job=job, after=after, stem=Path(name).stem):
-            result, _ = retarget_clip(job, source, character.skeleton, after=after)
-            return write_character(scratch / f"{stem}.glb", character, result.motion)
+        def written(target=target, stem=Path(name).stem):
+            return retarget(source, target, name=str(clip)).write(scratch / f"{stem}.glb")
 
         contenders += [Contender(f"{name}|retarget", alone), Contender(f"{name}|+ write", written)]
     for _c, _, _ in common.attempts(contenders):  # warm-up

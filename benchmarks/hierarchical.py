@@ -3,7 +3,7 @@
 What is measured, on ``lafan_walk.bvh`` (22 joints + 5 end sites, 7184 frames
 at 30 fps; from ``$RETARGET_DATA``, default ``../shared/data`` beside the
 project), onto the characters ``blubby`` and ``sally``
-(:func:`retarget.characters.make_character` presets):
+(:func:`retarget.humanoid.characters.make_character` presets):
 
 * **hierarchical (LM)** -- the whole of
   :func:`retarget.methods.hierarchical.hierarchical_retarget` with its defaults
@@ -23,7 +23,7 @@ For context the table also shows the paper's figure (Lee & Shin 1999: a
 it was not measured here. The goal (from the issue): hierarchical (LM),
 ``lafan_walk`` onto ``blubby``, at least 2000 frames/s.
 
-Quality: :func:`retarget.metrics.evaluate` of each contender's result
+Quality: :func:`retarget.humanoid.metrics.evaluate` of each contender's result
 (``skate_result`` against ``skate_source``, ``tracking_error_max`` against the
 method's own goals, ``smoothness``, ``pose_deviation_deg``, and
 ``penetration_result``), so that speed and quality sit side by side. Every
@@ -54,12 +54,12 @@ from pathlib import Path
 import _common as common
 import numpy as np
 
-from retarget.characters import make_character
+from retarget.core.motion import Motion
+from retarget.core.result import Result
+from retarget.humanoid.characters import make_character
+from retarget.humanoid.metrics import evaluate
 from retarget.methods.copy import copy_retarget
 from retarget.methods.hierarchical import hierarchical_retarget
-from retarget.metrics import evaluate
-from retarget.motion import Motion
-from retarget.result import Result
 
 CHARACTERS = ("blubby", "sally")
 GOAL_FPS = 2000.0  # hierarchical (LM), lafan_walk -> blubby
@@ -261,7 +261,7 @@ def report(
 
     # quality
     lines += [
-        "## Quality of the result (`retarget.metrics.evaluate`, the method's own goals)",
+        "## Quality of the result (`retarget.humanoid.metrics.evaluate`, the method's own goals)",
         "",
         "| character | contender | "
         + " | ".join(label for _, label in MEASURES)

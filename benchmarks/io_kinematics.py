@@ -10,7 +10,7 @@ What is measured, on ``lafan_walk.bvh`` (22 joints + 5 end sites, 7184 frames,
   ``bvhsdk.ReadFile`` and ``bvhio.readAsBvh``. Every peer's frame count and
   root positions are compared with ours, so a reader that reads less shows.
 * **FK** -- world positions of every joint of all 7184 frames, from each
-  library's own parsed motion: ours (:func:`retarget.kinematics.positions`, a
+  library's own parsed motion: ours (:func:`retarget.core.kinematics.positions`, a
   numba kernel that also computes every point's world rotation), pybvh's
   vectorised numpy FK (``pybvh.frames_to_node_positions``, uncached; its input
   is Euler angles, so it includes the Euler-to-matrix conversion), and
@@ -47,11 +47,11 @@ from pathlib import Path
 import _common as common
 import numpy as np
 
-from retarget import quat
+from retarget.core import quat
+from retarget.core.kinematics import forward_kinematics, positions
+from retarget.core.motion import Motion
+from retarget.core.skeleton import Skeleton
 from retarget.io import _scan, read_bvh
-from retarget.kinematics import forward_kinematics, positions
-from retarget.motion import Motion
-from retarget.skeleton import Skeleton
 
 GOAL_PARSE = 4.0  # ours vs the fastest peer reader
 GOAL_FK_PYBVH = 20.0
@@ -286,7 +286,7 @@ def fk_contenders(motion: Motion, pybvh_obj, frames_check: np.ndarray) -> list[C
     ours = Contender(
         "fk",
         "ours",
-        f"retarget.kinematics.positions (numba) -> positions (F, {n_pts}, 3); "
+        f"retarget.core.kinematics.positions (numba) -> positions (F, {n_pts}, 3); "
         f"also computes world rotations (F, {n_pts}, 4)",
         run=lambda: positions(motion),
         check="reference",
@@ -347,7 +347,7 @@ def fk_contenders(motion: Motion, pybvh_obj, frames_check: np.ndarray) -> list[C
     c = Contender(
         "fk",
         "numpy (same algorithm)",
-        "retarget.quat, level by level over all frames -> "
+        "retarget.core.quat, level by level over all frames -> "
         f"positions (F, {n_pts}, 3) and world rotations (F, {n_pts}, 4)",
     )
     c.run = lambda: numpy_fk(motion)

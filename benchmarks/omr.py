@@ -10,7 +10,7 @@ project), each contender retargeting the whole clip frame by frame:
    tips and the pelvis x, z), with our foot holds (the stance foot as the
    base), heel and foot-orientation rows at a second priority level, and two
    rate-control steps per frame (§3.1's correction). ``blubby`` is
-   :func:`retarget.characters.make_character` ``(walk.skeleton, preset="blubby")``.
+   :func:`retarget.humanoid.characters.make_character` ``(walk.skeleton, preset="blubby")``.
 2. **omr full** -- the same call onto ``sally`` with ``setup="full"``: every
    joint moves (69 DOF) and the hand tips are end-effectors too.
 3. **omr lower, iterations=1** -- contender 1 with ``iterations=1``: the
@@ -62,11 +62,11 @@ is compared with it): the toe tips' tracking error from
 ``result.report["tracking_error"]`` (cm; the distance from the goals the filter
 tracked, which are held points while a foot is the base), the toe tips'
 distance from the source's toe tips (cm; for every contender, the peer
-included), and :func:`retarget.metrics.evaluate` ``(walk, result.motion,
+included), and :func:`retarget.humanoid.metrics.evaluate` ``(walk, result.motion,
 goals=result.goals)``: skate of the result against the source's, and
 smoothness. The amplitudes (5th to 95th percentile over the clip) of the left
 and right hip, knee and ankle angles about their main axes
-(:func:`retarget.metrics.joint_angles`, on the source's axes), source against
+(:func:`retarget.humanoid.metrics.joint_angles`, on the source's axes), source against
 result, and, when saving, the Figure-10 plot of the lower-body result
 (:func:`retarget.viz.plot_joint_angles`) to
 ``benchmarks/results/YYYY-MM-DD-omr-joint-angles.png``.
@@ -115,16 +115,15 @@ import _common as common
 import numpy as np
 from io_kinematics import check_pinocchio, pinocchio_model, q_pinocchio_from_motion
 
-from retarget.characters import make_character
-from retarget.contacts import UP
-from retarget.kinematics import positions
-from retarget.methods.copy import leg_length
+from retarget.core.kinematics import positions
+from retarget.core.motion import Motion
+from retarget.core.skeleton import Skeleton
+from retarget.humanoid.characters import make_character
+from retarget.humanoid.contacts import UP
+from retarget.humanoid.metrics import evaluate, joint_angles
+from retarget.humanoid.roles import find_roles, leg_length
+from retarget.humanoid.roles import height as character_height
 from retarget.methods.omr import omr_retarget
-from retarget.metrics import evaluate, joint_angles
-from retarget.motion import Motion
-from retarget.roles import find_roles
-from retarget.roles import height as character_height
-from retarget.skeleton import Skeleton
 
 GOAL_LOWER_FPS = 3000.0  # contender 1, omr lower onto blubby
 GOAL_FULL_FPS = 1500.0  # contender 2, omr full onto sally
@@ -575,7 +574,7 @@ def report(
         "so its two pairs of columns are the same. toe tips from source's: every "
         "contender's distance from the source's (unscaled) toe tips, all frames. skate: "
         "mean horizontal speed of foot points over the source's contact frames, % of the "
-        "character's height per second (`retarget.metrics.evaluate`; ratio to the "
+        "character's height per second (`retarget.humanoid.metrics.evaluate`; ratio to the "
         "source's); smoothness: mean squared jerk of joint positions, result over source "
         "(1 = no new high frequencies).",
         "",
@@ -589,7 +588,7 @@ def report(
             "## Joint-angle amplitudes (Figure 10)",
             "",
             "5th to 95th percentile over the clip of each joint's angle about its main axis "
-            "(`retarget.metrics.joint_angles`, on the source's axes).",
+            "(`retarget.humanoid.metrics.joint_angles`, on the source's axes).",
             "",
             *amplitudes(source, results),
             "",

@@ -9,7 +9,7 @@ default ``../shared/data``), the wide-steps goals (feet 15 % of height outward):
    three iterated updates per frame, and the paper's single update;
 2. **dynamic filtering** (1D): 27 DOFs (wrists, elbows, ankles, neck out),
    balance and footplants, with the least-squares filter;
-3. **online** (:mod:`retarget.physics.online`): one dynamic application of the paper's
+3. **online** (:mod:`retarget.online.physics`): one dynamic application of the paper's
    form scanning the frames, with its lag;
 4. **UKF update**, ours (all frames' sigma points in one call) against
    filterpy's ``UnscentedKalmanFilter.update`` (one frame at a time, the
@@ -42,10 +42,12 @@ import statistics
 import _common as common
 import numpy as np
 
-from retarget import Motion, detect_contacts, quat, read_bvh
+from retarget import Motion, detect_contacts, read_bvh
+from retarget.core import quat
+from retarget.core.frames import PoseFrame
 from retarget.filters import unscented_update
-from retarget.frames import PoseFrame
-from retarget.metrics import evaluate
+from retarget.humanoid.metrics import evaluate
+from retarget.online.physics import OnlinePhysicsFilter
 from retarget.physics import body_model
 from retarget.physics.dynamics import inverse_dynamics
 from retarget.physics.filter import (
@@ -55,7 +57,6 @@ from retarget.physics.filter import (
     physics_filter,
     physics_measures,
 )
-from retarget.physics.online import OnlinePhysicsFilter
 
 
 def _ukf_problem(batch: int, n: int = 66, m: int = 12):

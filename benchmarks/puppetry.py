@@ -8,7 +8,7 @@ default ``../shared/data``), the sensors simulated at every joint:
    over the frames; the cost of each stage from ``report["stage_seconds"]``.
 2. **stream, blubby / sally** -- :class:`retarget.online.puppetry.Puppeteer.step`
    one frame at a time over the first 1000 frames (what ``retarget puppet``
-   runs): stages 2-9 as one compiled call (:mod:`retarget.online._puppet_kernel`).
+   runs): stages 2-9 as one compiled call (:mod:`retarget.online._kernels.puppetry`).
    Timed after the first, calibrating step, and after one warm-up stream (the
    compile or the load of numba's cache).
 3. **peer: filterpy** -- the filter stage alone written with filterpy's
@@ -29,7 +29,8 @@ import time
 import _common as common
 import numpy as np
 
-from retarget import make_character, quat, read_bvh
+from retarget import make_character, read_bvh
+from retarget.core import quat
 from retarget.filters import KalmanParameters, filter_stream, process_noise
 from retarget.methods.puppetry import puppetry_retarget, sensor_stream
 from retarget.online import SensorFrame

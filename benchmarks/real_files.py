@@ -3,13 +3,13 @@
 What is run: every motion file in ``$RETARGET_DATA`` (default ``../shared/data``)
 and its ``real/`` folder (BVH files, and ASF/AMC pairs: an ``.amc`` with the
 ``.asf`` of its name or the folder's only one), its first ``--frames`` frames
-(default 600), through :func:`retarget.run.run_job` -- exactly what
+(default 600), through :func:`retarget.pipeline.run_job` -- exactly what
 ``retarget run SRC --target-preset T --method M`` does -- onto the characters
 ``blubby`` and ``sally`` with each method (``copy``, ``hierarchical``, ``omr``,
 ``puppetry``). One process per job (a pool of ``--workers``, default 2), so a
 crash of one job is a row, not the end of the table.
 
-Each row gives, from the run's own report (:func:`retarget.metrics.evaluate`):
+Each row gives, from the run's own report (:func:`retarget.humanoid.metrics.evaluate`):
 
 - **exit**: 0, 2 for a one-line error (a non-humanoid: the message is listed),
   1 for anything else (a traceback: a defect);
@@ -18,7 +18,7 @@ Each row gives, from the run's own report (:func:`retarget.metrics.evaluate`):
   steps);
 - **pop %H**: the largest one-frame step of a knee or ankle beyond the source's
   step at that frame taken in the result's proportions, % of height (``pop``;
-  :func:`retarget.metrics.pop`), and **(literal)** the same beyond the source's
+  :func:`retarget.humanoid.metrics.pop`), and **(literal)** the same beyond the source's
   step as it is (``pop_literal``);
 - **jerk**: mean squared jerk of the joint positions, result over source, each
   result point's jerk taken in the source's proportions and the source's cuts
@@ -106,8 +106,8 @@ def clips(pattern: str = "*") -> list[Clip]:
 
 def run_one(clip: Clip, target: str, method: str, frames: int) -> dict[str, Any]:
     """One ``retarget run``, in this (worker) process; a row of the table."""
-    from retarget.errors import RetargetError
-    from retarget.run import RunJob, run_job
+    from retarget.core.errors import RetargetError
+    from retarget.pipeline import RunJob, run_job
 
     row: dict[str, Any] = {"clip": clip.name, "target": target, "method": method}
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,7 +120,7 @@ def run_one(clip: Clip, target: str, method: str, frames: int) -> dict[str, Any]
             skeleton=str(clip.skeleton) if clip.skeleton else None,
         )
         try:
-            report = run_job(job)
+            report = run_job(job).report
         except RetargetError as exc:
             row.update(exit=2, message=str(exc).splitlines()[0])
             return row

@@ -4,13 +4,14 @@ library's methods beside GMR's output, every robot measure and frames/s, in one 
 GMR (General Motion Retargeting) was run on ``lafan_walk.bvh`` onto the G1 of
 ``../shared/robots/unitree_g1/g1_29dof.xml``; its output,
 ``../shared/robots/reference/gmr_lafan_walk_g1.npz``, is measured here the same way
-as ours (:func:`retarget.robot_measures.measure_robot`: MuJoCo's kinematics and
+as ours (:func:`retarget.targets.robot.measures.measure_robot`: MuJoCo's kinematics and
 collision detection of the model). GMR's speed is the issue's (96 frames/s on
 one core of this machine; GMR itself is not installed here).
 
 Ours: ``retarget run lafan_walk.bvh --target g1_29dof.xml --method M`` as the
-library does it (:func:`retarget.run.retarget_robot_clip`), timed from the source
-read to the trajectories (the measures excluded), the median of ``--repeats`` runs
+library does it (:func:`retarget.retarget` onto the robot opened once), timed from the
+source read to the trajectories (the measures excluded; the model compiled and its
+hinges gathered once, when the target is opened), the median of ``--repeats`` runs
 after a warm-up, one core (``NUMBA_NUM_THREADS=1`` and one BLAS thread are set
 before numpy loads).
 
@@ -39,9 +40,10 @@ from pathlib import Path  # noqa: E402
 import _common as common  # noqa: E402
 import numpy as np  # noqa: E402
 
-from retarget.io.robot import read_robot  # noqa: E402
-from retarget.robot_measures import RobotTrajectory, measure_robot  # noqa: E402
-from retarget.run import RunJob, retarget_robot_clip  # noqa: E402
+from retarget.io.trajectories import RobotTrajectory  # noqa: E402
+from retarget.pipeline import retarget  # noqa: E402
+from retarget.targets.robot import open_robot  # noqa: E402
+from retarget.targets.robot.measures import measure_robot  # noqa: E402
 
 GMR_FPS = 96.0  # the measure of GMR on this machine
 
@@ -74,7 +76,8 @@ def main(argv: list[str] | None = None) -> None:
         source = source[: args.frames]
     shared = clip_path.parent.parent / "robots"
     model = Path(args.robot) if args.robot else shared / "unitree_g1" / "g1_29dof.xml"
-    robot = read_robot(model)
+    target = open_robot(model)
+    robot = target.robot
     reference = args.reference or (
         "" if args.robot else shared / "reference" / "gmr_lafan_walk_g1.npz"
     )
@@ -87,19 +90,12 @@ def main(argv: list[str] | None = None) -> None:
         )
         columns["GMR (reference output)"] = (measure_robot(robot, theirs, source), GMR_FPS)
     for method in args.methods.split(","):
-        job = RunJob(
-            source=str(clip_path), output="(not written)", method=method, target=str(model)
-        )
         samples = []
-        trajectories: dict = {}
         for k in range(args.repeats + 1):  # the first: warm-up
             t0 = time.perf_counter()
-            trajectories, _ = retarget_robot_clip(job, source, robot, measure=False)
+            ours = retarget(source, target, method, measure=False).output
             if k:
                 samples.append(time.perf_counter() - t0)
-        ours = RobotTrajectory(
-            trajectories["root_pos"], trajectories["root_quat"], trajectories["dof_pos"], source.fps
-        )
         columns[f"ours: {method}"] = (
             measure_robot(robot, ours, source),
             n / float(np.median(samples)),

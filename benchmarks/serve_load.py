@@ -44,8 +44,8 @@ import _common as common
 import numpy as np
 
 from retarget import read_bvh
+from retarget.humanoid.roles import height
 from retarget.methods.puppetry import sensor_stream
-from retarget.roles import height
 
 
 def frames_of(clip: Path, rate: float) -> tuple[list[str], object]:

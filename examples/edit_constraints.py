@@ -19,7 +19,7 @@ import numpy as np
 from _setup import read_source, source_parser
 
 from retarget import edit_motion, parse_constraints, positions, write_bvh
-from retarget.roles import height
+from retarget.humanoid.roles import height
 
 parser = source_parser(__doc__)
 parser.add_argument("--knot-spacing", type=float, default=16, help="coarsest knot spacing")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from _setup import read_source, source_parser
 
-from retarget.characters import make_character
+from retarget.humanoid.characters import make_character
+from retarget.humanoid.metrics import evaluate
 from retarget.io import write_bvh
 from retarget.methods.hierarchical import hierarchical_retarget
-from retarget.metrics import evaluate
 
 args = source_parser(__doc__).parse_args()
 path, source = read_source(args)

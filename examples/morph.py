@@ -19,7 +19,8 @@ import numpy as np
 from _setup import read_source, source_parser
 
 from retarget import evaluate, make_character, positions, write_bvh
-from retarget.methods.hierarchical import hierarchical_retarget, morph_translations
+from retarget.humanoid.characters import morph_translations
+from retarget.methods.hierarchical import hierarchical_retarget
 
 args = source_parser(__doc__).parse_args()
 path, source = read_source(args)

@@ -20,11 +20,11 @@ import numpy as np
 from _setup import read_source, source_parser
 
 from retarget import get_method, positions, write_bvh
-from retarget.contacts import detect_contacts
 from retarget.environment import random_height_field
+from retarget.humanoid.contacts import detect_contacts
+from retarget.humanoid.roles import find_roles, height
 from retarget.ik.limb import hinge_angle, limb_from_roles
 from retarget.io.scene import write_environment
-from retarget.roles import find_roles, height
 
 args = source_parser(__doc__).parse_args()
 path, source = read_source(args)

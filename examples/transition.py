@@ -17,7 +17,7 @@ import argparse
 from pathlib import Path
 
 from retarget import evaluate, read_bvh, transition, write_bvh
-from retarget.samples import sample_path
+from retarget.io.samples import sample_path
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 parser.add_argument("bvh", nargs="?", help="source motion (default: the sample lafan_walk.bvh)")

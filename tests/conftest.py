@@ -99,12 +99,12 @@ HUMANOID_CLIPS = [f for f in motion_files(_data_dir()) if Path(f).name not in NO
 
 def issue_24_measures(data_dir: Path, name: str, method: str, target: str, out: Path) -> dict:
     """The measures of ``retarget run NAME --target-preset TARGET --method METHOD --frames
-    0:600`` (:func:`retarget.run.run_job`, an AMC with the ASF beside it), as
+    0:600`` (:func:`retarget.pipeline.run_job`, an AMC with the ASF beside it), as
     ``benchmarks/real_files.py`` takes them for issue 24's acceptance."""
     import warnings
 
-    from retarget.errors import RetargetWarning
-    from retarget.run import RunJob, run_job
+    from retarget.core.errors import RetargetWarning
+    from retarget.pipeline import RunJob, run_job
 
     job = RunJob(
         source=str(data_dir / name),
@@ -115,7 +115,7 @@ def issue_24_measures(data_dir: Path, name: str, method: str, target: str, out: 
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RetargetWarning)  # assimp's extra data line
-        measures = run_job(job)["measures"]
+        measures = run_job(job).report["measures"]
     print(
         f"{name} -> {target} ({method}): skate {measures['skate_ratio']}, "
         f"pop {measures['pop']:.2f}, jerk {measures['smoothness']}"
@@ -193,7 +193,7 @@ FLAGS = [
 @pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).is_file():
-        missing("Chromium not found (Debian's chromium package: .ci/run installs it)")
+        missing("Chromium not found (Debian's chromium package: `make test` installs it)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

@@ -13,8 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
-from retarget import Motion, Skeleton, quat
-from retarget.errors import FormatError, RetargetError
+from retarget import Motion, Skeleton
+from retarget.core import quat
+from retarget.core.errors import FormatError, RetargetError
+from retarget.core.kinematics import positions
 from retarget.io import (
     AsfSkeleton,
     parse_amc,
@@ -26,7 +28,6 @@ from retarget.io import (
     write_amc,
     write_bvh,
 )
-from retarget.kinematics import positions
 
 # A small skeleton: root -> hip -> knee (hinge), root -> spine (no dof).
 SMALL_ASF = """\

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from retarget.batch import file_hash, plan_batch, read_manifest, run_batch
 from retarget.cli import main
-from retarget.errors import RetargetError
+from retarget.core.errors import RetargetError
 from retarget.io import read_motion, write_bvh
-from retarget.run import RunJob
+from retarget.pipeline import RunJob
+from retarget.pipeline.batch import file_hash, plan_batch, read_manifest, run_batch
 
 
 def _clips(folder: Path, data_dir: Path, count: int, frames: int = 90) -> list[Path]:
@@ -129,7 +129,7 @@ def test_manifest_is_strict_json_and_records_warnings(tmp_path, data_dir, capsys
     command prints once on one line (clips run in this process: the engine is replaced)."""
     import numpy as np
 
-    from retarget import batch
+    from retarget.pipeline import batch
 
     walk = read_motion(data_dir / "lafan_walk.bvh")
     folder = tmp_path / "in"

@@ -24,11 +24,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
-from retarget import Motion, Skeleton, quat
-from retarget.errors import FormatError, RetargetError, RetargetWarning
+from retarget import Motion, Skeleton
+from retarget.core import quat
+from retarget.core.errors import FormatError, RetargetError, RetargetWarning
+from retarget.core.kinematics import positions
 from retarget.io import _scan, files
 from retarget.io.bvh import format_bvh, parse_bvh, read_bvh, write_bvh
-from retarget.kinematics import positions
 
 ORDERS = ["XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"]
 CLIPS = ["lafan_walk.bvh", "mocapbank.bvh"]
@@ -1334,7 +1335,7 @@ def test_the_numpy_reader_of_a_summary_gives_the_kernels_values(data_dir, monkey
     anything numpy cannot read fall back as documented."""
     import sys
 
-    from retarget import _lazy
+    from retarget.core import lazy as _lazy
 
     data = (data_dir / "lafan_walk.bvh").read_bytes()
     kernel = parse_bvh(data)

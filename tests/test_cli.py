@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from conftest import missing
 
-from retarget._json import GENERIC_NOTE
 from retarget.cli import main
-from retarget.errors import RetargetWarning
+from retarget.core.errors import RetargetWarning
+from retarget.core.kinematics import positions
+from retarget.core.strict_json import GENERIC_NOTE
 from retarget.io import read_bvh, write_bvh
 from retarget.io.formats import read_motion
-from retarget.kinematics import positions
 from retarget.methods.puppetry import sensor_stream
 
 

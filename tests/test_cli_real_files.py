@@ -31,12 +31,12 @@ import numpy as np
 import pytest
 from conftest import NOT_HUMANOID, _data_dir, motion_files
 
-from retarget._json import GENERIC_NOTE
 from retarget.cli import main
-from retarget.errors import RetargetWarning
+from retarget.core.errors import RetargetWarning
+from retarget.core.kinematics import positions
+from retarget.core.strict_json import GENERIC_NOTE
+from retarget.humanoid.metrics import MEASURES
 from retarget.io.formats import read_motion
-from retarget.kinematics import positions
-from retarget.metrics import MEASURES
 
 METHODS = ("copy", "hierarchical", "omr", "puppetry")
 #: Source frames retargeted (``--frames``): enough for contacts and measures, fast.
@@ -69,7 +69,7 @@ def strict_loads(text: str):
 
 def strict_report(path: Path) -> dict:
     """A JSON file written by the command: strict, an object, and no value left without
-    its producer's reason (the generic note of :mod:`retarget._json`)."""
+    its producer's reason (the generic note of :mod:`retarget.core.strict_json`)."""
     text = path.read_text(encoding="utf-8")
     assert GENERIC_NOTE not in text, f"{path.name}: a value written null without a reason"
     data = strict_loads(text)

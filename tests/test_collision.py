@@ -7,10 +7,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retarget import quat
-from retarget.kinematics import Pose
-from retarget.motion import oplus
-from retarget.skeleton import Skeleton
+from retarget.core import quat
+from retarget.core.kinematics import Pose
+from retarget.core.motion import oplus
+from retarget.core.skeleton import Skeleton
 from retarget.tasks import CollisionTask, fit_capsules
 from retarget.tasks.collision import closest_points, separate_pairs
 

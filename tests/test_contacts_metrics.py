@@ -7,12 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from retarget.characters import make_character
-from retarget.contacts import _clean, _hysteresis, detect_contacts, estimate_floor
-from retarget.errors import RetargetError
-from retarget.kinematics import positions
-from retarget.methods import METHODS, get_method
-from retarget.metrics import (
+from retarget.core.errors import RetargetError
+from retarget.core.kinematics import positions
+from retarget.humanoid.characters import make_character
+from retarget.humanoid.contacts import _clean, _hysteresis, detect_contacts, estimate_floor
+from retarget.humanoid.metrics import (
     Matched,
     evaluate,
     floating,
@@ -22,7 +21,8 @@ from retarget.metrics import (
     smoothness,
     tracking_error,
 )
-from retarget.roles import find_roles, height
+from retarget.humanoid.roles import find_roles, height
+from retarget.methods import METHODS, get_method
 
 
 def test_hysteresis_enters_on_enter_and_leaves_when_stay_fails():
@@ -176,7 +176,7 @@ def test_copy_needs_the_source_joints(lafan, mocapbank):
 def test_pop_finds_a_one_frame_jump_of_a_knee(lafan):
     """The source against itself: 0. A knee pushed 3 % of height out at one frame: the
     step into that frame is 3 % beyond the source's (and the step out of it too)."""
-    from retarget.metrics import pop
+    from retarget.humanoid.metrics import pop
 
     walk = lafan[200:320]
     h = height(walk.skeleton)
@@ -196,7 +196,7 @@ def test_measures_against_the_source_on_the_result_body(lafan):
     """copy changes nothing but the proportions: measured against the source carried onto
     the result's body, it adds no pop and no jerk (0 and 1 to rounding), while the
     literal measures move with the proportions."""
-    from retarget.metrics import source_on_result
+    from retarget.humanoid.metrics import source_on_result
 
     walk = lafan[200:500]
     for preset in ("blubby", "sally"):
@@ -212,7 +212,7 @@ def test_measures_against_the_source_on_the_result_body(lafan):
 def test_evaluate_pop_of_copy_is_small_and_of_a_flipped_knee_large(lafan):
     """copy onto sally (longer legs): no pop against the source on sally's body.
     The same result with a knee bent the other way for one frame: a pop of several %."""
-    from retarget import quat
+    from retarget.core import quat
 
     walk = lafan[200:500]
     target = make_character(walk.skeleton, preset="sally")
@@ -229,7 +229,7 @@ def test_evaluate_pop_of_copy_is_small_and_of_a_flipped_knee_large(lafan):
 def test_smoothness_leaves_the_source_cuts_out(lafan):
     """Two stretches of the walk joined (a cut): the source's jump would fill the
     denominator and hide the result's jerk; left out, a result with its own jitter shows it."""
-    from retarget.motion import concatenate
+    from retarget.core.motion import concatenate
 
     joined = concatenate([lafan[100:200], lafan[400:500]])
     rng = np.random.default_rng(4)

@@ -1,17 +1,17 @@
-"""Cuts (retarget.cuts): whole-body jumps found, pieces kept apart by the methods."""
+"""Cuts (retarget.humanoid.cuts): whole-body jumps found, pieces kept apart by the methods."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from retarget import quat
-from retarget.characters import make_character
-from retarget.cuts import find_cuts, segments
+from retarget.core import quat
+from retarget.core.motion import concatenate
 from retarget.editing.fitting import _fit_pieces
+from retarget.humanoid.characters import make_character
+from retarget.humanoid.cuts import find_cuts, segments
 from retarget.io import read_bvh
 from retarget.methods import get_method
-from retarget.motion import concatenate
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +77,8 @@ def test_no_pop_at_a_leading_t_pose_frame(real, method):
     as the source's do. Before the cut was honoured, the B-spline (hierarchical) and the
     Kalman filter (puppetry) smeared the jump over the next frames (a pop of 13 % and
     5 % of height at frame 1)."""
-    from retarget.kinematics import positions
-    from retarget.roles import find_roles, height
+    from retarget.core.kinematics import positions
+    from retarget.humanoid.roles import find_roles, height
 
     source = read_bvh(real / "dme_blender_example.bvh")[:120]
     target = make_character(source.skeleton, preset="blubby")

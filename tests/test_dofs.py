@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retarget import Skeleton, quat
-from retarget.dofs import (
+from retarget import Skeleton
+from retarget.core import quat
+from retarget.core.dofs import (
     aim_on_channels,
     channel_angles,
     channel_axes,
@@ -20,8 +21,8 @@ from retarget.dofs import (
     twist_for_hinge,
     widen_limits,
 )
+from retarget.core.kinematics import Pose, jacobian
 from retarget.io import read_asf_amc
-from retarget.kinematics import Pose, jacobian
 
 
 def mixed_skeleton():
@@ -214,7 +215,7 @@ def test_limit_violation_of_some_joints_is_theirs(data_dir):
     """Decomposing only the joints asked (the hybrid IK's limited ones) gives their rows
     of the whole skeleton's, on CMU's skeleton (one, two and three channels, turned
     channel frames) at random rotations."""
-    from retarget import dofs
+    from retarget.core import dofs
 
     sk = read_asf_amc(data_dir / "vicon.asf", data_dir / "vicon.amc")[:2].skeleton
     rng = np.random.default_rng(0)

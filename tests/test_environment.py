@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import ndimage
 
-from retarget import quat
+from retarget.core import quat
+from retarget.core.errors import FormatError
 from retarget.environment import (
     Box,
     Floor,
@@ -23,7 +24,6 @@ from retarget.environment import (
     ground_height,
     random_height_field,
 )
-from retarget.errors import FormatError
 from retarget.io.scene import read_environment, write_environment
 
 # -- fixtures and brute force ------------------------------------------------------------

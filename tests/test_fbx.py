@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from conftest import missing
 
-from retarget.errors import RetargetError
+from retarget.core.errors import RetargetError
+from retarget.core.kinematics import forward_kinematics
 from retarget.io import read_motion
-from retarget.kinematics import forward_kinematics
 
 FBX = "quaternius_AnimatedHuman.fbx"
 HEADS = Path(__file__).resolve().parents[1] / "tools" / "_blender_heads.py"
@@ -89,9 +89,9 @@ def _run_both(char: Path, src: Path, frames: str, first: Path, second: Path) -> 
 
 
 def _animation(path: Path, suffix: str) -> str:
-    from retarget.io.gltf import load_character
+    from retarget.io.formats import read_character
 
-    names = [a for a in load_character(str(path)).animations if a.endswith(suffix)]
+    names = [a for a in read_character(str(path)).animations if a.endswith(suffix)]
     assert len(names) == 1, names
     return names[0]
 
@@ -114,9 +114,9 @@ def test_fbx_as_target_reimports_as_our_fk(blender, human, data_dir, tmp_path):
     np.testing.assert_allclose(
         heads[:, [i for i, _ in shared]], pos[frames][:, [j for _, j in shared]], atol=1e-4 * tall
     )
-    from retarget.io.gltf import load_character
+    from retarget.io.formats import read_character
 
-    again = load_character(str(out_fbx)).animations
+    again = read_character(str(out_fbx)).animations
     assert any(a.endswith("Walk") for a in again) and any(a.endswith("lafan_walk") for a in again)
 
 

@@ -21,18 +21,12 @@ import pytest
 from conftest import missing
 from scipy.spatial.transform import Rotation, Slerp
 
-from retarget import quat
-from retarget.errors import FormatError, RetargetError
+from retarget.core import quat
+from retarget.core.errors import FormatError, RetargetError
+from retarget.core.kinematics import forward_kinematics
+from retarget.humanoid.roles import find_roles, height
 from retarget.io.formats import read_motion
-from retarget.io.gltf import (
-    _Doc,
-    character_motion,
-    gltf_rotations,
-    read_character,
-    write_character,
-)
-from retarget.kinematics import forward_kinematics
-from retarget.roles import find_roles, height
+from retarget.io.gltf import _Doc, character_motion, gltf_rotations, read_character, write_character
 
 FILES = (
     "RobotExpressive.glb",
@@ -481,7 +475,7 @@ def test_hands_are_kept_out_of_the_body(characters, data_dir, tmp_path):
     with nothing to stop it (the KayKit knight is wide and short-armed: its hands into
     its hips and thighs on most frames); kept out (the default onto a character), none
     deeper than 1 % of the height, and the legs, root and feet exactly as before."""
-    from retarget.skin import character_capsules, hands_in_body
+    from retarget.targets.character.skin import character_capsules, hands_in_body
 
     char = read_character(characters / FILES[1])
     capsules, skinned = character_capsules(char)

@@ -8,17 +8,17 @@ import dataclasses
 import numpy as np
 import pytest
 
-from retarget import quat
-from retarget.characters import make_character
-from retarget.contacts import detect_contacts, estimate_ground
+from retarget.core import quat
+from retarget.core.kinematics import positions
 from retarget.editing.fitting import _smooth_corrections, _smooth_envelope
 from retarget.environment import Floor, Slope
+from retarget.humanoid.characters import make_character
+from retarget.humanoid.contacts import detect_contacts, estimate_ground
+from retarget.humanoid.metrics import evaluate
+from retarget.humanoid.roles import height
 from retarget.io.scene import read_environment, write_environment
-from retarget.kinematics import positions
 from retarget.methods import get_method
 from retarget.methods.hierarchical import plant_speeds
-from retarget.metrics import evaluate
-from retarget.roles import height
 
 # -- the slope shape ----------------------------------------------------------------------
 
@@ -152,8 +152,8 @@ def test_a_swinging_foot_toes_up_over_the_ground(lafan):
     skim the floor): where a free foot's toe would go under the ground, the foot turns
     up about its ankle, no foot point ends under it, and the knee is not bent more
     than the source's in the swing (the whole foot was lifted by the knee before)."""
+    from retarget.humanoid.roles import find_roles
     from retarget.ik.limb import hinge_angle, limb_from_roles
-    from retarget.roles import find_roles
 
     walk = lafan[200:500]
     target = make_character(walk.skeleton, preset="blubby")
@@ -174,9 +174,9 @@ def test_a_foot_easing_out_of_a_plant_eases_toward_its_toes_up_pose(lafan):
     """At the end of a toe's ease-out the limb goal is the free foot's: the toes turned up
     about the ankle onto the ground, not the sunk reference foot lifted whole (the foot
     turned some 20° in the one frame between them, at every toe-off)."""
+    from retarget.core.kinematics import Pose
+    from retarget.humanoid.roles import find_roles
     from retarget.ik.hybrid import HybridSolver
-    from retarget.kinematics import Pose
-    from retarget.roles import find_roles
     from retarget.tasks import Constraints, Ground
 
     sk = lafan.skeleton

@@ -6,20 +6,20 @@ import numpy as np
 import pytest
 from conftest import HUMANOID_CLIPS, issue_24_measures
 
-from retarget.characters import make_character
-from retarget.contacts import detect_contacts
+from retarget.core.errors import FormatError
+from retarget.core.kinematics import Pose, positions
 from retarget.editing.constraints import footplants, parse_constraints
 from retarget.editing.edit import edit_motion, knot_spacings
 from retarget.editing.fitting import fit_motion
 from retarget.editing.mba import reach
-from retarget.errors import FormatError
+from retarget.humanoid.characters import make_character
+from retarget.humanoid.contacts import detect_contacts
+from retarget.humanoid.metrics import evaluate
+from retarget.humanoid.roles import find_roles, height
 from retarget.ik.hybrid import HybridSolver
 from retarget.ik.numeric import NumericSolver
-from retarget.kinematics import Pose, positions
 from retarget.methods import get_method
 from retarget.methods.copy import transfer
-from retarget.metrics import evaluate
-from retarget.roles import find_roles, height
 from retarget.tasks import Constraints
 
 
@@ -260,7 +260,7 @@ def test_knot_spacings():
 
 def test_joint_limits_hold_on_every_frame_of_vicon(data_dir):
     """The whole clip, 2751 frames (about 3 s)."""
-    from retarget.dofs import limit_violation
+    from retarget.core.dofs import limit_violation
     from retarget.io import read_asf_amc
 
     m = read_asf_amc(data_dir / "vicon.asf", data_dir / "vicon.amc")
@@ -359,8 +359,8 @@ def test_feet_on_ankles_of_two_dofs_do_not_swing_the_knee(data_dir, tmp_path):
     nothing, as it moves no toe)."""
     import warnings
 
-    from retarget.errors import RetargetWarning
-    from retarget.run import RunJob, run_job
+    from retarget.core.errors import RetargetWarning
+    from retarget.pipeline import RunJob, run_job
 
     job = RunJob(
         source=str(data_dir / "lafan_walk.bvh"),
@@ -371,7 +371,7 @@ def test_feet_on_ankles_of_two_dofs_do_not_swing_the_knee(data_dir, tmp_path):
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RetargetWarning)
-        m = run_job(job)["measures"]
+        m = run_job(job).report["measures"]
     assert m["skate_ratio"] <= 1.0
     assert m["pop"] <= 1.5
     assert m["smoothness"] <= 1.5
@@ -382,7 +382,7 @@ def test_a_higher_plant_speed_pins_more_and_the_feet_skate_less(short_walk):
     second) are pinned; raised, more of the source's contact frames are pinned (a foot
     that pivots in place is held) and the result's feet skate less; a speed that is
     not a share in (0, 1] is refused."""
-    from retarget.errors import RetargetError
+    from retarget.core.errors import RetargetError
 
     target = make_character(short_walk.skeleton, preset="blubby")
     method = get_method("hierarchical")

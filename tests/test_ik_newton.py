@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retarget import dofs, quat
+from retarget.core import dofs, quat
+from retarget.core.kinematics import Pose, forward_kinematics
+from retarget.core.skeleton import Skeleton
 from retarget.ik import newton
 from retarget.ik.numeric import default_rigidity, solve_ik
-from retarget.io.robot import read_robot
-from retarget.kinematics import Pose, forward_kinematics
-from retarget.robot import geom_capsules
-from retarget.skeleton import Skeleton
+from retarget.targets.robot.hinges import geom_capsules
+from retarget.targets.robot.model import read_robot
 from retarget.tasks import (
     CollisionTask,
     GroundTask,
@@ -381,9 +381,10 @@ def test_hinge_corrections_damped_exactly(robot):
 @settings(max_examples=50, deadline=None)
 @given(st.integers(1, 12), st.integers(0, 2**31 - 1))
 def test_cholesky_solve_is_numpys(n, seed):
-    """``retarget._cholesky.cholesky_solve``: ``−H⁻¹ g`` as numpy's solve gives it for a
+    """``retarget.core._kernels.cholesky.cholesky_solve``: ``−H⁻¹ g`` as numpy's solve gives
+    it for a
     symmetric positive definite ``H``; False for one that is not."""
-    from retarget._cholesky import cholesky_solve
+    from retarget.core._kernels.cholesky import cholesky_solve
 
     rng = np.random.default_rng(seed)
     a = rng.normal(size=(n, n))

@@ -6,17 +6,11 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from retarget import dofs, quat
-from retarget.ik.numeric import (
-    _GaussNewton,
-    _Objective,
-    _Parameters,
-    default_rigidity,
-    solve_ik,
-)
+from retarget.core import dofs, quat
+from retarget.core.kinematics import Pose
+from retarget.core.motion import oplus
+from retarget.ik.numeric import _GaussNewton, _Objective, _Parameters, default_rigidity, solve_ik
 from retarget.io import read_asf_amc
-from retarget.kinematics import Pose
-from retarget.motion import oplus
 from retarget.tasks import (
     GroundTask,
     JointLimitTask,

@@ -7,11 +7,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from retarget import find_roles, height, make_character, quat
+from retarget import find_roles, height, make_character
+from retarget.core import quat
+from retarget.core.kinematics import forward_kinematics
 from retarget.environment import Box, Floor, Sphere
 from retarget.ik.posture import BodyProblem, body_energy, body_joints, solve_body_posture
-from retarget.importance import end_effector_importance, importance_curve
-from retarget.kinematics import forward_kinematics
+from retarget.online.importance import end_effector_importance, importance_curve
 
 
 @given(st.floats(-5, 5))

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retarget._json import GENERIC_NOTE, finite_json, strict_json
-from retarget.run import dumps_json, write_json
+from retarget.core.strict_json import GENERIC_NOTE, dumps_json, finite_json, strict_json
+from retarget.io.files import write_json
 
 
 def strict_loads(text: str):

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from filterpy.kalman import KalmanFilter
 
-from retarget import quat
+from retarget.core import quat
+from retarget.core.kinematics import forward_kinematics
 from retarget.filters import (
     KalmanParameters,
     SensorEstimate,
@@ -25,8 +26,7 @@ from retarget.filters import (
     process_noise,
     still_window,
 )
-from retarget.filters.kalman import _filter_frames
-from retarget.kinematics import forward_kinematics
+from retarget.filters._kernels.kalman import _filter_frames
 
 DEG = np.pi / 180.0
 FPS = 120.0

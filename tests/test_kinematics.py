@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retarget import Motion, Skeleton, quat
-from retarget.kinematics import center_of_mass, forward_kinematics, jacobian, positions
-from retarget.motion import oplus, tangent_size
+from retarget import Motion, Skeleton
+from retarget.core import quat
+from retarget.core.kinematics import center_of_mass, forward_kinematics, jacobian, positions
+from retarget.core.motion import oplus, tangent_size
 
 
 def tree_skeleton():
@@ -160,7 +161,7 @@ def test_numpy_forward_kinematics_gives_the_kernels_bits(lafan):
     """Until numba is loaded, forward kinematics of up to 2^18 numbers runs in numpy
     (a quick command never imports numba): the kernel's operations in its order, so
     the same bits, with the skeleton's offsets and with per-frame ones."""
-    from retarget import kinematics
+    from retarget.core import kinematics
 
     sk = lafan.skeleton
     rot = np.ascontiguousarray(lafan.rotations[:300])

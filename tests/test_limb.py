@@ -10,9 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retarget import Skeleton, find_roles, quat
-from retarget.dofs import channel_angles, limit_violation, rotations_from_channel_angles
-from retarget.errors import RetargetError
+from retarget import Skeleton, find_roles
+from retarget.core import quat
+from retarget.core.dofs import channel_angles, limit_violation, rotations_from_channel_angles
+from retarget.core.errors import RetargetError
+from retarget.core.kinematics import forward_kinematics
 from retarget.ik import (
     Limb,
     estimate_hinge_axis,
@@ -23,7 +25,6 @@ from retarget.ik import (
     swivel_angle,
 )
 from retarget.io import read_asf_amc
-from retarget.kinematics import forward_kinematics
 
 LIMBS = [(side, kind) for side in ("left", "right") for kind in ("leg", "arm")]
 TOL = 1e-9  # of the skeleton's unit (cm for lafan, inches for vicon)
@@ -786,7 +787,7 @@ def test_bend_stays_on_the_flexion_side_through_a_straight_reference():
 @pytest.mark.parametrize("side", ["left", "right"])
 @pytest.mark.parametrize("kind", ["leg", "arm"])
 def test_compiled_rows_are_the_numpy_steps(lafan, side, kind, monkeypatch):
-    """The compiled rows (:mod:`retarget._limb_kernels`) against the numpy steps they
+    """The compiled rows (:mod:`retarget.ik._kernels.limb`) against the numpy steps they
     replace: goals near and out of reach and NaN, hinge limits, the soft reach, a
     swivel, an orientation goal, per-row bone lengths."""
     import retarget.ik.limb as limb_module

@@ -34,7 +34,7 @@ def test_a_spline_of_the_same_knots_comes_back_exactly():
 def test_window_of_64_matches_the_global_fit(lafan):
     """Figure 5: the sliding window of 64 frames gives the global fit's curve (within
     0.1 mm), on every joint position of 600 frames of the walk with per-frame noise."""
-    from retarget.kinematics import positions
+    from retarget.core.kinematics import positions
 
     clip = lafan[:600]
     q = positions(clip).reshape(clip.num_frames, -1) / 100.0  # metres, 81 coordinates

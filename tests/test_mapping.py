@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from retarget import Motion, Skeleton, evaluate, quat
+from retarget import Motion, Skeleton, evaluate
 from retarget.cli import main
-from retarget.io import read_amc, read_asf_amc, read_bvh
-from retarget.kinematics import positions as motion_positions
-from retarget.mapping import (
+from retarget.core import quat
+from retarget.core.kinematics import positions as motion_positions
+from retarget.humanoid.mapping import (
     LEG_BONES,
     MappingError,
     bone_direction_error,
@@ -20,11 +20,11 @@ from retarget.mapping import (
     map_skeletons,
     rerig,
     transfer,
-    turn,
-    up_axis,
 )
+from retarget.humanoid.roles import height
+from retarget.humanoid.world import turn, up_axis
+from retarget.io import read_amc, read_asf_amc, read_bvh
 from retarget.methods import get_method
-from retarget.roles import height
 
 
 @pytest.fixture(scope="module")
@@ -236,7 +236,7 @@ def test_cli_map_and_run(data_dir, tmp_path, capsys):
 def test_cli_runs_onto_an_asf_skeleton(data_dir, tmp_path):
     """An .asf alone is a character; hierarchical keeps to its joint limits where the
     mapped source does, and the result sits on its channels (hinge knees and elbows)."""
-    from retarget.dofs import project_to_dofs
+    from retarget.core.dofs import project_to_dofs
 
     result, report = tmp_path / "r.bvh", tmp_path / "r.json"
     args = ["run", str(data_dir / "mocapbank.bvh"), "--target", str(data_dir / "vicon.asf")]

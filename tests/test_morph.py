@@ -2,7 +2,7 @@
 over the clip, the stride kept and every footplant met.
 
 The per-frame skeleton is ``offsets(t) = A + s(t) (B − A)``, ``s`` linear in time
-(:func:`retarget.methods.hierarchical.morph_translations`); every bone length the
+(:func:`retarget.humanoid.characters.morph_translations`); every bone length the
 hierarchical method reads (stride ratio, footprints, clearances, FK, the analytic limbs,
 the limbs' reach) is the frame's own.
 """
@@ -17,21 +17,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retarget import Skeleton, quat
-from retarget._arrays import runs
-from retarget.characters import make_character
+from retarget import Skeleton
 from retarget.cli import main
-from retarget.contacts import detect_contacts
-from retarget.errors import RetargetError
+from retarget.core import quat
+from retarget.core.arrays import runs
+from retarget.core.errors import RetargetError
+from retarget.core.kinematics import forward_kinematics, positions
+from retarget.core.motion import Motion
+from retarget.humanoid.characters import make_character, morph_translations
+from retarget.humanoid.contacts import detect_contacts
+from retarget.humanoid.metrics import evaluate
+from retarget.humanoid.roles import find_roles, height, leg_length
 from retarget.ik import Limb, solve_limb
 from retarget.ik.numeric import solve_ik
 from retarget.io import read_bvh, write_bvh
-from retarget.kinematics import forward_kinematics, positions
-from retarget.methods.copy import leg_length, scale_path
-from retarget.methods.hierarchical import hierarchical_retarget, morph_translations
-from retarget.metrics import evaluate
-from retarget.motion import Motion
-from retarget.roles import find_roles, height
+from retarget.methods.copy import scale_path
+from retarget.methods.hierarchical import hierarchical_retarget
 from retarget.tasks import PositionTask
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from retarget import Motion, Skeleton, concatenate, quat
-from retarget.motion import ominus, ominus_joints, oplus, oplus_joints, tangent_size
+from retarget import Motion, Skeleton, concatenate
+from retarget.core import quat
+from retarget.core.motion import ominus, ominus_joints, oplus, oplus_joints, tangent_size
 
 
 def chain_skeleton(n=4):

@@ -11,19 +11,21 @@ from conftest import HUMANOID_CLIPS, issue_24_measures
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retarget import quat
-from retarget.characters import make_character
 from retarget.cli import main
-from retarget.cuts import find_cuts
-from retarget.dofs import channel_angles, rotations_from_channel_angles
-from retarget.errors import RetargetError
+from retarget.core import quat
+from retarget.core.dofs import channel_angles, rotations_from_channel_angles
+from retarget.core.errors import RetargetError
+from retarget.core.kinematics import positions
+from retarget.core.motion import Motion
+from retarget.humanoid.characters import make_character
+from retarget.humanoid.cuts import find_cuts
+from retarget.humanoid.metrics import evaluate, joint_angles
+from retarget.humanoid.roles import height
+from retarget.humanoid.world import upright
 from retarget.ik.rate import damped_pseudo_inverse, dexterity, rate_step
 from retarget.io import read_bvh
 from retarget.io.formats import read_motion
-from retarget.kinematics import positions
-from retarget.methods.omr import enhance_motion, omr_plan, omr_retarget, run_filter
-from retarget.metrics import evaluate, joint_angles
-from retarget.motion import Motion
+from retarget.methods.omr import omr_retarget
 from retarget.online import (
     BaseSwitching,
     Effector,
@@ -34,8 +36,7 @@ from retarget.online import (
     OnlineRetargeter,
     PoseFrame,
 )
-from retarget.roles import height
-from retarget.world import upright
+from retarget.online.omr import enhance_motion, omr_plan, run_filter
 
 # -- rate control (eq. 21) ---------------------------------------------------------------
 
@@ -418,7 +419,7 @@ def test_holds_engage_and_let_go_smoothly(lafan, fps):
     )
 
 
-# -- the online contract (retarget.frames) -----------------------------------------------------
+# -- the online contract (retarget.core.frames) ------------------------------------------------
 
 
 def test_omr_retargeter_steps_are_omr_retarget(lafan):

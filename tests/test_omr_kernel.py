@@ -1,6 +1,6 @@
 """The compiled update of the online retargeter against a plain numpy evaluation.
 
-The kernel (:mod:`retarget.online._kernel`) and the compiled rate-control step
+The kernel (:mod:`retarget.online._kernels.omr`) and the compiled rate-control step
 (:func:`retarget.ik.rate.rate_step`) are checked here on random poses and
 problems against the same math written with the library's task objects
 (:func:`retarget.tasks.stack`) and numpy's SVD: the rows and residuals, the step,
@@ -13,14 +13,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retarget import quat
-from retarget.dofs import channel_axes, project_to_dofs
+from retarget.core import quat
+from retarget.core.dofs import channel_axes, project_to_dofs
+from retarget.core.kinematics import Pose
+from retarget.core.motion import ominus
 from retarget.ik.rate import damped_pseudo_inverse, dexterity, rate_step
 from retarget.io import read_asf_amc
-from retarget.kinematics import Pose
-from retarget.motion import ominus
 from retarget.online import Effector, GoalFrame, OnlineRetargeter
-from retarget.online._kernel import _task_rows
+from retarget.online._kernels.omr import _task_rows
 from retarget.tasks import OrientationTask, PositionTask, stack
 
 
@@ -381,14 +381,14 @@ def test_filter_leaves_its_inputs_alone(lafan):
     np.testing.assert_array_equal(rot, walk.rotations)
 
 
-# -- the channels of one pose (retarget._dofs_kernels) ----------------------------------------
+# -- the channels of one pose (retarget.core._kernels.dofs) ----------------------------------------
 @pytest.mark.parametrize("seed", range(3))
 def test_channel_kernels_are_the_dofs_functions(vicon, seed):
     """Channel axes, their pseudo-inverse and the projection onto the channels of one
-    pose, compiled, against :func:`retarget.dofs.channel_axes`, ``numpy.linalg.pinv`` and
-    :func:`retarget.dofs.project_to_dofs`, on CMU's skeleton (one, two and three channels,
+    pose, compiled, against :func:`retarget.core.dofs.channel_axes`, ``numpy.linalg.pinv`` and
+    :func:`retarget.core.dofs.project_to_dofs`, on CMU's skeleton (one, two and three channels,
     channel frames turned) at random rotations off the channels."""
-    from retarget._dofs_kernels import channel_basis, project
+    from retarget.core._kernels.dofs import channel_basis, project
 
     sk = vicon.skeleton
     rng = np.random.default_rng(seed)

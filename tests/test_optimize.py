@@ -1,4 +1,4 @@
-"""The optimisers (retarget.optimize): CG against scipy, batches, Levenberg–Marquardt."""
+"""The optimisers (retarget.core.optimize): CG against scipy, batches, Levenberg–Marquardt."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from retarget.optimize import (
+from retarget.core.optimize import (
     backtracking_conjugate_gradient,
     banded_levenberg_marquardt,
     conjugate_gradient,

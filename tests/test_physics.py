@@ -8,7 +8,8 @@ from conftest import reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retarget import Motion, quat
+from retarget import Motion
+from retarget.core import quat
 from retarget.physics import body_model
 from retarget.physics.dynamics import (
     body_motion,

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from retarget import Motion, detect_contacts, height, positions
-from retarget._arrays import runs
 from retarget.cli import main
-from retarget.errors import RetargetError
+from retarget.core.arrays import runs
+from retarget.core.errors import RetargetError
 from retarget.physics import body_model
 from retarget.physics import filter as pf
 from retarget.physics.curve import curve_update
@@ -105,12 +105,12 @@ def test_dynamic_kalman_stage_meets_balance_and_feet(walk, wide):
     state is at its projected goal within 1 mm on every support frame, and the feet at
     theirs within 0.1 % of height."""
     body, goals = wide
-    s = pf._Setting(body, goals, pf.find_roles(walk.skeleton), height(walk.skeleton))
+    s = pf.FilterSetting(body, goals, pf.find_roles(walk.skeleton), height(walk.skeleton))
     st = pf.FilterSettings()
-    rows = pf._rows(s, walk, True, st)
+    rows = pf.goal_rows(s, walk, True, st)
     chosen = [0, *pf.dynamic_joints(s.roles)]
     assert 3 + 3 * len(chosen) == 27  # the paper's dynamic DOFs
-    out, qd, qdd = pf._apply(s, walk, rows, chosen, True, st)
+    out, qd, qdd = pf.kalman_stage(s, walk, rows, chosen, True, st)
     bm = _state_motion(body, out, qd, qdd)
     point, _ = zmp_of(body.mass, bm.centres, bm.accelerations)
     assert np.nanmax(np.linalg.norm(point - rows.balance, axis=1)) < 1e-3
@@ -126,11 +126,11 @@ def test_momentum_rows_make_flight_ballistic(jump):
     contacts = detect_contacts(jump)
     body = body_model(jump.skeleton, 70.0)
     goals = pf.PhysicsGoals(contacts, balance=False)
-    s = pf._Setting(body, goals, pf.find_roles(jump.skeleton), height(jump.skeleton))
-    rows = pf._rows(s, jump, True, pf.FilterSettings())
+    s = pf.FilterSetting(body, goals, pf.find_roles(jump.skeleton), height(jump.skeleton))
+    rows = pf.goal_rows(s, jump, True, pf.FilterSettings())
     assert rows.flight is not None and rows.flight.sum() >= 5
     chosen = [0, *pf.dynamic_joints(s.roles)]
-    out, qd, qdd = pf._apply(s, jump, rows, chosen, True, pf.FilterSettings())
+    out, qd, qdd = pf.kalman_stage(s, jump, rows, chosen, True, pf.FilterSettings())
 
     def wrench(m, qd, qdd):
         f, mo, _ = environment_wrench(body, _state_motion(body, m, qd, qdd))
@@ -269,8 +269,8 @@ def test_a_dynamic_application_holds_feet_on_ankles_of_two_dofs(data_dir, frames
     of the walk carried onto the CMU skeleton 0.57 and 0.77 % of the height off their
     goals on these two windows (up to 2.1 % on others); now under 0.1 %, the ZMP still
     inside."""
+    from retarget.humanoid.mapping import map_for_method
     from retarget.io import read_asf, read_bvh
-    from retarget.mapping import map_for_method
     from retarget.methods import get_method
 
     a, b = (int(x) for x in frames.split(":"))
@@ -308,9 +308,9 @@ def test_curve_application_balances_wide_steps(walk, wide):
     ZMP comes nearer the widened support polygon than after kinematic filtering
     alone, and the legs' analytic IK keeps the feet within 0.5 % of height."""
     body, goals = wide
-    s = pf._Setting(body, goals, pf.find_roles(walk.skeleton), height(walk.skeleton))
+    s = pf.FilterSetting(body, goals, pf.find_roles(walk.skeleton), height(walk.skeleton))
     st = pf.FilterSettings()
-    rows = pf._rows(s, walk, True, st)
+    rows = pf.goal_rows(s, walk, True, st)
     chosen = [0, *pf.dynamic_joints(s.roles)]
     out, info = curve_update(
         body, walk, pf._curve_goals(s, walk, rows, st), chosen, spacing=st.spacing
@@ -419,9 +419,9 @@ def test_curve_jacobian_matches_central_differences(jump):
     body = body_model(clip.skeleton, 70.0)
     limits = {clip.skeleton.index("RightUpLeg"): 20.0, clip.skeleton.index("RightLeg"): 20.0}
     goals = pf.PhysicsGoals(contacts, pf.footplant_goals(clip, contacts), torque_limits=limits)
-    s = pf._Setting(body, goals, pf.find_roles(clip.skeleton), height(clip.skeleton))
+    s = pf.FilterSetting(body, goals, pf.find_roles(clip.skeleton), height(clip.skeleton))
     st = pf.FilterSettings()
-    cg = pf._curve_goals(s, clip, pf._rows(s, clip, True, st), st)
+    cg = pf._curve_goals(s, clip, pf.goal_rows(s, clip, True, st), st)
     p = curve._problem(body, clip, cg, [0, *pf.dynamic_joints(s.roles)], 4.0, 1.0)
     every = np.arange(len(clip))
     c = np.random.default_rng(0).normal(scale=0.01, size=(p.basis.shape[1], p.n))

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from retarget import detect_contacts
-from retarget.errors import RetargetError
-from retarget.frames import OnlineMethod, PoseFrame
+from retarget.core.errors import RetargetError
+from retarget.core.frames import OnlineMethod, PoseFrame
+from retarget.online.physics import OnlineFilters, OnlinePhysicsFilter
 from retarget.physics import body_model
 from retarget.physics import filter as pf
-from retarget.physics.online import OnlineFilters, OnlinePhysicsFilter
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +92,8 @@ def test_serve_physics_streams_the_online_filter(lafan):
     footplants the contact tracker found so far (the same goals given whole)."""
     import json
 
-    from retarget.contacts import Contacts, ContactTracker
-    from retarget.kinematics import positions
+    from retarget.core.kinematics import positions
+    from retarget.humanoid.contacts import Contacts, ContactTracker
     from retarget.methods.physics import PhysicsLive
     from retarget.online.stream import LiveStream, pose_arrays
 

@@ -11,22 +11,18 @@ import numpy as np
 import pytest
 from conftest import HUMANOID_CLIPS, issue_24_measures
 
-from retarget import evaluate, find_roles, height, make_character, quat
+from retarget import evaluate, find_roles, height, make_character
 from retarget.cli import main
-from retarget.contacts import detect_contacts
-from retarget.cuts import find_cuts
+from retarget.core import quat
+from retarget.core.kinematics import forward_kinematics, positions
 from retarget.environment import Box, Floor, HeightField, Sphere
 from retarget.filters import filter_stream
+from retarget.humanoid.contacts import detect_contacts
+from retarget.humanoid.cuts import find_cuts
 from retarget.ik.root import estimate_root
-from retarget.kinematics import forward_kinematics, positions
 from retarget.methods.puppetry import filter_parameters, puppetry_retarget, sensor_stream
 from retarget.online import OnlineMethod, PoseFrame, SensorFrame
-from retarget.online._puppet_kernel import (
-    HOLD_COLUMNS,
-    STATE_SIZE,
-    hold_feet,
-    radius_weights,
-)
+from retarget.online._kernels.puppetry import HOLD_COLUMNS, STATE_SIZE, hold_feet, radius_weights
 from retarget.online.puppetry import (
     PAPER_SMOOTHING,
     Puppeteer,
@@ -850,7 +846,7 @@ def test_stream_falls_back_for_other_shapes(lafan, characters):
     assert np.abs(np.array([o.rotations for o in out]) - ref.rotations).max() <= 1e-9
 
 
-# -- the online contract (retarget.frames) -----------------------------------------------------
+# -- the online contract (retarget.core.frames) ------------------------------------------------
 
 
 def test_puppeteer_steps_are_puppetry_retarget(lafan, characters):

@@ -18,15 +18,18 @@ import numpy as np
 import pytest
 from conftest import NOT_HUMANOID, _data_dir, motion_files
 
-from retarget import Motion, Skeleton, world
+from retarget import Motion, Skeleton
 from retarget.cli import main
-from retarget.errors import RetargetError, RetargetWarning
+from retarget.core.errors import RetargetError, RetargetWarning
+from retarget.core.kinematics import positions
+from retarget.humanoid import world
+from retarget.humanoid.mapping import LEG_BONES, bone_direction_error, map_for_method, map_skeletons
+from retarget.humanoid.roles import find_roles, height
 from retarget.io import write_bvh
-from retarget.kinematics import positions
-from retarget.mapping import LEG_BONES, bone_direction_error, map_for_method, map_skeletons
+from retarget.io.formats import read_motion, read_skeleton
 from retarget.methods import get_method
-from retarget.roles import find_roles, height
-from retarget.run import RunJob, read_character, read_input, retarget_clip
+from retarget.pipeline import retarget
+from retarget.targets import open_target
 
 FRAMES = 60
 #: Mean world bone direction error allowed (issue 24).
@@ -53,9 +56,9 @@ def rigs(data_dir, real_dir):
         path = data_dir / name
         with warnings.catch_warnings():  # (a file with more data than it declares)
             warnings.simplefilter("ignore", RetargetWarning)
-            motion = read_input(str(path))
+            motion = read_motion(path)
             target = str(path if path.suffix == ".bvh" else _asf_of(path))
-            character = read_character(target)
+            character = open_target(target)
         try:
             find_roles(motion.skeleton)
         except RetargetError:
@@ -105,7 +108,7 @@ def _stands(source: Motion, result: Motion, target: Skeleton) -> tuple[bool, str
     return ok, f"up {up} (target {target.up}), head rise {r:.3f} of height, expected {expected:.3f}"
 
 
-@pytest.mark.filterwarnings("ignore::retarget.errors.RetargetWarning")
+@pytest.mark.filterwarnings("ignore::retarget.core.errors.RetargetWarning")
 @pytest.mark.parametrize("source", FILES)
 def test_copy_between_every_pair_of_rigs(rigs, source):
     """`run SOURCE --target B --method copy` onto every humanoid rig B (itself
@@ -116,12 +119,11 @@ def test_copy_between_every_pair_of_rigs(rigs, source):
         return
     path, motion, _, _ = rigs[source]
     lines, failed = [], []
-    for name, (_, _, target_path, target) in rigs.items():
-        job = RunJob(source=path, output="out.bvh", method="copy", target=target_path)
-        result, report = retarget_clip(job, motion, target)
-        mean = report["mapping"]["bone_direction_error_mean_deg"]
-        ok, stand = _stands(motion, result.motion, target)
-        assert np.isfinite(result.motion.rotations).all()
+    for name, (_, _, _, target) in rigs.items():
+        outcome = retarget(motion, target, "copy", name=path)
+        mean = outcome.report["mapping"]["bone_direction_error_mean_deg"]
+        ok, stand = _stands(motion, outcome.output, target.body)
+        assert np.isfinite(outcome.output.rotations).all()
         line = f"{source} -> {name}: bones {mean:.2f} deg mean, {stand}"
         lines.append(line)
         if not (mean <= BONE_DEG and ok):
@@ -139,9 +141,9 @@ def test_a_target_whose_rest_pose_lies_down(data_dir, tmp_path):
     rep = json.loads(report.read_text())
     assert rep["world"]["target_up"] == "y"
     assert rep["mapping"]["bone_direction_error_worst_frame_deg"] <= BONE_DEG
-    result = read_input(str(out))
+    result = read_motion(out)
     assert world.find_up(result.skeleton.replace(up=None), result)[0] == "y"
-    source = read_input(str(data_dir / "mocapbank.bvh"))
+    source = read_motion(data_dir / "mocapbank.bvh")
     assert _share(result) > 0.8 * _share(source)
 
 
@@ -196,7 +198,7 @@ TRIMMED = [
 ]
 
 
-@pytest.mark.filterwarnings("ignore::retarget.errors.RetargetWarning")
+@pytest.mark.filterwarnings("ignore::retarget.core.errors.RetargetWarning")
 @pytest.mark.parametrize(("name", "parts"), TRIMMED)
 def test_rigs_whose_limbs_end_in_end_sites(rigs, data_dir, name, parts, tmp_path, capsys):
     """The wrist (ankle) role is the end site after the forearm (shin); such a rig maps
@@ -229,7 +231,7 @@ def test_rigs_whose_limbs_end_in_end_sites(rigs, data_dir, name, parts, tmp_path
         assert f"left_{part} is the end site" in printed
 
 
-@pytest.mark.filterwarnings("ignore::retarget.errors.RetargetWarning")
+@pytest.mark.filterwarnings("ignore::retarget.core.errors.RetargetWarning")
 def test_map_prints_what_it_found(real_dir, capsys):
     """`map` on a Z-up 60-joint rig with fingers onto a metre rig: units, up axes, the
     spine and neck segments, the finger joints, then the roles."""
@@ -239,5 +241,5 @@ def test_map_prints_what_it_found(real_dir, capsys):
     assert "source" in out and "unit in, up z" in out and "unit m, up y" in out
     assert "finger joints" in out and "joints between hips and head" in out
     assert "left_wrist" in out and "left_knee" in out
-    jm = map_skeletons(read_input(str(src)).skeleton, read_character(str(tgt)))
+    jm = map_skeletons(read_motion(src).skeleton, read_skeleton(tgt))
     assert len(jm.bones) >= 16

@@ -15,19 +15,16 @@ from conftest import missing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retarget import quat
-from retarget.errors import FormatError, RetargetWarning
+from retarget.core import quat
+from retarget.core.errors import FormatError, RetargetError, RetargetWarning
+from retarget.core.kinematics import forward_kinematics
+from retarget.core.motion import Motion
+from retarget.core.skeleton import Skeleton
+from retarget.humanoid.roles import find_roles
 from retarget.ik.limb import limb_from_roles
-from retarget.io.robot import (
-    Geom,
-    joint_trajectories,
-    read_robot,
-    read_trajectories,
-    write_trajectories,
-)
-from retarget.kinematics import forward_kinematics
-from retarget.motion import Motion
-from retarget.robot import (
+from retarget.io.formats import read_trajectories, write_trajectories
+from retarget.io.trajectories import RobotTrajectory
+from retarget.targets.robot.hinges import (
     _continuous,
     _hinge_axis,
     _hinge_path,
@@ -36,9 +33,9 @@ from retarget.robot import (
     geom_capsules,
     to_robot,
 )
-from retarget.robot_measures import RobotTrajectory, robot_motion, standing_height
-from retarget.roles import find_roles
-from retarget.skeleton import Skeleton
+from retarget.targets.robot.measures import standing_height
+from retarget.targets.robot.model import Geom, read_robot
+from retarget.targets.robot.trajectories import joint_trajectories, robot_motion
 
 ALEXANDER = Path(__file__).parent / "data" / "robots" / "ihmc_alexander" / "ihmc_alexander.urdf"
 ICUB = Path(__file__).parent / "data" / "robots" / "icub" / "icub.urdf"
@@ -88,7 +85,7 @@ def _random_trajectory(robot, n: int, seed: int) -> RobotTrajectory:
     dof = rng.uniform(lo, hi, size=(n, robot.num_dofs))
     base = quat.normalize(rng.normal(size=(n, 4)))
     root = rng.normal(size=(n, 3))
-    return RobotTrajectory(root, base, dof, 30.0)
+    return RobotTrajectory(root, base, dof, 30.0, robot.joint_names)
 
 
 @pytest.mark.parametrize("which", ["g1", "alexander", "icub", "romeo", "jvrc"])
@@ -97,10 +94,8 @@ def test_forward_kinematics_equals_mujoco(which, request):
     MuJoCo's (``xanchor``, ``xaxis``) for random base poses and joint angles in range."""
     import mujoco
 
-    from retarget.io.robot import _load
-
     robot = request.getfixturevalue(which)
-    model, _ = _load(Path(robot.path))
+    model = robot.model  # (MuJoCo's own, compiled once with the robot)
     data = mujoco.MjData(model)
     traj = _random_trajectory(robot, 20, seed=3)
     motion = robot_motion(robot, traj)
@@ -351,19 +346,18 @@ def test_gathered_and_carried_back_is_the_robot(g1):
     theirs = pm[:, 1 : g.skeleton.num_joints] - pm[:, parents]
     cos = (ours * theirs).sum(-1) / np.linalg.norm(ours, axis=-1) / np.linalg.norm(theirs, axis=-1)
     assert np.degrees(np.arccos(np.clip(cos, -1, 1))).mean() < 1.0
-    got = joint_trajectories(g1, back.root_position, back.rotations)
-    assert np.abs(got["dof_pos"] - traj.dof_pos).max() < 0.35
+    got = joint_trajectories(g1, back)
+    assert np.abs(got.dof_pos - traj.dof_pos).max() < 0.35
 
 
 def test_trajectories_written_as_users_load_them(g1, tmp_path):
     traj = _random_trajectory(g1, 5, seed=1)
-    data = {"root_pos": traj.root_pos, "root_quat": traj.root_quat, "dof_pos": traj.dof_pos}
-    write_trajectories(tmp_path / "a.npz", g1, data, 30.0)
+    write_trajectories(tmp_path / "a.npz", traj)
     with np.load(tmp_path / "a.npz") as z:
         assert list(z["joint_names"]) == list(g1.joint_names)
         np.testing.assert_array_equal(z["dof_pos"], traj.dof_pos)
         assert float(z["fps"]) == 30.0
-    write_trajectories(tmp_path / "a.csv", g1, data, 30.0)
+    write_trajectories(tmp_path / "a.csv", traj)
     header, *rows = (tmp_path / "a.csv").read_text().splitlines()
     assert header.split(",")[:8] == [
         "time",
@@ -376,13 +370,13 @@ def test_trajectories_written_as_users_load_them(g1, tmp_path):
         "root_qz",
     ]
     assert header.split(",")[8:] == list(g1.joint_names) and len(rows) == 5
-    with pytest.raises(FormatError, match=r"npz or \.csv"):
-        write_trajectories(tmp_path / "a.bvh", g1, data, 30.0)
+    with pytest.raises(RetargetError, match=r"npz or \.csv"):
+        write_trajectories(tmp_path / "a.bvh", traj)
     for name in ("a.npz", "a.csv"):  # read back, columns by name
-        back = read_trajectories(tmp_path / name, g1)
-        np.testing.assert_allclose(back["dof_pos"], traj.dof_pos, atol=1e-8)
-        np.testing.assert_allclose(back["root_quat"], traj.root_quat, atol=1e-8)
-        assert float(back["fps"]) == pytest.approx(30.0)
+        back = read_trajectories(tmp_path / name, g1.joint_names)
+        np.testing.assert_allclose(back.dof_pos, traj.dof_pos, atol=1e-8)
+        np.testing.assert_allclose(back.root_quat, traj.root_quat, atol=1e-8)
+        assert back.fps == pytest.approx(30.0)
     order = np.arange(g1.num_dofs)[::-1]  # another tool's column order
     np.savez(
         tmp_path / "b.npz",
@@ -393,16 +387,17 @@ def test_trajectories_written_as_users_load_them(g1, tmp_path):
         joint_names=np.array(g1.joint_names)[order],
     )
     np.testing.assert_array_equal(
-        read_trajectories(tmp_path / "b.npz", g1)["dof_pos"], traj.dof_pos
+        read_trajectories(tmp_path / "b.npz", g1.joint_names).dof_pos, traj.dof_pos
     )
 
 
 def test_trajectories_that_cannot_be_read(g1, tmp_path):
     """One clear error each: a key missing, another robot's joints, a short row, NaN."""
+    names = g1.joint_names
     traj = _random_trajectory(g1, 4, seed=2)
     np.savez(tmp_path / "nokey.npz", root_pos=traj.root_pos, dof_pos=traj.dof_pos, fps=30.0)
     with pytest.raises(FormatError, match="root_quat"):
-        read_trajectories(tmp_path / "nokey.npz", g1)
+        read_trajectories(tmp_path / "nokey.npz", names)
     other = np.array([f"j{k}" for k in range(g1.num_dofs)])
     np.savez(
         tmp_path / "other.npz",
@@ -413,17 +408,17 @@ def test_trajectories_that_cannot_be_read(g1, tmp_path):
         joint_names=other,
     )
     with pytest.raises(FormatError, match="joints"):
-        read_trajectories(tmp_path / "other.npz", g1)
-    data = {"root_pos": traj.root_pos, "root_quat": traj.root_quat, "dof_pos": traj.dof_pos}
-    write_trajectories(tmp_path / "a.csv", g1, data, 30.0)
+        read_trajectories(tmp_path / "other.npz", names)
+    write_trajectories(tmp_path / "a.csv", traj)
     lines = (tmp_path / "a.csv").read_text().splitlines()
     (tmp_path / "short.csv").write_text("\n".join([lines[0], lines[1].rsplit(",", 1)[0]]))
     with pytest.raises(FormatError, match=r"short\.csv"):
-        read_trajectories(tmp_path / "short.csv", g1)
-    data["dof_pos"] = np.where(np.arange(g1.num_dofs) == 3, np.nan, traj.dof_pos)
-    np.savez(tmp_path / "nan.npz", **data, fps=30.0)
+        read_trajectories(tmp_path / "short.csv", names)
+    data = {"root_pos": traj.root_pos, "root_quat": traj.root_quat}
+    dof = np.where(np.arange(g1.num_dofs) == 3, np.nan, traj.dof_pos)
+    np.savez(tmp_path / "nan.npz", **data, dof_pos=dof, fps=30.0)
     with pytest.raises(FormatError, match="finite"):
-        read_trajectories(tmp_path / "nan.npz", g1)
+        read_trajectories(tmp_path / "nan.npz", names)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -456,7 +451,7 @@ def test_run_onto_robots_with_no_configuration(data_dir, g1_path, tmp_path):
             dof = z["dof_pos"]
             assert dof.shape == (60, robot.num_dofs) and np.isfinite(dof).all()
             assert (dof >= robot.lower - 1e-9).all() and (dof <= robot.upper + 1e-9).all()
-        measures = json.loads(report.read_text())["robot"]["measures"]
+        measures = json.loads(report.read_text())["measures"]
         assert measures["limit_violations"] == 0 and measures["frames"] == 60
         # the same measures from `eval --robot`, on the file written
         done = _cli(
@@ -556,19 +551,19 @@ def test_batch_onto_a_robot(data_dir, g1_path, tmp_path):
         assert all(r["measures"]["limit_violations"] == 0 for r in records)
         suffix = f".{fmt or 'npz'}"
         for k in range(2):
-            back = read_trajectories(out / f"c{k}{suffix}", read_robot(g1_path))
-            assert back["dof_pos"].shape == (40, 29)
+            back = read_trajectories(out / f"c{k}{suffix}", read_robot(g1_path).joint_names)
+            assert back.dof_pos.shape == (40, 29)
     done = _cli(
         "batch", str(clips / "*.bvh"), "--target", str(g1_path), "--out", str(tmp_path / "x"),
         "--format", "bvh",
     )  # fmt: skip
-    assert done.returncode == 2 and "onto a robot" in done.stderr
+    assert done.returncode == 2 and "batch writes .npz or .csv onto" in done.stderr
 
 
 def test_physics_onto_a_robot_with_its_own_mass_model(data_dir, g1_path, g1, tmp_path):
     """``--method physics`` onto a robot: Tak & Ko's filter with the robot's own masses
     (the model's total, every link somewhere) and its actuators' torque limits."""
-    from retarget.robot import inertia_on
+    from retarget.targets.robot.hinges import inertia_on
 
     g = gather_hinges(g1.skeleton)
     mass, com, inertia, limits = inertia_on(g, g1, g.skeleton)
@@ -604,7 +599,7 @@ def test_physics_onto_a_robot_with_its_own_mass_model(data_dir, g1_path, g1, tmp
 def test_rate_limit_keeps_the_bound_and_what_is_within_it(path, step):
     """Every frame-to-frame change at most ``step``; a path already within it is left
     exactly as it is; a constant path stays."""
-    from retarget.robot import _rate_limit
+    from retarget.targets.robot.hinges import _rate_limit
 
     theta = np.asarray(path)[:, None]
     out = _rate_limit(theta, np.array([step]))
@@ -622,8 +617,8 @@ def test_velocity_limit_onto_a_robot(data_dir, g1_path, tmp_path):
     args = ["run", str(data_dir / "lafan_walk.bvh"), "--target", str(g1_path), "--frames"]
     done = _cli(*args, "0:90", "--velocity-limit", "1", "-o", str(out), "--report", str(report))
     assert done.returncode == 0, done.stderr
-    robot = json.loads(report.read_text())["robot"]
-    assert robot["slowed"] > 0 and robot["measures"]["velocity_violations"] == 0
+    ran = json.loads(report.read_text())
+    assert ran["robot"]["slowed"] > 0 and ran["measures"]["velocity_violations"] == 0
     with np.load(out) as z:
         speed = np.abs(np.diff(z["dof_pos"], axis=0)) * float(z["fps"])
     assert speed.max() <= 1.0 + 1e-6
@@ -633,8 +628,8 @@ def test_soles_held_over_the_floor_where_the_method_puts_them_under(g1):
     """A method pose 3 cm too low (its feet's ends under the floor, which the IK pass
     follows firmly): the feet are placed higher by the sink of their soles
     (``robot._lift``), and no sole ends deeper than the slack (0.1 % of the height)."""
-    from retarget.robot import _SLACK, _sole_points
-    from retarget.roles import height as role_height
+    from retarget.humanoid.roles import height as role_height
+    from retarget.targets.robot.hinges import _SLACK, _sole_points
 
     g = gather_hinges(g1.skeleton)
     sk = g.skeleton
@@ -658,7 +653,7 @@ def test_a_lift_is_held_and_eased():
     (heel, then toe) and a heel strike's quick rise; held and eased, the foot is never
     lowered by more than a few per cent of a sink, and its third differences (the
     jerk it adds to the legs) are a fraction of the raw lift's."""
-    from retarget.robot import _held
+    from retarget.targets.robot.hinges import _held
 
     t = np.arange(120)
     heel = np.maximum(0.0, 0.01 * np.sin(t / 6.0))  # rises and falls, with kinks at 0
@@ -888,16 +883,15 @@ def test_the_pelvis_stands_as_the_performers_trunk_stands(which, request, data_d
     the pelvis is not leaned as the performer's lumbar bone leans (iCub's had been, by
     39° on the walk, and its thighs went into its pelvis) but stands as the trunk
     stands, head over hips, frame by frame within 10° on average."""
-    from retarget import world
+    from retarget.humanoid import world
     from retarget.io.bvh import read_bvh
-    from retarget.run import RunJob, retarget_clip
+    from retarget.pipeline import retarget
 
     robot = request.getfixturevalue(which)
     walk = read_bvh(data_dir / "lafan_walk.bvh")[:300]
     g = gather_hinges(robot.skeleton)
-    job = RunJob(source="walk", output="-", method="hierarchical", target=robot.path)
-    result, _ = retarget_clip(job, walk, g.skeleton)
-    up = world.reorient(result.motion, "y")
+    outcome = retarget(walk, g.skeleton, "hierarchical")  # (the gathered skeleton alone)
+    up = world.reorient(outcome.output, "y")
     _, w = forward_kinematics(up.skeleton, up.root_position, up.rotations)
     pelvis_up = quat.rotate(w[:, 0], np.array([0.0, 0.0, 1.0]))  # (the robot's z, now y)
     pelvis = np.degrees(np.arccos(np.clip(pelvis_up[:, 1], -1.0, 1.0)))
@@ -916,9 +910,9 @@ def test_a_robots_feet_lie_flat_where_the_performers_stand_flat(which, request, 
     tip is 24° below theirs. Aligned along that bone, the robot's planted feet stood
     toes up 14°; aligned level (``level_feet``), they lie flat where the performer's
     do: within 3° at the median over the source's contact frames."""
-    from retarget.contacts import detect_contacts
+    from retarget.humanoid.contacts import detect_contacts
+    from retarget.humanoid.mapping import map_for_method
     from retarget.io.bvh import read_bvh
-    from retarget.mapping import map_for_method
 
     robot = request.getfixturevalue(which)
     walk = read_bvh(data_dir / "lafan_walk.bvh")[:600]
@@ -961,7 +955,7 @@ def test_a_foots_end_is_on_its_midline(jvrc, g1):
 def test_standing_heights_are_the_robots_own(jvrc):
     """How high a robot's own foot holds its ankle when it stands: JVRC-1's 10.8 cm,
     its sole's tip on the floor."""
-    from retarget.roles import standing_heights
+    from retarget.humanoid.roles import standing_heights
 
     g = gather_hinges(jvrc.skeleton)
     roles = find_roles(g.skeleton)
@@ -976,24 +970,18 @@ def test_hierarchical_plants_a_robots_feet_flat(jvrc, data_dir):
     theirs: held at the performer's height (``plant_heights="source"``) its planted
     feet stood toes up 13°; at its own (``"rest"``, the default onto a robot) they lie
     flat, within 2° at the median over the source's contact frames."""
-    from retarget.contacts import detect_contacts
+    from retarget.humanoid.contacts import detect_contacts
     from retarget.io.bvh import read_bvh
-    from retarget.run import RunJob, retarget_robot_clip
+    from retarget.pipeline import retarget
+    from retarget.targets.robot import RobotTarget
 
     walk = read_bvh(data_dir / "lafan_walk.bvh")[:450]
     contacts = detect_contacts(walk, roles=find_roles(walk.skeleton))
 
     def pitch(heights: str) -> float:
-        job = RunJob(
-            source="walk",
-            output="-",
-            method="hierarchical",
-            target=jvrc.path,
-            method_options={"plant_heights": heights},
-        )
-        out, _ = retarget_robot_clip(job, walk, jvrc, measure=False)
-        traj = RobotTrajectory(out["root_pos"], out["root_quat"], out["dof_pos"], 30.0)
-        motion = robot_motion(jvrc, traj)
+        target = RobotTarget(jvrc)
+        out = retarget(walk, target, "hierarchical", plant_heights=heights, measure=False)
+        motion = robot_motion(jvrc, out.output)
         sk = motion.skeleton
         _, w = forward_kinematics(sk, motion.root_position, motion.rotations)
         worst = 0.0
@@ -1011,17 +999,17 @@ def test_a_robots_fingers_are_left_as_the_method_left_them(jvrc, data_dir):
     """No performer's joint drives JVRC-1's twelve finger hinges: the IK pass does not
     curl them to place the hand's end (its little finger's tip); they stay at rest."""
     from retarget.io.bvh import read_bvh
-    from retarget.run import RunJob, retarget_robot_clip
+    from retarget.pipeline import retarget
+    from retarget.targets.robot import RobotTarget
 
     walk = read_bvh(data_dir / "lafan_walk.bvh")[:120]
-    job = RunJob(source="walk", output="-", method="omr", target=jvrc.path)
-    out, _ = retarget_robot_clip(job, walk, jvrc, measure=False)
+    dof_pos = retarget(walk, RobotTarget(jvrc), "omr", measure=False).output.dof_pos
     fingers = [
         d
         for d, n in enumerate(jvrc.joint_names)
         if any(f in n for f in ("THUMB", "INDEX", "LITTLE"))
     ]
     assert len(fingers) == 12
-    np.testing.assert_allclose(out["dof_pos"][:, fingers], 0.0, atol=1e-12)
+    np.testing.assert_allclose(dof_pos[:, fingers], 0.0, atol=1e-12)
     wrists = [jvrc.joint_names.index(n) for n in ("L_WRIST_Y", "R_WRIST_Y", "L_ELBOW_Y")]
-    assert np.ptp(out["dof_pos"][:, wrists], axis=0).max() > 1e-3  # (the wrists do move)
+    assert np.ptp(dof_pos[:, wrists], axis=0).max() > 1e-3  # (the wrists do move)

@@ -1,4 +1,4 @@
-"""Links into each other by MuJoCo's own collision detection (retarget.robot_contacts): the
+"""Links into each other by MuJoCo's own collision detection (retarget.targets.robot.contacts): the
 pairs left out (the world, a parent, pairs touching at the zero configuration), the
 signed distances and surface points against shapes whose answer is known."""
 
@@ -8,7 +8,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from retarget.robot_contacts import resting_pairs, self_contacts
+from retarget.targets.robot.contacts import resting_pairs, self_contacts
 
 # a base (free) with a ball; an arm on a hinge about y whose second link, a ball of
 # 0.05 m, swings down into the base's ball as the shoulder turns; a leg whose second

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from retarget import Skeleton
-from retarget.characters import PRESETS, make_character
-from retarget.errors import RetargetError
-from retarget.roles import find_roles, height
+from retarget.core.errors import RetargetError
+from retarget.humanoid.characters import PRESETS, make_character
+from retarget.humanoid.roles import find_roles, height
 
 
 def named_skeleton(names, parents, lengths=None):

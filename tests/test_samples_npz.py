@@ -9,11 +9,11 @@ import tarfile
 import numpy as np
 import pytest
 
-from retarget import samples
-from retarget.errors import FormatError, RetargetError
+from retarget.core.errors import FormatError, RetargetError
+from retarget.core.kinematics import positions
+from retarget.io import samples
 from retarget.io.formats import read_motion, write_motion
 from retarget.io.npz import read_npz, write_npz
-from retarget.kinematics import positions
 
 
 def fake_archive(tmp_path, members):

@@ -11,7 +11,7 @@ import pytest
 
 from retarget import make_character
 from retarget.cli import main
-from retarget.errors import RetargetError
+from retarget.core.errors import RetargetError
 from retarget.io.sensors import skeleton_from_message
 from retarget.methods.omr import omr_retarget
 from retarget.methods.puppetry import sensor_stream
@@ -288,8 +288,7 @@ def test_wire_messages_and_stats_are_strict_json(lafan, blubby):
     """The skeleton and pose messages of a still performer, and the stats summary, parse
     with a strict parser; a value that is not finite in a pose's extras goes out as null
     with a note beside it, never as a bare NaN that JSON.parse would refuse."""
-    from retarget._json import GENERIC_NOTE
-    from retarget.run import dumps_json
+    from retarget.core.strict_json import GENERIC_NOTE, dumps_json
 
     def strict(text):
         def refuse(word):

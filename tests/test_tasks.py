@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retarget import dofs, quat
-from retarget._so3 import (
+from retarget.core import dofs, quat
+from retarget.core.kinematics import Pose
+from retarget.core.motion import oplus
+from retarget.core.so3 import (
     apply_right_jacobian,
     apply_right_jacobian_inverse,
     right_jacobian,
@@ -14,8 +16,6 @@ from retarget._so3 import (
 )
 from retarget.environment import Floor, Scene, Shape, Slope
 from retarget.io import read_asf_amc
-from retarget.kinematics import Pose
-from retarget.motion import oplus
 from retarget.tasks import (
     Ground,
     GroundTask,

@@ -8,9 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from retarget import quat
 from retarget.cli import main
-from retarget.contacts import Contacts
+from retarget.core import quat
+from retarget.core.errors import RetargetError
+from retarget.core.kinematics import positions
 from retarget.editing.transition import (
     _close_gaps,
     _combine,
@@ -19,10 +20,9 @@ from retarget.editing.transition import (
     transition,
     warp_path,
 )
-from retarget.errors import RetargetError
+from retarget.humanoid.contacts import Contacts
+from retarget.humanoid.roles import find_roles
 from retarget.io import read_bvh, write_bvh
-from retarget.kinematics import positions
-from retarget.roles import find_roles
 
 # -- time warping ---------------------------------------------------------------------------------
 

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retarget import quat, read_asf_amc, read_bvh
+from retarget import read_asf_amc, read_bvh
 from retarget.cli import main
-from retarget.dofs import limit_violation
+from retarget.core import quat
+from retarget.core.dofs import limit_violation
 from retarget.ik.rbf import cardinal_basis, insert_centre, radial_bspline
 from retarget.ik.verb_examples import arm3_skeleton, arm3_verb, reach_verb
 from retarget.ik.verbs import (

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from conftest import missing
 
-from retarget.characters import make_character
 from retarget.cli import main
+from retarget.humanoid.characters import make_character
+from retarget.humanoid.roles import height
 from retarget.io import read_bvh, write_bvh
 from retarget.methods import get_method
-from retarget.roles import height
 from retarget.viz.viewer import viewer_html
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
@@ -36,7 +36,7 @@ def walk_and_blubby(lafan):
 def _fk(motion, n):
     """World positions (P, 3) of frame ``n``'s joints and end sites, in the file's unit
     and axes: parent by parent from the offsets and local rotations, with scipy's
-    rotations (none of ``retarget.kinematics``, which the page's data comes from)."""
+    rotations (none of ``retarget.core.kinematics``, which the page's data comes from)."""
     from scipy.spatial.transform import Rotation
 
     sk = motion.skeleton

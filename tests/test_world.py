@@ -1,6 +1,6 @@
 """Up axis and length unit found once, from the body (issue 24, deliverable 3).
 
-The readers record both on the skeleton (:mod:`retarget.world`); ``run``, ``eval``,
+The readers record both on the skeleton (:mod:`retarget.humanoid.world`); ``run``, ``eval``,
 the mapping, ``view`` and physics read them from there; ``--up``/``--unit``
 override. Every measure is defined Y up: a Z-up copy of a pair measures the same.
 """
@@ -12,13 +12,16 @@ import json
 import numpy as np
 import pytest
 
-from retarget import Motion, evaluate, quat, world
-from retarget.characters import make_character
+from retarget import Motion, evaluate
 from retarget.cli import main
+from retarget.core import quat
+from retarget.humanoid import world
+from retarget.humanoid.characters import make_character
+from retarget.humanoid.roles import height
 from retarget.io import read_asf_amc, read_bvh, read_motion, write_bvh
+from retarget.io.formats import read_skeleton
 from retarget.methods import get_method
-from retarget.roles import height
-from retarget.run import RunJob, read_character, retarget_clip
+from retarget.pipeline import retarget
 
 #: The unit each real file's body says (README of RETARGET_DATA/real: metres, inches,
 #: CMU's ASF unit in its BVH conversions); the ASF/AMC pairs declare theirs.
@@ -42,7 +45,7 @@ UNITS = {
 }
 
 
-@pytest.mark.filterwarnings("ignore::retarget.errors.RetargetWarning")
+@pytest.mark.filterwarnings("ignore::retarget.core.errors.RetargetWarning")
 @pytest.mark.parametrize("name", list(UNITS))
 def test_unit_found_from_the_body(data_dir, real_dir, name):
     """Every real file reads in the unit its body says, and `info` says why."""
@@ -120,7 +123,7 @@ def test_up_found_from_the_frames(data_dir, real_dir, lafan, tmp_path):
     assert "the rest pose lies along +x" in world.find_up(lafan.skeleton)[1]
     z_up = read_bvh(real_dir / "pybvh_test3.bvh")
     assert z_up.skeleton.up == "z" and world.find_up(z_up.skeleton)[0] == "y"
-    assert read_character(str(data_dir / "lafan_walk.bvh")).up == "y"  # a target too
+    assert read_skeleton(data_dir / "lafan_walk.bvh").up == "y"  # a target too
     walk = lafan[:60]
     for up in world.UP_AXES:
         write_bvh(tmp_path / "w.bvh", world.reorient(walk, up))
@@ -142,7 +145,7 @@ def test_a_character_file_of_one_rest_frame(lafan, real_dir, tmp_path):
             )
         rest = Motion(sk, sk.offsets[:1], quat.identity((1, sk.num_joints)), 30.0)
         write_bvh(tmp_path / "c.bvh", rest)
-        assert read_character(str(tmp_path / "c.bvh")).up == up
+        assert read_skeleton(tmp_path / "c.bvh").up == up
         assert "hold the rest pose" in world.find_up(sk, rest)[1]
 
 
@@ -197,7 +200,7 @@ def test_eval_is_the_same_on_a_z_up_copy(lafan, tmp_path, capsys):
             assert measures[1][key] == pytest.approx(value, abs=1e-6), key
 
 
-@pytest.mark.filterwarnings("ignore::retarget.errors.RetargetWarning")
+@pytest.mark.filterwarnings("ignore::retarget.core.errors.RetargetWarning")
 def test_run_report_and_eval_agree_on_a_z_up_source(real_dir, tmp_path, capsys):
     """pybvh_test3.bvh is Z up: `eval` of the written result gives the measures of
     `run`'s own report (they once said skate 3.3x, float 204 %, pose 17 degrees against
@@ -216,7 +219,7 @@ def test_run_report_and_eval_agree_on_a_z_up_source(real_dir, tmp_path, capsys):
     assert read_bvh(out).skeleton.up == "z"
 
 
-@pytest.mark.filterwarnings("ignore::retarget.errors.RetargetWarning")
+@pytest.mark.filterwarnings("ignore::retarget.core.errors.RetargetWarning")
 def test_a_change_of_axes_turns_the_root_only(real_dir, tmp_path):
     """The same hierarchy in other world axes goes through no role mapping: copy turns
     the root and nothing else, exactly, both ways (Z-up source onto its Y-up twin and
@@ -226,11 +229,11 @@ def test_a_change_of_axes_turns_the_root_only(real_dir, tmp_path):
     y_up = read_bvh(tmp_path / "y.bvh")
     assert y_up.skeleton.up == "y" and z_up.skeleton.up == "z"
     for source, target in ((z_up, y_up), (y_up, z_up)):
-        job = RunJob(source="s.bvh", output="o.bvh", method="copy", target="t.bvh")
-        result, report = retarget_clip(job, source, target.skeleton)
+        outcome = retarget(source, target.skeleton, "copy")
+        report = outcome.report
         assert report["mapping"]["mapped"] is False
         assert report["mapping"]["bone_direction_error_mean_deg"] < 1e-5
-        out = result.motion
+        out = outcome.output
         assert out.skeleton is target.skeleton
         np.testing.assert_array_equal(out.rotations[:, 1:], source.rotations[:, 1:])
         turn = world.axes_between(source.skeleton.up, target.skeleton.up)

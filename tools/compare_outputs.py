@@ -170,8 +170,8 @@ def _trajectory_numbers(path: Path) -> np.ndarray:
 def _differences(a: Path, b: Path, source: str) -> tuple[float, float] | str:
     """(largest position difference, largest number difference) of two outputs, or what
     keeps them from being compared."""
+    from retarget.core.kinematics import positions
     from retarget.io.formats import read_motion
-    from retarget.kinematics import positions
 
     if a.suffix == ".npz":  # a robot's joint trajectories: the numbers are the positions
         na, nb = _trajectory_numbers(a), _trajectory_numbers(b)

@@ -6,7 +6,7 @@ project's venv. For every real clip in ``$RETARGET_DATA`` (default
 :mod:`retarget.io` has ``read_asf_amc``, vicon.asf + vicon.amc, it
 
 1. reads the clip, writes it with :func:`retarget.io.write_bvh` to a scratch
-   folder, and saves our forward kinematics (:func:`retarget.kinematics.positions`)
+   folder, and saves our forward kinematics (:func:`retarget.core.kinematics.positions`)
    of every joint at ``--frames`` evenly spaced frames (first and last included)
    to ``<clip>.ours.npz`` beside the BVH;
 2. runs ``tools/_blender_import.py`` with the Blender venv's Python
@@ -42,9 +42,9 @@ from pathlib import Path
 import numpy as np
 
 import retarget.io as rio
-from retarget import quat
-from retarget.kinematics import positions
-from retarget.motion import Motion
+from retarget.core import quat
+from retarget.core.kinematics import positions
+from retarget.core.motion import Motion
 
 ROOT = Path(__file__).resolve().parent.parent
 TOLERANCE = 1e-4  # of the file's length unit
@@ -367,7 +367,8 @@ def report(clips: list[Clip], version: str, options: str, out: Path) -> None:
         f"`make verify-blender`: our `write_bvh` output imported by Blender {version} (bpy) with",
         f"`bpy.ops.import_anim.bvh(filepath=..., {options})`; every bone's world head position "
         "at BVH frame f (Blender frame f + 1), "
-        "axes mapped back with ours = (x_b, z_b, -y_b), against `retarget.kinematics.positions`. "
+        "axes mapped back with ours = (x_b, z_b, -y_b), against "
+        "`retarget.core.kinematics.positions`. "
         f"Error = distance in the file's unit; tolerance {TOLERANCE:g}.",
         "",
         *lines,

@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 from retarget import Motion, read_bvh
-from retarget.samples import sample_path
+from retarget.io.samples import sample_path
 
 
 def source_parser(doc: str) -> argparse.ArgumentParser:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import __version__
-from ..errors import RetargetError
+from ..core.errors import RetargetError
 from . import edit, files, online, retarget, verb, view
 from ._common import EXIT_USAGE, _Parser, warnings_on_stderr
 

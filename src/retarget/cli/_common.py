@@ -11,12 +11,14 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RetargetError, RetargetWarning
-from ..run import frame_slice, read_input, write_json
+from ..core.errors import RetargetError, RetargetWarning
 
 if TYPE_CHECKING:
+    from ..core.motion import Motion
+    from ..core.skeleton import Skeleton
     from ..methods import Option
-    from ..motion import Motion
+    from ..pipeline import RunJob
+    from ..targets import Target
 
 EXIT_USAGE = 2
 
@@ -67,6 +69,7 @@ def _write_result(
     Both files name ``inputs`` (the paths read) and the ``--skeleton`` file as their
     sources, the report also the output motion.
     """
+    from ..io.files import write_json
     from ..io.formats import write_motion
 
     sources = [*inputs, *([args.skeleton] if args.skeleton else [])]
@@ -114,7 +117,7 @@ def _measure_table(rows: dict[str, dict[str, Any]]) -> str:
 
 
 def _unit_option(text: str) -> str:
-    from ..world import parse_unit
+    from ..humanoid.world import parse_unit
 
     try:
         return parse_unit(text)
@@ -123,7 +126,7 @@ def _unit_option(text: str) -> str:
 
 
 def _up_option(text: str) -> str:
-    from ..world import parse_up
+    from ..humanoid.world import parse_up
 
     try:
         return parse_up(text)
@@ -159,7 +162,7 @@ class Presets:
     command line is checked or shown (not when the parser is built)."""
 
     def _names(self) -> list[str]:
-        from ..characters import PRESETS
+        from ..humanoid.characters import PRESETS
 
         return sorted(PRESETS)
 
@@ -273,7 +276,8 @@ def method_options(p: argparse.ArgumentParser) -> None:
 
     group = p.add_argument_group("method options (refused by a method that does not take them)")
     for option, methods in declared().values():
-        add_option(group, option, f"{', '.join(methods)}: {option.help}")
+        if option.flag is not None:  # (not an argument only the library gives)
+            add_option(group, option, f"{', '.join(methods)}: {option.help}")
 
 
 def add_option(p: Any, option: Option, help: str) -> None:
@@ -292,6 +296,7 @@ def add_option(p: Any, option: Option, help: str) -> None:
             kwargs["choices"] = option.choices
         if option.metavar is not None:
             kwargs["metavar"] = option.metavar
+    assert option.flag is not None
     p.add_argument(option.flag, **kwargs)
 
 
@@ -308,6 +313,8 @@ def read_report(path: str) -> dict[str, Any]:
 
 def named_motions(args: argparse.Namespace) -> list[tuple[str, Any]]:
     """``args.files`` read, each as (file name, motion), cut to ``--frames``."""
+    from ..core.motion import frame_slice
+
     motions = []
     for path in args.files:
         motion = read_input(path, args)
@@ -315,3 +322,67 @@ def named_motions(args: argparse.Namespace) -> list[tuple[str, Any]]:
             motion = motion[frame_slice(args.frames, motion.num_frames)]
         motions.append((Path(path).name, motion))
     return motions
+
+
+def read_input(path: str, args: argparse.Namespace | None = None) -> Motion:
+    """A motion file read with the options of ``args`` (``--skeleton``, ``--fps``,
+    ``--animation``, and ``--unit``/``--up``: overrides of what
+    :mod:`retarget.humanoid.world` finds)."""
+    from ..io.formats import read_motion
+
+    keys = ("skeleton", "fps", "unit", "up", "animation")
+    return read_motion(path, **{k: getattr(args, k, None) for k in keys})
+
+
+def given_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The methods' options given on the command line, by name
+    (:class:`retarget.methods.Option`; what :attr:`RunJob.method_options` holds)."""
+    from ..methods import method_options
+
+    found = {}
+    for name, (option, _) in method_options().items():
+        if option.flag is None:  # (an argument only the library gives)
+            continue
+        value = getattr(args, option.dest, None)
+        if option.given(value):
+            found[name] = value
+    return found
+
+
+def job_of(args: argparse.Namespace, **changes: Any) -> RunJob:
+    """The :class:`retarget.pipeline.RunJob` of parsed ``run`` (or ``batch``) arguments,
+    with ``changes``; the methods' options given go into ``method_options``."""
+    import dataclasses
+
+    from ..pipeline import RunJob
+
+    fields = [f for f in dataclasses.fields(RunJob) if f.name != "method_options"]
+    given = {f.name: getattr(args, f.name) for f in fields if hasattr(args, f.name)}
+    return RunJob(
+        **{"source": "", "output": "", **given, **changes}, method_options=given_options(args)
+    )
+
+
+def open_args_target(args: argparse.Namespace) -> Target:
+    """The target ``--target``, ``--target-preset`` or ``--target-from``/``--target-to``
+    name (:meth:`retarget.pipeline.RunJob.open_target`)."""
+    return job_of(args).open_target()
+
+
+def target_skeleton(args: argparse.Namespace, source: Motion) -> Skeleton:
+    """The skeleton of the target the arguments name, made for ``source`` (a preset's
+    from it; a morph's first frame's), its roles checked: for the commands that run a
+    method on a skeleton themselves (``physics``, ``puppet``, ``serve``); a robot is
+    refused (its trajectories come from ``retarget run``)."""
+    from ..humanoid.roles import require_humanoid
+
+    target = open_args_target(args)
+    if target.kind == "robot":
+        raise RetargetError(
+            f"{target.name}: a robot is a target of `retarget run` and `retarget batch`; "
+            "this command takes a skeleton or a character"
+        )
+    prepared = target.prepare(source)
+    if prepared.check_roles is not None:
+        require_humanoid(prepared.check_roles, prepared.skeleton)
+    return prepared.skeleton

@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RetargetError
-from ..run import dumps_json, frame_slice, read_input, require_humanoid
-from ._common import _write_result, motion_options, writes_motion
+from ..core.errors import RetargetError
+from ..core.motion import frame_slice
+from ..core.strict_json import dumps_json
+from ..humanoid.roles import require_humanoid
+from ._common import _write_result, motion_options, read_input, writes_motion
 
 __all__ = ["add_parsers"]
 
@@ -62,7 +64,7 @@ def _read_positions(path: str, num_frames: int) -> dict[str, np.ndarray]:
 
 
 def cmd_enhance(args: argparse.Namespace) -> int:
-    from ..methods.omr import enhance_motion
+    from ..online.omr import enhance_motion
 
     motion = read_input(args.source, args)
     motion = motion[frame_slice(args.frames, motion.num_frames)]
@@ -84,7 +86,7 @@ def cmd_enhance(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from ..metrics import MEASURES, evaluate
+    from ..humanoid.metrics import MEASURES, evaluate
 
     source = read_input(args.source, args)
     require_humanoid(args.source, source.skeleton)
@@ -115,12 +117,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def _eval_robot(args: argparse.Namespace, source: Any) -> int:
     """``eval --robot MODEL``: a robot's joint trajectories (ours or another
     retargeter's) measured against their human source as robotics users measure."""
-    from ..io.robot import read_robot, read_trajectories
-    from ..robot_measures import ROBOT_MEASURES, RobotTrajectory, measure_robot
+    from ..io.formats import read_trajectories
+    from ..targets.robot.measures import ROBOT_MEASURES, measure_robot
+    from ..targets.robot.model import read_robot
 
-    robot = read_robot(args.robot)
-    data = read_trajectories(args.result, robot)
-    traj = RobotTrajectory(data["root_pos"], data["root_quat"], data["dof_pos"], float(data["fps"]))
+    robot = read_robot(Path(args.robot))
+    traj = read_trajectories(args.result, robot.joint_names)
     if traj.num_frames != source.num_frames:
         raise RetargetError(
             f"{args.result} has {traj.num_frames} frames, the source {source.num_frames}: "

@@ -11,23 +11,25 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import RetargetError
-from ..run import dumps_json, read_character, read_input, require_humanoid
-from ._common import Presets, motion_options
+from ..core.errors import RetargetError
+from ..core.strict_json import dumps_json
+from ..humanoid.roles import require_humanoid
+from ._common import Presets, motion_options, read_input
 
 if TYPE_CHECKING:
-    from ..motion import Motion
+    from ..core.motion import Motion
 
 __all__ = ["add_parsers"]
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from .._lazy import approximate
-    from ..io.robot import is_robot_file
+    from ..core.lazy import approximate
+    from ..targets.registry import kind_of
 
-    if is_robot_file(args.file):
+    kind = kind_of(args.file)
+    if kind is not None and kind.name == "robot":
         return _robot_info(args)
-    if Path(args.file).suffix.lower() in (".glb", ".gltf", ".fbx"):
+    if kind is not None and kind.name == "character":
         return _character_info(args)
 
     with approximate():  # (a summary: Euler angles by numpy, numba never loaded)
@@ -36,12 +38,12 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def _robot_info(args: argparse.Namespace) -> int:
     """``retarget info ROBOT.xml|.urdf``: joints, ranges, height, mass, the roles found."""
-    from ..io.robot import read_robot
-    from ..robot import gather_hinges
-    from ..robot_measures import standing_height
-    from ..roles import find_roles
+    from ..humanoid.roles import find_roles
+    from ..targets.robot.hinges import gather_hinges
+    from ..targets.robot.measures import standing_height
+    from ..targets.robot.model import read_robot
 
-    robot = read_robot(args.file)
+    robot = read_robot(Path(args.file))
     gathered = gather_hinges(robot.skeleton)
     method = gathered.skeleton
     info: dict[str, Any] = {
@@ -86,10 +88,10 @@ def _robot_info(args: argparse.Namespace) -> int:
 def _character_info(args: argparse.Namespace) -> int:
     """``retarget info CHAR.glb``: skins, the skeleton's joints, the control bones left
     out, the animations, the roles found."""
-    from ..io.gltf import load_character
-    from ..roles import find_roles, height
+    from ..humanoid.roles import find_roles, height
+    from ..io.formats import read_character
 
-    char = load_character(args.file)
+    char = read_character(args.file)
     sk = char.skeleton
     info: dict[str, Any] = {
         "file": args.file,
@@ -113,7 +115,7 @@ def _character_info(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace, motion: Motion) -> int:
-    from ..roles import find_roles, height
+    from ..humanoid.roles import find_roles, height
 
     sk = motion.skeleton
     orders: dict[str, int] = {}
@@ -171,15 +173,17 @@ def _print_info(
 
 def _world_reasons(args: argparse.Namespace, path: str, motion: Motion) -> tuple[str, str]:
     """Why a motion file read with ``args`` has its unit and its up axis
-    (:mod:`retarget.world`): an option, the file's declaration or the body."""
-    from .. import world
+    (:mod:`retarget.humanoid.world`): an option, the file's declaration or the body."""
+    from ..humanoid import world
+    from ..io.formats import unit_source
 
     sk = motion.skeleton
+    source = unit_source(path)
     if getattr(args, "unit", None):
         unit = "given with --unit"
-    elif Path(path).suffix.lower() == ".bvh":
+    elif source == "found":
         unit = world.find_unit(sk)[1]
-    elif Path(path).suffix.lower() == ".amc":
+    elif source == "skeleton":
         unit = f"declared by the ASF (:units length; lengths in {sk.unit})"
     else:
         unit = "stored in the file"
@@ -211,10 +215,10 @@ def _parse_scales(items: Sequence[str]) -> dict[str, float]:
 
 
 def cmd_character(args: argparse.Namespace) -> int:
-    from ..characters import make_character
+    from ..core.motion import Motion
+    from ..humanoid.characters import make_character
+    from ..humanoid.roles import height
     from ..io.formats import write_motion
-    from ..motion import Motion
-    from ..roles import height
 
     source = read_input(args.source, args)
     scales = _parse_scales(args.scale) if args.scale else None
@@ -234,18 +238,14 @@ def cmd_character(args: argparse.Namespace) -> int:
 
 
 def cmd_map(args: argparse.Namespace) -> int:
-    from ..io.robot import is_robot_file
-    from ..mapping import MappingError, map_skeletons, read_overrides, standing_frame, up_axis
-    from ..roles import height
+    from ..humanoid.mapping import MappingError, map_skeletons, read_overrides, standing_frame
+    from ..humanoid.roles import height
+    from ..humanoid.world import up_axis
+    from ..targets import open_target
 
     source = read_input(args.source, args)
-    if is_robot_file(args.target):  # its hinge runs gathered into joints, as `run` maps it
-        from ..io.robot import read_robot
-        from ..robot import gather_hinges
-
-        target = gather_hinges(read_robot(args.target).skeleton).skeleton
-    else:
-        target = read_character(args.target)
+    # the skeleton `run` maps onto: a robot's hinge runs gathered into joints
+    target = open_target(args.target).prepare(source).skeleton
     overrides = read_overrides(args.map) if args.map else {}
     require_humanoid(args.source, source.skeleton, overrides.get("source"), side="source")
     require_humanoid(args.target, target, overrides.get("target"), side="target")
@@ -319,7 +319,7 @@ def _path_between(skeleton: Any, top: int | None, bottom: int | None) -> list[in
 
 
 def cmd_samples(args: argparse.Namespace) -> int:
-    from ..samples import SAMPLES, sample_path
+    from ..io.samples import SAMPLES, sample_path
 
     for name in args.names or list(SAMPLES):
         print(sample_path(name))
@@ -328,7 +328,7 @@ def cmd_samples(args: argparse.Namespace) -> int:
 
 def _character_scale(p: argparse.ArgumentParser) -> None:
     """``character --scale``, whose help lists the segments (when it is used)."""
-    from ..characters import SEGMENTS
+    from ..humanoid.characters import SEGMENTS
 
     p.add_argument(
         "--scale", nargs="+", metavar="SEGMENT=F", help=f"segments: {', '.join(SEGMENTS)}"

@@ -11,9 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RetargetError
-from ..run import frame_slice, read_input, require_humanoid, target_skeleton, write_json
-from ._common import Presets, add_option, motion_options
+from ..core.errors import RetargetError
+from ..core.motion import frame_slice
+from ..humanoid.roles import require_humanoid
+from ..io.files import write_json
+from ._common import Presets, add_option, motion_options, read_input, target_skeleton
 
 __all__ = ["add_parsers"]
 
@@ -95,7 +97,7 @@ def _puppeteer(args: argparse.Namespace):
 
 
 def cmd_puppet(args: argparse.Namespace) -> int:
-    from ..frames import SensorFrame
+    from ..core.frames import SensorFrame
     from ..io.sensors import format_pose, read_sensor_frames
     from ..online.puppetry import EFFECTORS
 
@@ -171,10 +173,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_noise(args: argparse.Namespace) -> int:
     from ..filters import estimate_noise, still_window
+    from ..io.formats import format_of
     from ..io.sensors import read_sensor_frames
     from ..methods.puppetry import parse_noise, sensor_stream
 
-    if args.recording.endswith(".jsonl"):
+    if format_of(args.recording, "recording", strict=False):
         if not args.performer:
             raise RetargetError("a .jsonl recording needs --performer (its skeleton)")
         n = read_input(args.performer).skeleton.num_joints

@@ -10,68 +10,57 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import RetargetError
-from ..run import frame_slice, read_input, require_humanoid, target_skeleton, write_json
+from ..core.errors import RetargetError
 from ._common import (
     Presets,
     _measure_table,
     _write_result,
+    job_of,
     method_options,
+    read_input,
     run_options,
+    target_skeleton,
     writes_motion,
 )
 
 if TYPE_CHECKING:
-    from ..motion import Motion
+    from ..core.motion import Motion
 
 __all__ = ["add_parsers"]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..run import RunJob, run_job
+    from ..pipeline import run_job
 
-    report = run_job(RunJob.from_args(args))
-    m = report.get("measures", {})
-    skate = f", skate {m['skate_result']:.3g} vs source {m['skate_source']:.3g} %H/s" if m else ""
-    robot = (report.get("robot") or {}).get("measures")
-    if robot:  # onto a robot: its own measures
-        skate = (
-            f", skate {robot['skate_ratio']:.3g}x the source's, floating "
-            f"{robot['float_cm']:.2g} cm, links into each other on "
-            f"{100 * robot['self_collision_share']:.2g} % of frames, "
-            f"{robot['limit_violations']} joint-limit violations"
-        )
+    outcome = run_job(job_of(args))
+    report, measures = outcome.report, outcome.measures
+    said = f", {outcome.target.describe(measures)}" if measures else ""
     fps = report.get("frames_per_second")
     rate = f"{fps:.0f} frames/s" if fps is not None else "- frames/s (no time measured)"
-    print(f"{args.method}: {report['frames']} frames at {rate} -> {args.output}{skate}")
+    print(f"{args.method}: {report['frames']} frames at {rate} -> {args.output}{said}")
     return 0
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
     import glob
 
-    from ..batch import plan_batch, run_batch
-    from ..io.formats import readable
-    from ..run import RunJob
+    from ..io.formats import is_motion_file, readable
+    from ..pipeline.batch import plan_batch, run_batch
 
     if not (args.target or args.target_preset or args.target_from):
         raise RetargetError("say which character: --target TARGET.bvh or --target-preset NAME")
     matched = {p for pattern in args.sources for p in glob.glob(pattern, recursive=True)}
-    sources = sorted(p for p in matched if Path(p).suffix.lower() in readable())
+    sources = sorted(p for p in matched if is_motion_file(p))
     if not sources:
         kinds = ", ".join(readable())
         raise RetargetError(f"no motion file ({kinds}) matches {' '.join(args.sources)}")
-    template = RunJob.from_args(args, source="", output="", report=None)
-    from ..batch import CHARACTER_SUFFIXES
-    from ..io.robot import is_robot_file
-
-    robot = bool(args.target) and is_robot_file(args.target)
-    character = bool(args.target) and Path(args.target).suffix.lower() in CHARACTER_SUFFIXES
-    fmt = args.format or ("npz" if robot else "glb" if character else "bvh")
-    if args.one_file and not character:
+    template = job_of(args, report=None)
+    target = template.open_target()
+    if args.one_file and not hasattr(target, "write_clips"):
         raise RetargetError("--one-file: a glTF or FBX --target character holds the clips")
     out_dir = Path(args.out) / ".clips" if args.one_file else Path(args.out)
-    tasks = plan_batch(sources, out_dir, template, suffix=".npz" if args.one_file else f".{fmt}")
+    suffix = ".npz" if args.one_file else ("." + args.format.lstrip(".") if args.format else None)
+    tasks = plan_batch(sources, out_dir, template, suffix=suffix)
     manifest = Path(args.manifest or out_dir / "manifest.jsonl")
     summary = run_batch(
         tasks,
@@ -88,44 +77,32 @@ def cmd_batch(args: argparse.Namespace) -> int:
     for _, message in summary.errors[:10]:
         print(f"  failed: {message}", file=sys.stderr)
     if args.one_file and not summary.failed:
-        print(f"batch: every clip in {_one_file(args, tasks)}")
+        print(f"batch: every clip in {_one_file(args, target, tasks)}")
     return 1 if summary.failed else 0
 
 
-def _one_file(args: argparse.Namespace, tasks: list[Any]) -> Path:
+def _one_file(args: argparse.Namespace, target: Any, tasks: list[Any]) -> Path:
     """``batch --one-file``: the character once, each clip's motion (the batch's .npz,
     under ``DIR/.clips``) an animation named after its path below the sources' folder."""
-    from ..io.gltf import load_character, write_character
     from ..io.npz import read_npz
 
-    character = load_character(args.target)
-    root = Path(args.out) / ".clips"
+    root = (Path(args.out) / ".clips").absolute()
     clips = [
-        (
-            str(Path(t.job.output).relative_to(root.absolute()).with_suffix("")),
-            read_npz(t.job.output),
-        )
+        (str(Path(t.job.output).relative_to(root).with_suffix("")), read_npz(t.job.output))
         for t in tasks
     ]
     out = Path(args.out) / f"{Path(args.target).stem}.glb"
-    clips = [(n, m.replace(skeleton=character.skeleton)) for n, m in clips]
-    write_character(
-        out,
-        character,
-        clips[0][1],
-        name=clips[0][0],
-        also=clips[1:],
-        replace=args.replace_animations,
-        inputs=tuple(args.sources),
-    )
-    return out
+    return target.write_clips(out, clips, inputs=tuple(args.sources))  # type: ignore[no-any-return]
 
 
 def cmd_physics(args: argparse.Namespace) -> int:
     """``retarget physics``: the filter of ``retarget run --method physics``
     (:func:`retarget.methods.physics.filter_motion`), also on the source's own body."""
-    from .. import quat, world
-    from ..mapping import map_for_method
+    from ..core import quat
+    from ..core.motion import frame_slice
+    from ..humanoid import world
+    from ..humanoid.mapping import map_for_method
+    from ..humanoid.roles import require_humanoid
     from ..methods.physics import filter_motion, parse_named
     from ..physics.filter import parse_passes
 
@@ -201,13 +178,14 @@ def cmd_physics(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ..characters import PRESETS, make_character
-    from ..contacts import detect_contacts
+    from ..core.motion import Motion, frame_slice
+    from ..humanoid.characters import PRESETS, make_character
+    from ..humanoid.contacts import detect_contacts
     from ..io.bvh import read_bvh, write_bvh
+    from ..io.files import write_json
+    from ..io.samples import sample_path
     from ..methods import METHODS
-    from ..motion import Motion
-    from ..run import RunJob, retarget_clip
-    from ..samples import sample_path
+    from ..pipeline import retarget
     from ..viz.plots import plot_feet
     from ..viz.viewer import write_viewer
 
@@ -252,21 +230,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
         for method in methods:
             steps.set_postfix_str(f"retargeting onto {name} ({method.name})")
             output = out / f"walk_{name}_{method.name}.bvh"
-            job = RunJob(str(walk_path), str(output), method.name, target_preset=name)
-            result, done = retarget_clip(job, source, target)  # (what run_job does)
-            write_bvh(output, result.motion)
+            done = retarget(source, f"preset:{name}", method.name, name=str(walk_path))
+            write_bvh(output, done.output)
             steps.update()
             steps.set_postfix_str(f"measuring {name} ({method.name})")
-            if "measures" not in done:
-                raise RetargetError(f"demo: {done['measures_note']}")
-            measures = done["measures"]
+            if done.measures is None:
+                raise RetargetError(f"demo: {done.report['measures_note']}")
             report["characters"][name][method.name] = {
-                "report": dict(result.report),
-                "measures": measures,
+                "report": dict(done.result.report),
+                "measures": done.measures,
                 "output": str(output),
             }
-            rows[f"{name} {method.name}"] = measures
-            results.append((f"{name} ({method.name})", result.motion))
+            rows[f"{name} {method.name}"] = done.measures
+            results.append((f"{name} ({method.name})", done.output))
             steps.update()
     steps.set_postfix_str("plotting")
     plot_feet(source, results, out / "feet.png", contacts=contacts)
@@ -287,16 +263,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _batch_options(p: argparse.ArgumentParser) -> None:
     """``batch``'s arguments, added when ``batch`` parses or shows its help (its formats
     and engines import the batch machinery and the formats, its options the methods)."""
-    from ..batch import ENGINES
-    from ..io.formats import writable
+    from ..pipeline.batch import ENGINES
 
     p.add_argument("sources", nargs="+", metavar="SRC_GLOB", help="clips (quote globs: '**/*.bvh')")
     p.add_argument("--out", required=True, metavar="DIR", help="outputs, by their source paths")
-    kinds = [suffix[1:] for suffix in writable(any_skeleton=True)]
     p.add_argument(
         "--format",
-        choices=sorted({*kinds, "csv"}),
-        help="default: bvh; onto a robot npz (or csv) joint trajectories",
+        metavar="EXT",
+        help="what each clip is written as, one of the target's: a motion format holding "
+        "its skeleton (bvh, the default, npz); onto a robot npz (the default) or csv joint "
+        "trajectories; onto a glTF or FBX character glb (the default; fbx for an FBX one)",
     )
     p.add_argument(
         "--engine", choices=ENGINES, default="local", help="local process pool (default), dask, ray"

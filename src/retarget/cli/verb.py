@@ -9,19 +9,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._json import strict_json
-from ..errors import RetargetError
-from ..run import frame_slice, read_input
-from ._common import _Parser, read_report
+from ..core.errors import RetargetError
+from ..core.motion import frame_slice
+from ..core.strict_json import strict_json
+from ._common import _Parser, read_input, read_report
 
 if TYPE_CHECKING:
-    from ..motion import Motion
+    from ..core.motion import Motion
 
 __all__ = ["add_parsers"]
 
 
 def _read_verb(path: str):
-    from ..errors import FormatError
+    from ..core.errors import FormatError
     from ..ik.verbs import verb_from_arrays
     from ..io.npz import read_npz_arrays
 
@@ -42,10 +42,10 @@ def _read_ik_verb(path: str):
 
 def _write_verb(path: str, verb, inputs: tuple[str, ...] = ()) -> None:
     from ..ik.verbs import verb_arrays
+    from ..io.formats import format_of
     from ..io.npz import write_npz
 
-    if Path(path).suffix.lower() != ".npz":
-        raise RetargetError(f"{path}: a verb is written as .npz")
+    format_of(path, "verb")
     reference, arrays = verb_arrays(verb)
     write_npz(path, reference, inputs=inputs, extra=arrays)
 
@@ -115,7 +115,7 @@ def cmd_verb_build(args: argparse.Namespace) -> int:
 
 def cmd_verb_example(args: argparse.Namespace) -> int:
     from ..ik.verb_examples import arm3_verb, reach_verb
-    from ..samples import sample_path
+    from ..io.samples import sample_path
 
     inputs: tuple[str, ...] = ()
     if args.name == "arm3":
@@ -129,8 +129,8 @@ def cmd_verb_example(args: argparse.Namespace) -> int:
 
 
 def cmd_verb_solve(args: argparse.Namespace) -> int:
+    from ..core.motion import Motion
     from ..io.formats import write_motion
-    from ..motion import Motion
 
     verb = _read_ik_verb(args.verb)
     goal = np.array(args.goal, dtype=np.float64)

@@ -6,14 +6,16 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..errors import RetargetError
-from ..run import frame_slice, read_input, require_humanoid
-from ._common import motion_options, named_motions, read_report
+from ..core.errors import RetargetError
+from ..core.motion import frame_slice
+from ..humanoid.roles import require_humanoid
+from ._common import motion_options, named_motions, read_input, read_report
 
 __all__ = ["add_parsers"]
 
 
 def cmd_view(args: argparse.Namespace) -> int:
+    from ..io.formats import holds_character, is_trajectory, read_trajectories
     from ..viz.viewer import live_motion, write_viewer
 
     if not (args.files or args.live):
@@ -22,27 +24,23 @@ def cmd_view(args: argparse.Namespace) -> int:
     capsules: dict[int, list[tuple[int, int, float]]] = {}
     robot = None
     if args.robot:
-        from ..io.robot import read_robot
+        from ..targets.robot.model import read_robot
 
-        robot = read_robot(args.robot)
+        robot = read_robot(Path(args.robot))
     meshes: dict[int, tuple[bytes, int]] = {}
     for path in args.files:
-        if Path(path).suffix.lower() in (".glb", ".gltf", ".fbx"):  # a character: its mesh too
+        if holds_character(path):  # a character: its mesh too
             glb, clip, motion = _character(args, path)
             meshes[len(motions)] = (glb, clip)
             motions.append((Path(path).name, motion))
             continue
-        if robot is None or not _is_trajectory(path):
+        if robot is None or not is_trajectory(path):
             motions += named_motions(_only(args, path))
             continue
         # a robot's joint trajectories: drawn on its skeleton with its collision capsules
-        from ..io.robot import read_trajectories
-        from ..robot_measures import RobotTrajectory, robot_view
+        from ..targets.robot.measures import robot_view
 
-        data = read_trajectories(path, robot)
-        traj = RobotTrajectory(
-            data["root_pos"], data["root_quat"], data["dof_pos"], float(data["fps"])
-        )
+        traj = read_trajectories(path, robot.joint_names)
         motion, capsules[len(motions)] = robot_view(robot, traj)
         if args.frames:
             motion = motion[frame_slice(args.frames, motion.num_frames)]
@@ -66,9 +64,10 @@ def _character(args: argparse.Namespace, path: str) -> tuple[bytes, int, Any]:
     """A glTF (or FBX) character's file as one GLB, the animation shown (``--animation``;
     else the one named after another file given, as ``retarget run`` names the clip it
     adds; else its last) and that animation as a motion."""
-    from ..io.gltf import character_motion, load_character, one_file
+    from ..io.formats import read_character
+    from ..io.gltf import character_motion, one_file
 
-    character = load_character(path)
+    character = read_character(path)
     names = character.animations
     stems = {Path(p).stem for p in args.files}
     if args.animation is not None:
@@ -80,22 +79,6 @@ def _character(args: argparse.Namespace, path: str) -> tuple[bytes, int, Any]:
     if args.frames:
         motion = motion[frame_slice(args.frames, motion.num_frames)]
     return one_file(character.path), clip, motion
-
-
-def _is_trajectory(path: str) -> bool:
-    """A robot's joint trajectories: a .csv, or a .npz holding ``dof_pos``."""
-    suffix = Path(path).suffix.lower()
-    if suffix == ".csv":
-        return True
-    if suffix != ".npz" or not Path(path).is_file():
-        return False
-    import numpy as np
-
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return "dof_pos" in z.files
-    except (OSError, ValueError):
-        return False
 
 
 def _only(args: argparse.Namespace, path: str) -> argparse.Namespace:
@@ -118,15 +101,12 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    from ..io.formats import format_of
     from ..viz.plots import plot_feet, plot_joint_angles, plot_report
 
-    ext = Path(args.output).suffix.lower()
-    if ext not in (".png", ".svg", ".pdf"):
-        raise RetargetError(
-            f"{args.output}: cannot write '{ext}' figures; writable: .png, .svg, .pdf"
-        )
+    format_of(args.output, "figure")  # (refused before any work)
     first = args.inputs[0]
-    if Path(first).suffix.lower() == ".json":
+    if format_of(first, "report", strict=False):
         if len(args.inputs) > 1:
             raise RetargetError("give one report, or motion files (the source first)")
         try:

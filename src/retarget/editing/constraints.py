@@ -17,13 +17,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import quat
-from .._arrays import Array, runs
-from ..contacts import UP, Contacts
+from ..core import quat
+from ..core.arrays import Array, runs
+from ..core.errors import FormatError, RetargetError
+from ..core.motion import Motion
 from ..environment.shapes import Shape, as_shape
-from ..errors import FormatError, RetargetError
-from ..motion import Motion
-from ..roles import Roles
+from ..humanoid.contacts import UP, Contacts
+from ..humanoid.roles import Roles
 from ..tasks.constraints import Constraints, Ground
 
 __all__ = ["footplants", "parse_constraints"]
@@ -64,7 +64,7 @@ def footplants(
     exactly its distance from the ankle in ``initial`` over those frames away,
     in the flat-foot direction (or at its own mean when it is never planted
     together with the ankle). When ``initial`` has per-frame bones
-    (:attr:`retarget.motion.Motion.translations`) that distance and the
+    (:attr:`retarget.core.motion.Motion.translations`) that distance and the
     clearances are each frame's: as the foot grows, the ankle keeps its place on
     the ground and rises with its clearance, the toe slides forward. A rigid
     foot can then meet every goal, and a foot that lifts its heel and puts it
@@ -109,7 +109,7 @@ def footplants(
         them; ``contact_points`` = those points; a :class:`Ground` keeping them
         at or above the surface.
     """
-    from ..kinematics import positions as motion_positions
+    from ..core.kinematics import positions as motion_positions
 
     by_point = {p: role for role, p in roles_source.items()}
     target_points = np.array([roles_target[by_point[p]] for p in contacts.points], dtype=np.intp)
@@ -277,7 +277,7 @@ def parse_constraints(text: str, motion: Motion, *, name: str = "<string>") -> C
     """
     import json
 
-    from ..kinematics import positions as motion_positions
+    from ..core.kinematics import positions as motion_positions
 
     try:
         doc = json.loads(text)

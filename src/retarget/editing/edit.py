@@ -16,13 +16,13 @@ import time
 
 import numpy as np
 
-from ..contacts import detect_contacts
-from ..errors import RetargetError
+from ..core.errors import RetargetError
+from ..core.motion import Motion
+from ..core.result import Result
+from ..humanoid.contacts import detect_contacts
+from ..humanoid.roles import find_roles, height
 from ..ik.hybrid import HybridSolver
 from ..ik.numeric import NumericSolver
-from ..motion import Motion
-from ..result import Result
-from ..roles import find_roles, height
 from ..tasks import Constraints
 from .constraints import footplants
 from .fitting import fit_motion

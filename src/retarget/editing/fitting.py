@@ -29,11 +29,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .._arrays import Array, runs
-from ..dofs import clamp_to_limits, limit_violation
-from ..kinematics import Pose
-from ..motion import Motion, ominus
-from ..skeleton import Skeleton
+from ..core.arrays import Array, runs
+from ..core.dofs import clamp_to_limits, limit_violation
+from ..core.kinematics import Pose
+from ..core.motion import Motion, ominus
+from ..core.skeleton import Skeleton
 from ..tasks import Constraints, IKFrames, IKSolver
 from .mba import fit_bspline, multilevel_fit
 
@@ -96,7 +96,7 @@ def _errors(
     err = err[np.isfinite(err)]
     pen = 0.0
     if constraints.ground is not None:
-        from ..contacts import UP
+        from ..humanoid.contacts import UP
 
         gap = pose.positions[..., constraints.ground.points, UP] - constraints.ground.lowest(
             pose.positions
@@ -121,7 +121,7 @@ _HARD = 1e8
 
 
 def _pieces(num_frames: int, cuts: Sequence[int]) -> list[slice]:
-    from ..cuts import segments
+    from ..humanoid.cuts import segments
 
     return segments(num_frames, list(cuts))
 
@@ -136,7 +136,7 @@ def _fit_pieces(
 ) -> Array:
     """One B-spline level (:func:`retarget.editing.mba.fit_bspline`) fitted to each
     piece of the clip on its own and evaluated at every frame, shape (F, d): a
-    displacement never reaches across a cut (:mod:`retarget.cuts`)."""
+    displacement never reaches across a cut (:mod:`retarget.humanoid.cuts`)."""
     out = np.zeros((num_frames, values.shape[1]))
     for piece in pieces:
         start, stop = int(piece.start), int(piece.stop)
@@ -205,7 +205,7 @@ def _smoothed_exact(
     easing the frame after, jerked the ankle and toes 2.5 to 4 times as much as
     the source on an Emilya walk at 120 frames/s.
     """
-    from ..contacts import UP
+    from ..humanoid.contacts import UP
 
     root, rot, determined = exact
     num_frames, skeleton = motion.num_frames, motion.skeleton
@@ -398,7 +398,7 @@ def root_guess(
     shifts = np.stack([constraints.positions[p] - pos[:, p] for p in points], axis=1)  # (F, K, 3)
     have = np.asarray(np.isfinite(shifts).all(axis=2))
     if shift == "geometry":
-        from ..contacts import UP
+        from ..humanoid.contacts import UP
 
         vertical = np.zeros_like(shifts)
         for k in range(len(points)):
@@ -481,7 +481,7 @@ def fit_motion(
         least 8 frames (or the coarsest): the average contact shift jumps where
         a contact starts or ends, and the root must not follow such jumps.
     cuts : sequence of int
-        Frames where the source jumps to another pose (:func:`retarget.cuts.find_cuts`):
+        Frames where the source jumps to another pose (:func:`retarget.humanoid.cuts.find_cuts`):
         every displacement (each level, the root guess, the reach drop) is fitted
         on each piece between them on its own, so none reaches across a cut.
     feather : int
@@ -542,7 +542,7 @@ def fit_motion(
         if reach_drop is not None and frames.size and root_spacing > 0:
             # the root comes down where a leg cannot reach its goal, smoothly (the
             # frames the lowered root puts under the ground join the exact pass)
-            from ..contacts import UP
+            from ..humanoid.contacts import UP
 
             need = reach_drop(_asked(motion, frames, constraints, None))
             if need.max(initial=0.0) > 0.0:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._arrays import Array
+from ..core.arrays import Array
 
 __all__ = ["BSpline", "bspline_weights", "fit_bspline", "multilevel_fit", "reach"]
 

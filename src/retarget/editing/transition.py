@@ -56,17 +56,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import quat
-from .._arrays import Array, runs
-from ..contacts import Contacts, detect_contacts
-from ..errors import RetargetError
+from ..core import quat
+from ..core.arrays import Array, runs
+from ..core.errors import RetargetError
+from ..core.kinematics import positions as motion_positions
+from ..core.motion import Motion, concatenate
+from ..core.result import Result
+from ..core.skeleton import Skeleton
+from ..humanoid.contacts import Contacts, detect_contacts
+from ..humanoid.metrics import skate
+from ..humanoid.roles import Roles, find_roles, height
 from ..ik.hybrid import HybridSolver
-from ..kinematics import positions as motion_positions
-from ..metrics import skate
-from ..motion import Motion, concatenate
-from ..result import Result
-from ..roles import Roles, find_roles, height
-from ..skeleton import Skeleton
 from ..tasks import IKFrames, IKSolver
 from .constraints import footplants
 from .fitting import fit_motion

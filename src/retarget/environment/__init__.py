@@ -17,7 +17,7 @@ support polygons (Tak & Ko 2005) all ask the same questions of a
   foot can stand, ``-inf`` where there is nothing.
 
 Shapes are :class:`Floor`, :class:`Slope` (a tilted floor: a ramp, or a
-capture volume whose floor is not level, :func:`retarget.contacts.estimate_ground`),
+capture volume whose floor is not level, :func:`retarget.humanoid.contacts.estimate_ground`),
 :class:`HeightField`, :class:`Box`, :class:`Sphere`, and :class:`Scene`, their union.
 World frame as everywhere (DESIGN.md, "Conventions"): right-handed, Y up; lengths in
 the skeleton's unit. Values are immutable: frozen dataclasses holding read-only array copies.

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._arrays import Array, frozen
+from ..core.arrays import Array, frozen
 from .shapes import Closest, Shape, _as_points, _as_xz, _finite_float
 
 __all__ = ["HeightField", "random_height_field"]
@@ -175,7 +175,7 @@ class HeightField(Shape):
         flat = _kernel_input(xz.reshape(-1, 2))
         h = np.empty(flat.shape[0])
         g = np.empty((flat.shape[0], 2))
-        from ._kernels import _hf_height
+        from ._kernels.heightfield import _hf_height
 
         _hf_height(*self._args(), flat, h, g)
         return h.reshape(xz.shape[:-1]), g.reshape(xz.shape)
@@ -223,7 +223,7 @@ class HeightField(Shape):
         normal = np.empty((n, 3))
         C, x0, z0, dx, dz = self._args()
         cells = (self._cell_lo, self._cell_hi, self._cell_slope, self._cell_curv)
-        from ._kernels import _hf_closest
+        from ._kernels.heightfield import _hf_closest
 
         _hf_closest(C, *cells, x0, z0, dx, dz, flat, dist, point, normal)
         return Closest(dist.reshape(p.shape[:-1]), point.reshape(p.shape), normal.reshape(p.shape))

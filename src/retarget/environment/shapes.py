@@ -16,8 +16,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import quat
-from .._arrays import Array, frozen
+from ..core import quat
+from ..core.arrays import Array, frozen
 from ._kinds import BOX, FLOOR, SPHERE
 
 __all__ = [
@@ -189,8 +189,8 @@ def _compiled_rows(shape: Shape, points: ArrayLike) -> tuple[Array, Array, tuple
 
 def _compiled_closest(shape: Shape, points: ArrayLike) -> Closest:
     """``closest`` of a box or sphere by the compiled per-point kernel
-    (:func:`retarget.environment.compiled.point_closest`); a point with a NaN gives NaN."""
-    from .compiled import closest_rows
+    (:func:`retarget.environment._kernels.shapes.point_closest`); a point with a NaN gives NaN."""
+    from ._kernels.shapes import closest_rows
 
     p, flat, lead = _compiled_rows(shape, points)
     n = flat.shape[0]
@@ -201,7 +201,7 @@ def _compiled_closest(shape: Shape, points: ArrayLike) -> Closest:
 
 def _compiled_distance(shape: Shape, points: ArrayLike) -> Array:
     """``distance`` of a box or sphere by the compiled per-point kernel."""
-    from .compiled import distance_rows
+    from ._kernels.shapes import distance_rows
 
     _, flat, lead = _compiled_rows(shape, points)
     dist = np.empty(flat.shape[0])

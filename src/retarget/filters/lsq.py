@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._arrays import Array
+from ..core.arrays import Array
 
 __all__ = ["bspline_basis", "lsq_filter", "window_control_point", "window_frames"]
 

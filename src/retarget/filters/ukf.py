@@ -33,7 +33,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._arrays import Array
+from ..core.arrays import Array
 
 __all__ = ["UnscentedResult", "sigma_points", "unscented_update"]
 

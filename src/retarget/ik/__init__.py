@@ -5,7 +5,7 @@
 
 :mod:`retarget.ik.numeric`: penalties + batched nonlinear conjugate gradient
 (section 5.1), on the tasks of :mod:`retarget.tasks`; the minimisers are
-:mod:`retarget.optimize`'s.
+:mod:`retarget.core.optimize`'s.
 
 :mod:`retarget.ik.newton`: the same penalty objective frame by frame by Gauss-Newton,
 each frame from the last (compiled; a robot's hinges, its soles on the floor, its links

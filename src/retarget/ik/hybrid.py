@@ -16,7 +16,7 @@ root may move, a stretch term keeps each leg from extending beyond
 ``max(0.97, its reference extension)`` (see ``extension``). Every constrained
 frame is solved at once, by Levenberg–Marquardt on the residual form of ``g``
 (default) or by the paper's nonlinear conjugate gradient
-(:func:`retarget.optimize.least_squares_cg`) preconditioned by the Gauss–Newton Hessian; both
+(:func:`retarget.core.optimize.least_squares_cg`) preconditioned by the Gauss–Newton Hessian; both
 use forward-difference Jacobians, as the analytic limb solver has no
 closed-form derivative with respect to the swivel and root parameters that is
 cheaper than ``n + 1`` batched evaluations. LM is the default because it needs
@@ -56,14 +56,14 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import dofs, quat
-from .._arrays import Array
-from ..contacts import UP
-from ..kinematics import Pose
-from ..motion import ominus_joints, oplus_joints
-from ..optimize import least_squares_cg, levenberg_marquardt
-from ..roles import Roles, height
-from ..skeleton import Skeleton
+from ..core import dofs, quat
+from ..core.arrays import Array
+from ..core.kinematics import Pose
+from ..core.motion import ominus_joints, oplus_joints
+from ..core.optimize import least_squares_cg, levenberg_marquardt
+from ..core.skeleton import Skeleton
+from ..humanoid.contacts import UP
+from ..humanoid.roles import Roles, height
 from ..tasks import Constraints, IKFrames, IKSolver, OrientationTask, PositionTask, Task
 from .limb import Limb, limb_from_roles, limb_reach, soft_reach, solve_limb
 

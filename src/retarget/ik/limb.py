@@ -63,7 +63,7 @@ the hinge axis, ``θ = 2 atan2(a · vec(q_mid), w(q_mid))`` wrapped to
 ``(−π, π]`` (swing-twist decomposition ``q_mid = exp(θ a) ⊗ s`` with the swing
 ``s`` about an axis perpendicular to ``a``). It is measured from the rest pose
 (``q_mid = 1``). For a one-channel joint (ASF ``dof rx`` knee) it *is* the
-channel angle of :func:`retarget.dofs.channel_angles` (or its negative, "Sign"
+channel angle of :func:`retarget.core.dofs.channel_angles` (or its negative, "Sign"
 below), and :attr:`Limb.hinge_limits` are the skeleton's limits of that channel
 (or their negatives). For a
 3-DOF joint it is the rotation about the axis left after removing the swing:
@@ -146,15 +146,15 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import quat
-from .._arrays import Array, as_batch, frozen
-from .._lazy import loader
-from .._limb_kernels import ARC_TOL, DEGENERATE
-from ..dofs import clamp_to_limits
-from ..errors import RetargetError
-from ..kinematics import forward_kinematics
-from ..motion import Motion
-from ..skeleton import Skeleton
+from ..core import quat
+from ..core.arrays import Array, as_batch, frozen
+from ..core.dofs import clamp_to_limits
+from ..core.errors import RetargetError
+from ..core.kinematics import forward_kinematics
+from ..core.lazy import loader
+from ..core.motion import Motion
+from ..core.skeleton import Skeleton
+from ._kernels.limb import ARC_TOL, DEGENERATE
 
 __all__ = [
     "ARC_TOL",
@@ -175,7 +175,8 @@ __all__ = [
 ]
 
 
-#: Role names of the upper, middle and lower joint of each kind of limb (:mod:`retarget.roles`).
+#: Role names of the upper, middle and lower joint of each kind of limb
+#: (:mod:`retarget.humanoid.roles`).
 LIMB_ROLES: Mapping[str, tuple[str, str, str]] = {
     "leg": ("hip", "knee", "ankle"),
     "arm": ("shoulder", "elbow", "wrist"),
@@ -183,8 +184,8 @@ LIMB_ROLES: Mapping[str, tuple[str, str, str]] = {
 _SIDES = ("left", "right")
 _SWIVEL_MODES = ("relative", "absolute", "nearest")
 _TWO_PI = 2.0 * np.pi
-_kernels = loader("retarget._limb_kernels")
-#: The compiled rows (:func:`retarget._limb_kernels.solve_rows`) where they serve (a
+_kernels = loader("retarget.ik._kernels.limb")
+#: The compiled rows (:func:`retarget.ik._kernels.limb.solve_rows`) where they serve (a
 #: relative swivel, a free lower joint); off, the numpy steps below (the tests' reference).
 _COMPILED = True
 
@@ -374,7 +375,7 @@ def _upper_frame(
 ) -> tuple[Array, Array]:
     """World rotation of ``upper``'s parent frame and world position of ``upper``.
 
-    One call of :func:`retarget.kinematics.forward_kinematics` on the chain from
+    One call of :func:`retarget.core.kinematics.forward_kinematics` on the chain from
     the root to ``upper`` (not the whole skeleton), with the rows' own offsets
     when ``translations`` (..., J, 3) are given.
     """
@@ -396,7 +397,7 @@ class LimbGeometry:
     From the skeleton's offsets (fields of shape () and (3,)), or per row from
     per-frame offsets (a character whose proportions change over a clip: fields
     of shape (...) and (..., 3), one limb per row). Compiled solvers of the same
-    limb (:mod:`retarget.online._puppet_kernel`) take their constants from it.
+    limb (:mod:`retarget.online._kernels.puppetry`) take their constants from it.
 
     Attributes
     ----------
@@ -591,7 +592,8 @@ def limb_from_roles(
     kind: str,
     motion: Motion | None = None,
 ) -> Limb:
-    """The limb ``side`` ``kind`` of a humanoid, from its roles (:func:`retarget.roles.find_roles`).
+    """The limb ``side`` ``kind`` of a humanoid, from its roles
+    (:func:`retarget.humanoid.roles.find_roles`).
 
     The joints are the roles ``{side}_hip, _knee, _ankle`` (legs) or
     ``{side}_shoulder, _elbow, _wrist`` (arms). The hinge axis:
@@ -679,7 +681,7 @@ def _joint_skeleton(skeleton: Skeleton, joint: int) -> Skeleton:
 def free_joint(skeleton: Skeleton, joint: int) -> bool:
     """Whether ``joint`` turns freely: three rotation channels and no finite limit, so
     that any rotation is allowed (its orientation goal needs no projection onto
-    channels or limits, :func:`retarget.dofs.clamp_to_limits`)."""
+    channels or limits, :func:`retarget.core.dofs.clamp_to_limits`)."""
     return bool(skeleton.dof_mask[joint].all() and np.isinf(skeleton.limits[joint]).all())
 
 
@@ -817,7 +819,7 @@ def solve_limb(
        about that ray (``swivel_mode``; module docstring, "Swivel angle");
     3. with ``orientation``, the lower joint's local rotation becomes
        ``(world rotation of the middle joint)⁻¹ ⊗ orientation``, projected on
-       its channels and limits (:func:`retarget.dofs.clamp_to_limits`); without
+       its channels and limits (:func:`retarget.core.dofs.clamp_to_limits`); without
        it, the reference local rotation is kept.
 
     Parameters
@@ -842,7 +844,7 @@ def solve_limb(
     translations : array_like, shape (..., J, 3), optional
         Per-pose local joint offsets replacing ``skeleton.offsets`` (a character
         whose proportions change over a clip,
-        :attr:`retarget.motion.Motion.translations`): each element is solved
+        :attr:`retarget.core.motion.Motion.translations`): each element is solved
         with its own bone lengths (``l1, l2, r1, h1`` of eq. 7 per element).
     softness : float
         Fraction of the reach over which a goal near full extension is eased
@@ -1007,7 +1009,7 @@ def _solve_rows(
     softness: float,
     batch: tuple[int, ...],
 ) -> LimbSolution:
-    """:func:`solve_limb` by the compiled rows (:mod:`retarget._limb_kernels`)."""
+    """:func:`solve_limb` by the compiled rows (:mod:`retarget.ik._kernels.limb`)."""
     u, m, lo = limb.joints
     n = int(np.prod(batch, dtype=np.int64))
     w_parent, p_upper = _upper_frame(skeleton, root_position, rotations, u, translations)

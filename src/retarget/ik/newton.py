@@ -17,7 +17,7 @@ started from the last one's displacement ``x_{f−1}`` (its correction of the
 reference changes little from frame to frame: one to three steps a frame).
 Being causal, it serves a clip and a live stream alike.
 
-The frame loop is compiled (:mod:`retarget.ik._newton_kernel`): numpy's
+The frame loop is compiled (:mod:`retarget.ik._kernels.newton`): numpy's
 per-call overhead on a robot's 35 unknowns and ~150 rows is most of the time,
 and the frames are a recursion it cannot batch. So the kernel knows the kinds
 of task it takes by their formulas (position, orientation, ground on a level
@@ -33,10 +33,10 @@ firmer (:attr:`NewtonResult.boosted`).
 
 Joints: the root translation and any three-channel joint (a rotation vector,
 ``q ⊗ exp(v)``), one-channel joints (hinges, ``q_ref ⊗ exp(δθ c)`` with ``c``
-the channel's axis, :func:`retarget.dofs.channel_axes`) and joints without
+the channel's axis, :func:`retarget.core.dofs.channel_axes`) and joints without
 channels or with infinite rigidity (fixed). Two-channel joints are refused. A
 hinge's angle (for its limits) is its reference's twist about its axis plus ``δθ``:
-:func:`retarget.dofs.channel_angles`' for a reference on its channel, as the
+:func:`retarget.core.dofs.channel_angles`' for a reference on its channel, as the
 reference of a robot's hinges is.
 """
 
@@ -48,11 +48,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import dofs
-from .._arrays import Array
-from .._lazy import loader
+from ..core import dofs
+from ..core.arrays import Array
+from ..core.lazy import loader
+from ..core.skeleton import Skeleton
 from ..environment.shapes import Floor
-from ..skeleton import Skeleton
 from ..tasks import (
     CollisionTask,
     GroundTask,
@@ -66,7 +66,7 @@ from .numeric import _check_rigidity, default_rigidity
 
 __all__ = ["NewtonResult", "solve_ik_newton"]
 
-_kernel = loader("retarget.ik._newton_kernel")
+_kernel = loader("retarget.ik._kernels.newton")
 
 _FIXED, _HINGE, _BALL = 0, 1, 3
 
@@ -358,7 +358,7 @@ def solve_ik_newton(
         of touching at its start (skeleton unit; default all).
     near, near_angle : float
         Inequality rows satisfied by less than this (skeleton unit; radians for joint
-        limits) shape the Gauss-Newton steps (:mod:`retarget.ik._newton_kernel`,
+        limits) shape the Gauss-Newton steps (:mod:`retarget.ik._kernels.newton`,
         ``_evaluate``); default a hundredth of the mean bone length.
     rate : array_like, shape (J,), optional
         Per joint, the most a hinge may turn from one frame to the next (rad/frame;

@@ -8,7 +8,7 @@ The pose is a displacement ``x`` from a reference pose (eq. 5, DESIGN.md idea
     g(x) = \\tfrac12 x^T M x + \\sum_{i ∈ N_e} w_i c_i(x)^2
            + \\sum_{i ∈ N_i} w_i \\min(c_i(x), 0)^2 ,
 
-minimised by nonlinear conjugate gradient (:func:`retarget.optimize.conjugate_gradient`), every
+minimised by nonlinear conjugate gradient (:func:`retarget.core.optimize.conjugate_gradient`), every
 frame of a clip at once. ``M`` is diagonal: the *rigidity* of the root
 translation and of each joint (:func:`default_rigidity`). The tasks
 (:mod:`retarget.tasks`) give the gradient of the penalty for an increment at
@@ -27,7 +27,7 @@ penalty weights then hardly matter, and a frame takes 5-10 iterations.
 Joints with partial DOFs (ASF hinge knees, two-channel wrists) move along
 their rotation channels only. They are parameterised by channel-angle
 increments ``δθ`` about the reference, exactly: with ``c_k`` the columns of
-:func:`retarget.dofs.channel_axes` at the reference, ``q = q_ref ⊗ exp(c_0 δθ_0)
+:func:`retarget.core.dofs.channel_axes` at the reference, ``q = q_ref ⊗ exp(c_0 δθ_0)
 ⊗ exp(c_1 δθ_1)`` equals ``A E(θ_ref + δθ) A⁻¹`` (the rates of later channels
 do not move earlier ones' axes), so the pose stays on the joint's DOFs. Their
 regulariser is ``½ m_j |Σ_k c_k δθ_k|²`` (``= ½ m_j |x_j|²`` for a hinge, to
@@ -44,13 +44,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import dofs, quat
-from .._arrays import Array
-from .._so3 import apply_right_jacobian, right_jacobian
-from ..kinematics import Pose
-from ..motion import ominus, oplus
-from ..optimize import Index, conjugate_gradient
-from ..skeleton import Skeleton
+from ..core import dofs, quat
+from ..core.arrays import Array
+from ..core.kinematics import Pose
+from ..core.motion import ominus, oplus
+from ..core.optimize import Index, conjugate_gradient
+from ..core.skeleton import Skeleton
+from ..core.so3 import apply_right_jacobian, right_jacobian
 from ..tasks import IKFrames, IKSolver, Task, penalty_and_gradient
 
 __all__ = ["IKResult", "NumericSolver", "default_rigidity", "right_jacobian", "solve_ik"]
@@ -526,7 +526,7 @@ def solve_ik(
     Returns
     -------
     IKResult
-        The result is on every joint's DOFs (:func:`retarget.dofs.project_to_dofs`)
+        The result is on every joint's DOFs (:func:`retarget.core.dofs.project_to_dofs`)
         and never NaN.
     """
     rot_in = np.asarray(rotations, dtype=np.float64)

@@ -14,13 +14,13 @@ upper joints (shoulders, hips) are within reach:
 (eqs. 18-20; ``r_i = l_i / w_i``, the limb length over its importance, eq. 17
 as in section 5.2). The unknowns are the displacement ``x = (Δp, v_0, v_1, …)``
 from the captured pose ``q_j = q_j^* ⊗ exp(v_j)``, ``p_0 = p_0^* + Δp``
-(the library's tangent space, :func:`retarget.motion.oplus`), so
+(the library's tangent space, :func:`retarget.core.motion.oplus`), so
 ``‖ln(q_j^{-1} q_j^*)‖ = ‖v_j‖`` exactly. Lengths are measured in character
 heights so that ``α``, ``β`` and ``γ`` do not depend on the unit. The
-gradient is exact (position Jacobian of :func:`retarget.kinematics.jacobian`
+gradient is exact (position Jacobian of :func:`retarget.core.kinematics.jacobian`
 times the right Jacobian of ``exp``); the minimiser is nonlinear conjugate
 gradient (Polak-Ribière with backtracking,
-:func:`retarget.optimize.backtracking_conjugate_gradient`), started from the
+:func:`retarget.core.optimize.backtracking_conjugate_gradient`), started from the
 captured posture as the paper does, and its iteration count is what Table I of
 the paper counts.
 """
@@ -33,12 +33,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import _so3
-from .._arrays import Array
-from ..kinematics import Pose
-from ..motion import oplus_joints
-from ..optimize import backtracking_conjugate_gradient
-from ..skeleton import Skeleton
+from ..core import so3 as _so3
+from ..core.arrays import Array
+from ..core.kinematics import Pose
+from ..core.motion import oplus_joints
+from ..core.optimize import backtracking_conjugate_gradient
+from ..core.skeleton import Skeleton
 
 __all__ = ["BodyPosture", "BodyProblem", "body_energy", "body_joints", "solve_body_posture"]
 

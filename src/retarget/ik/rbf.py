@@ -45,12 +45,12 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._arrays import Array
-from .._lazy import loader
+from ..core.arrays import Array
+from ..core.lazy import loader
 
 __all__ = ["CardinalBasis", "cardinal_basis", "insert_centre", "radial_bspline"]
 
-_kernels = loader("retarget.ik._rbf_kernels")
+_kernels = loader("retarget.ik._kernels.rbf")
 
 
 def radial_bspline(t: ArrayLike) -> Array:
@@ -116,7 +116,7 @@ class CardinalBasis:
     def weights(self, points: ArrayLike) -> Array:
         """Eq. (2): the examples' weights (..., N) at ``points`` (..., D); they sum to one
         wherever the hyperplanes do (the fit of the constant is exact). Compiled
-        (:mod:`retarget.ik._rbf_kernels`): each point meets only the centres whose
+        (:mod:`retarget.ik._kernels.rbf`): each point meets only the centres whose
         support holds it."""
         p = np.asarray(points, dtype=np.float64)
         if p.shape[-1:] != (self.dimension,):

@@ -21,12 +21,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import quat
-from .._arrays import Array
-from ..kinematics import forward_kinematics
-from ..motion import Motion
-from ..roles import find_roles
-from ..skeleton import Skeleton
+from ..core import quat
+from ..core.arrays import Array
+from ..core.kinematics import forward_kinematics
+from ..core.motion import Motion
+from ..core.skeleton import Skeleton
+from ..humanoid.roles import find_roles
 from .verbs import EndEffector, Verb, VerbExample, build_verb
 
 __all__ = ["ARM3_LINKS", "arm3_skeleton", "arm3_verb", "reach_verb"]

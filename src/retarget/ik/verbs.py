@@ -51,13 +51,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from threadpoolctl import threadpool_limits
 
-from .. import quat
-from .._arrays import Array
-from ..dofs import clamp_to_limits
-from ..kinematics import forward_kinematics
-from ..motion import Motion, oplus_joints
-from ..optimize import levenberg_marquardt
-from ..skeleton import Skeleton
+from ..core import quat
+from ..core.arrays import Array
+from ..core.dofs import clamp_to_limits
+from ..core.kinematics import forward_kinematics
+from ..core.motion import Motion, oplus_joints
+from ..core.optimize import levenberg_marquardt
+from ..core.skeleton import Skeleton
 from .rbf import CardinalBasis, cardinal_basis, insert_centre
 
 __all__ = [

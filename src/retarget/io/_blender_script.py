@@ -1,13 +1,13 @@
 """Blender's side of :mod:`retarget.io.blender`: run by Blender's Python (``bpy``),
 never imported by the library::
 
-    BLENDER_PYTHON _blender_script.py SRC DST [FPS]
+    BLENDER_PYTHON _blender_script.py SOURCE SRC WRITTEN DST [FPS]
 
-Resets Blender to an empty scene, imports ``SRC`` with Blender's own importer by its
-suffix (``.fbx``: ``import_scene.fbx``; ``.glb``/``.gltf``: ``import_scene.gltf``) and
-exports the scene to ``DST`` by its suffix (``.glb``: ``export_scene.gltf``, every
-action an animation; ``.fbx``: ``export_scene.fbx``, the animations baked, no leaf
-bones added, every baked key kept). Prints one line, ``ok`` or the error, last.
+Resets Blender to an empty scene, imports ``SRC`` with Blender's own importer as
+``SOURCE`` says (``fbx``: ``import_scene.fbx``; ``glb``: ``import_scene.gltf``) and
+exports the scene to ``DST`` as ``WRITTEN`` says (``glb``: ``export_scene.gltf``,
+every action an animation; ``fbx``: ``export_scene.fbx``, the animations baked, no
+leaf bones added, every baked key kept). Prints one line, ``ok`` or the error, last.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ import sys
 import traceback
 
 
-def main(src: str, dst: str, fps: float | None = None) -> None:
+def main(source: str, src: str, written: str, dst: str, fps: float | None = None) -> None:
     import bpy
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
     if fps:  # (glTF keys are seconds: Blender turns them into frames at the scene's rate)
         scene.render.fps, scene.render.fps_base = round(fps), round(fps) / fps
-    if src.lower().endswith(".fbx"):
+    if source == "fbx":
         bpy.ops.import_scene.fbx(filepath=src)
     else:
         bpy.ops.import_scene.gltf(filepath=src)
@@ -31,7 +31,7 @@ def main(src: str, dst: str, fps: float | None = None) -> None:
     if ranges:  # every action's frames baked, the first and the last
         scene.frame_start = int(min(r[0] for r in ranges))
         scene.frame_end = round(max(r[1] for r in ranges))
-    if dst.lower().endswith(".fbx"):
+    if written == "fbx":
         bpy.ops.export_scene.fbx(
             filepath=dst,
             add_leaf_bones=False,
@@ -52,7 +52,7 @@ def main(src: str, dst: str, fps: float | None = None) -> None:
 if __name__ == "__main__":
     args = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else sys.argv[1:]
     try:
-        main(args[0], args[1], float(args[2]) if len(args) > 2 else None)
+        main(args[0], args[1], args[2], args[3], float(args[4]) if len(args) > 4 else None)
     except Exception:  # (the caller reads the last line)
         print("error: " + traceback.format_exc().strip().splitlines()[-1])
         sys.exit(1)

@@ -39,7 +39,7 @@ import warnings
 import numpy as np
 from numpy.typing import NDArray
 
-from .._lazy import loader, numpy_twins
+from ..core.lazy import loader, numpy_twins
 
 __all__ = [
     "TOKEN_BAD",
@@ -57,7 +57,7 @@ from ._scan_codes import TOKEN_BAD, TOKEN_END, TOKEN_SLOW
 POW10 = np.array([10.0**k for k in range(23)])
 SPLIT_BYTES = 1 << 20  # inputs larger than this are scanned in two threads
 
-_kernels = loader("retarget.io._scan_kernels")
+_kernels = loader("retarget.io._kernels.scan")
 
 
 # -- half-angle sincos and Euler composition ------------------------------------------------
@@ -119,7 +119,7 @@ def _euler_deg_to_quat_numpy(
     values: NDArray[np.float64], columns: list[list[int]], orders: list[str]
 ) -> NDArray[np.float64]:
     """:func:`euler_deg_to_quat` in numpy: ``sin``/``cos`` within an ulp or so of the
-    kernel's (:func:`retarget._lazy.approximate`).
+    kernel's (:func:`retarget.core.lazy.approximate`).
 
     The joints of one order at once, 512 frames at a time: temporaries that stay in
     the cache halve the time (lafan_walk.bvh: 18 ms whole, 9 ms in blocks).

@@ -6,7 +6,7 @@ frame its rotations are measured in) and ``dof`` (which of ``rx ry rz`` it turns
 about), with ``limits``. An AMC file lists, per frame, the root's translation
 and rotation and each bone's dof values.
 
-Mapping onto :class:`retarget.skeleton.Skeleton` (conventions in DESIGN.md,
+Mapping onto :class:`retarget.core.skeleton.Skeleton` (conventions in DESIGN.md,
 "Conventions"):
 
 * **joints** are ``"root"`` followed by every bone, parents before children
@@ -42,7 +42,7 @@ Mapping onto :class:`retarget.skeleton.Skeleton` (conventions in DESIGN.md,
 
 AMC files do not store a frame rate; :func:`read_amc` takes ``fps`` (120 by
 default, the CMU capture rate). Every malformed input raises
-:class:`retarget.errors.FormatError` with the file, the 1-based line and what
+:class:`retarget.core.errors.FormatError` with the file, the 1-based line and what
 was expected.
 
 References
@@ -64,11 +64,11 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import quat
-from ..dofs import channel_angles, project_to_dofs
-from ..errors import FormatError, RetargetError
-from ..motion import Motion
-from ..skeleton import Skeleton
+from ..core import quat
+from ..core.dofs import channel_angles, project_to_dofs
+from ..core.errors import FormatError, RetargetError
+from ..core.motion import Motion
+from ..core.skeleton import Skeleton
 from ._scan import _kernels, euler_deg_to_quat, parse_floats
 from .files import atomic_write
 
@@ -1025,7 +1025,7 @@ def format_amc(motion: Motion, *, precision: int = 6) -> str:
     ------
     ValueError
         When the skeleton is not an :class:`AsfSkeleton`, or a joint turns
-        about an axis it has no channel for (:func:`retarget.dofs.project_to_dofs`
+        about an axis it has no channel for (:func:`retarget.core.dofs.project_to_dofs`
         puts a motion on its channels).
     """
     skeleton = motion.skeleton

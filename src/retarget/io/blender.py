@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..errors import RetargetError
+from ..core.errors import RetargetError
 
 __all__ = ["as_glb", "blender_python", "convert"]
 
@@ -47,21 +47,24 @@ def convert(
     src: str | os.PathLike,
     dst: str | os.PathLike,
     *,
+    source: str = "glb",
+    written: str = "fbx",
     fps: float | None = None,
     timeout: float = 600.0,
 ) -> Path:
-    """``src`` (.fbx, .glb, .gltf) exported by Blender as ``dst`` (.glb or .fbx),
-    atomically: to a temporary file beside ``dst``, then renamed. ``fps``: the scene's
-    rate, at which Blender keys a glTF's seconds (its default, 24, resamples a 30
-    frames/s clip)."""
+    """``src`` (a ``source`` file: ``"fbx"`` or ``"glb"``, a glTF) imported by Blender and
+    exported as ``dst`` (``written``: ``"glb"`` or ``"fbx"``), atomically: to a temporary
+    file beside ``dst``, then renamed. ``fps``: the scene's rate, at which Blender keys a
+    glTF's seconds (its default, 24, resamples a 30 frames/s clip). Which format a path
+    is, :mod:`retarget.io.formats` says."""
     src, dst = Path(src), Path(dst)
     if not src.is_file():
         raise RetargetError(f"{src}: no such file")
-    fd, tmp = tempfile.mkstemp(prefix=f".{dst.stem}.", suffix=dst.suffix, dir=dst.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dst.stem}.", suffix=f".{written}", dir=dst.parent)
     os.close(fd)
     try:
         run = subprocess.run(
-            [blender_python(), str(_SCRIPT), str(src.resolve()), tmp]
+            [blender_python(), str(_SCRIPT), source, str(src.resolve()), written, tmp]
             + ([repr(float(fps))] if fps else []),
             capture_output=True,
             text=True,
@@ -74,7 +77,7 @@ def convert(
                 if last.startswith("error:")
                 else (run.stderr.strip().splitlines() or ["?"])[-1]
             )
-            raise RetargetError(f"{src}: Blender could not convert it to {dst.suffix} ({why})")
+            raise RetargetError(f"{src}: Blender could not convert it to {written} ({why})")
         os.chmod(tmp, 0o644)
         os.replace(tmp, dst)
     finally:
@@ -86,11 +89,12 @@ def convert(
 @functools.lru_cache(maxsize=16)
 def _cached(path: str, mtime: float, size: int) -> Path:
     folder = Path(tempfile.mkdtemp(prefix="retarget-fbx-"))
-    return convert(path, folder / (Path(path).stem + ".glb"))
+    return convert(path, folder / (Path(path).stem + ".glb"), source="fbx", written="glb")
 
 
 def as_glb(path: str | os.PathLike) -> Path:
-    """An FBX file as a GLB Blender made of it (once per file and process)."""
+    """An FBX file as a GLB Blender made of it (once per file and process; a temporary
+    file)."""
     p = Path(path).resolve()
     if not p.is_file():
         raise RetargetError(f"{path}: no such file")

@@ -4,10 +4,10 @@ Accepted: any rotation order per joint (one to three rotation channels), 3- and
 6-channel joints (position channels on any joint), End Sites, names with
 spaces or colons, tabs, CRLF line ends, numbers in exponent form, frames
 wrapped over several lines, and ``Frames: 0``. Every problem raises
-:class:`retarget.errors.FormatError` naming the file, the line and what was
+:class:`retarget.core.errors.FormatError` naming the file, the line and what was
 expected. One is recovered from, as the reference importers do: more motion
 data than ``Frames:`` declares, in whole frames, reads the declared frames
-and warns (:class:`retarget.errors.RetargetWarning`) naming the first line
+and warns (:class:`retarget.core.errors.RetargetWarning`) naming the first line
 left out; fewer values, or a surplus that is not whole frames (a partial
 trailing line, on which Blender's importer fails too), stays an error.
 
@@ -29,10 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import quat, world
-from ..errors import FormatError, RetargetError, warn
-from ..motion import Motion
-from ..skeleton import CHANNEL_NAMES, Skeleton
+from ..core import quat
+from ..core.errors import FormatError, RetargetError, warn
+from ..core.motion import Motion
+from ..core.skeleton import CHANNEL_NAMES, Skeleton
+from ..humanoid import world
 from ._scan import TOKEN_SLOW, ChannelLayout, parse_floats, scan_channels
 from .files import atomic_write
 
@@ -56,10 +57,10 @@ def read_bvh(path: str | os.PathLike, *, unit: str | None = None, up: str | None
     path : str or path-like
     unit : str, optional
         Length unit to record on the skeleton. BVH does not say: by default it is
-        found from the body's size (:func:`retarget.world.find_unit`).
+        found from the body's size (:func:`retarget.humanoid.world.find_unit`).
     up : str, optional
         The world up axis to record (``"y"``, ``"z"``, ``"-x"``, ...); by default
-        found from the body over the frames (:func:`retarget.world.find_up`).
+        found from the body over the frames (:func:`retarget.humanoid.world.find_up`).
 
     Returns
     -------
@@ -433,10 +434,10 @@ def _extra_frames(
     ``count`` values were found where the header declares ``frames`` × ``n_chan``.
     More values that make whole frames and begin on a line of their own (an
     exporter that wrote one frame more than it counted) leave the declared
-    frames read, and a :class:`~retarget.errors.RetargetWarning` names the first
+    frames read, and a :class:`~retarget.core.errors.RetargetWarning` names the first
     line left out: assimp reads the declared frames, Blender every line. Fewer
     values, or a surplus that is not whole frames (a partial trailing line, a
-    line longer than the channel count), is a :class:`~retarget.errors.FormatError`
+    line longer than the channel count), is a :class:`~retarget.core.errors.FormatError`
     naming the line: Blender's importer, which reads each line as one frame,
     also fails on a line shorter than the hierarchy's channel count.
 
@@ -544,7 +545,7 @@ def _build_motion(
     )
     fps = _fps_from_frame_time(frame_time)
     motion = Motion._adopt(skeleton, layout.root, rotations, fps, translations)
-    # BVH says neither unit nor up axis: both from the body (retarget.world)
+    # BVH says neither unit nor up axis: both from the body (retarget.humanoid.world)
     unit = unit if unit is not None else world.find_unit(skeleton)[0]
     skeleton = world.settle_skeleton(skeleton, motion, unit=unit, up=up)
     return Motion._adopt(skeleton, layout.root, rotations, fps, translations)

@@ -6,10 +6,12 @@ import contextlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
-from ..errors import RetargetError
+from ..core.errors import RetargetError
+from ..core.strict_json import dumps_json
 
-__all__ = ["atomic_write", "check_not_input"]
+__all__ = ["atomic_write", "check_not_input", "write_json"]
 
 
 def check_not_input(path: str | os.PathLike, inputs: Iterable[str | os.PathLike]) -> None:
@@ -52,3 +54,11 @@ def atomic_write(
             os.unlink(tmp)
         raise
     return path
+
+
+def write_json(
+    path: str | os.PathLike, data: Any, inputs: Iterable[str | os.PathLike] = ()
+) -> Path:
+    """``data`` as strict, indented JSON text (:func:`retarget.core.strict_json.dumps_json`),
+    written atomically, never over ``inputs``."""
+    return atomic_write(path, dumps_json(data), inputs=inputs)

@@ -26,7 +26,7 @@ KayKit knight's 76 animations, against milliseconds here. What is read:
   vector from the parent (scale applied) and a node's animated local rotation
   ``q_j`` becomes ``r_j = G_p ⊗ q_j ⊗ G_j⁻¹`` (``G``: the rest world rotations; at
   rest, ``r = 1``); :func:`gltf_rotations` inverts it. Animated translations below
-  the root become per-frame bone offsets (:attr:`retarget.motion.Motion.translations`).
+  the root become per-frame bone offsets (:attr:`retarget.core.motion.Motion.translations`).
 * **Animations**: each channel's keys sampled at the animation's rate (the keys'
   own where they are evenly spaced, else 30 frames/s) over its whole duration,
   ``LINEAR`` (rotations by slerp), ``STEP`` or ``CUBICSPLINE`` (Hermite, rotations
@@ -48,22 +48,24 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
-from .. import quat
-from .._arrays import Array
-from ..errors import FormatError, RetargetError, RetargetWarning
-from ..motion import Motion
-from ..skeleton import Skeleton
+from ..core import quat
+from ..core.arrays import Array, frozen
+from ..core.errors import FormatError, RetargetError, RetargetWarning
+from ..core.kinematics import rest_pose
+from ..core.motion import Motion
+from ..core.skeleton import Skeleton
 
 __all__ = [
     "Character",
     "character_motion",
     "gltf_rotations",
-    "load_character",
+    "mannequin",
     "one_file",
     "read_character",
     "skin_points",
@@ -83,7 +85,7 @@ _WIDTH = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "M
 
 @dataclass(frozen=True)
 class Character:
-    """A glTF file's rigged character.
+    """A glTF file's rigged character (read-only arrays).
 
     Attributes
     ----------
@@ -118,6 +120,13 @@ class Character:
     animations: tuple[str, ...]
     node_parents: NDArray[np.intp] | None = None
     _gltf: tuple | None = None  # (the document and its nodes' rest, for the animations)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nodes", frozen(self.nodes, dtype=np.intp))
+        object.__setattr__(self, "rest_world", frozen(self.rest_world))
+        object.__setattr__(self, "parent_rest", frozen(self.parent_rest))
+        if self.node_parents is not None:
+            object.__setattr__(self, "node_parents", frozen(self.node_parents, dtype=np.intp))
 
 
 def _fail(path: Path, what: str) -> FormatError:
@@ -375,7 +384,7 @@ def _foot_tips(character: Character) -> Character:
     vertices' mean, level), as far as its farthest vertex goes that way. A skeleton
     whose limbs are not found, or whose feet have a joint or site past the ankle, is
     returned as it is."""
-    from ..roles import find_roles
+    from ..humanoid.roles import find_roles
 
     sk = character.skeleton
     try:
@@ -422,7 +431,7 @@ def _detached(character: Character) -> dict[int, int]:
     humanoid's are. The file keeps its own
     hierarchy: the writer keys a detached joint's translation in its own parent's
     frame (:func:`write_character`). A file without animations shows nothing detached."""
-    from ..kinematics import forward_kinematics
+    from ..core.kinematics import forward_kinematics
 
     sk = character.skeleton
     top = [k for k in range(1, sk.num_joints) if sk.parents[k] == 0]
@@ -437,7 +446,7 @@ def _detached(character: Character) -> dict[int, int]:
         pos, rot = forward_kinematics(sk, m.root_position, m.rotations, m.translations)
         for k in top:
             rel[k].append(quat.rotate(quat.conjugate(rot[:, leaves]), pos[:, [k]] - pos[:, leaves]))
-    extent = float(np.ptp(_rest_positions(character)[0], axis=0).max())
+    extent = float(np.ptp(rest_pose(character.skeleton)[0], axis=0).max())
     out: dict[int, int] = {}
     for k, sub in zip(top, below, strict=True):
         r = np.concatenate(rel[k])  # (F, L, 3)
@@ -449,23 +458,14 @@ def _detached(character: Character) -> dict[int, int]:
     return out
 
 
-def load_character(path: str | os.PathLike) -> Character:
-    """A rigged character from a glTF file (:func:`read_character`) or an FBX one, as the
-    GLB Blender makes of it (:func:`retarget.io.blender.as_glb`)."""
-    if Path(path).suffix.lower() == ".fbx":
-        from .blender import as_glb
-
-        return read_character(as_glb(path))
-    return read_character(path)
-
-
 def one_file(path: str | os.PathLike) -> bytes:
     """A glTF file as one self-contained file's bytes: a GLB as it is, a ``.gltf`` with
     its buffers (a ``.bin`` beside it) and images as data URIs (what a page can load
     without a server)."""
     path = Path(path)
-    if path.suffix.lower() == ".glb":
-        return path.read_bytes()
+    data = path.read_bytes()
+    if data[:4] == b"glTF":  # (a GLB: one file already)
+        return data
     doc = _Doc(path)
     js = json.loads(json.dumps(doc.json))
     js["buffers"] = [
@@ -476,9 +476,14 @@ def one_file(path: str | os.PathLike) -> bytes:
         uri = image.get("uri")
         if uri and not uri.startswith("data:"):
             file = path.parent / unquote(uri)
-            kind = "image/png" if file.suffix.lower() == ".png" else "image/jpeg"
-            image["uri"] = f"data:{kind};base64," + base64.b64encode(file.read_bytes()).decode()
+            data = file.read_bytes()
+            image["uri"] = f"data:{_mime(data)};base64," + base64.b64encode(data).decode()
     return json.dumps(js).encode("utf-8")
+
+
+def _mime(image: bytes) -> str:
+    """An image's media type from its first bytes (glTF's images are PNG or JPEG)."""
+    return "image/png" if image[:8] == b"\x89PNG\r\n\x1a\n" else "image/jpeg"
 
 
 def _name(doc, j: int) -> str:
@@ -751,12 +756,13 @@ def write_character(
     other joints' translations and every joint's scale are keyed at rest. The buffers
     become the GLB's one binary chunk (a ``.bin`` and images beside a ``.gltf`` are
     taken in). Written atomically, never over ``inputs``."""
-    from ..kinematics import forward_kinematics
+    from ..core.kinematics import forward_kinematics
     from .files import atomic_write
 
     if any(m.skeleton.names != character.skeleton.names for _, m in ((name, motion), *also)):
         raise ValueError("the motions must be on the character's skeleton")
-    doc = _Doc(character.path)
+    assert character._gltf is not None
+    doc: _Doc = character._gltf[0]  # (the document read with the character: parsed once)
     js = json.loads(json.dumps(doc.json))  # (a copy to change)
     # one binary chunk: every buffer, then external images, then the new animation
     blob = bytearray()
@@ -784,10 +790,9 @@ def write_character(
             file = character.path.parent / unquote(uri)
             if not file.is_file():
                 raise _fail(character.path, f"image {uri} not found beside it")
-            image["bufferView"] = add_view(file.read_bytes())
-            image["mimeType"] = image.get("mimeType") or (
-                "image/png" if file.suffix.lower() == ".png" else "image/jpeg"
-            )
+            data = file.read_bytes()
+            image["bufferView"] = add_view(data)
+            image["mimeType"] = image.get("mimeType") or _mime(data)
             del image["uri"]
 
     def add_accessor(values: Array, kind: str, minmax: bool = False) -> int:
@@ -874,18 +879,191 @@ def write_character(
     anims = [] if replace else js.get("animations", [])
     anims += [animation(n, m) for n, m in ((name, motion), *also)]
     js["animations"] = anims
-    js["buffers"] = [{"byteLength": len(blob)}]
-    js.setdefault("asset", {})["generator"] = "retarget"
+    return atomic_write(path, _glb(js, bytes(blob)), inputs=(character.path, *inputs))
+
+
+def _glb(js: dict, body: bytes) -> bytes:
+    """A GLB of the document ``js`` and its one buffer's bytes (glTF 2.0 §4.4)."""
+    js["buffers"] = [{"byteLength": len(body)}]
+    js.setdefault("asset", {"version": "2.0"})["generator"] = "retarget"
     text = _pad(json.dumps(js, separators=(",", ":")).encode("utf-8"), b" ")
-    body = bytes(blob)
-    out = (
+    body = _pad(body)
+    return (
         struct.pack("<III", 0x46546C67, 2, 12 + 8 + len(text) + 8 + len(body))
         + struct.pack("<II", len(text), 0x4E4F534A)
         + text
         + struct.pack("<II", len(body), 0x004E4942)
         + body
     )
-    return atomic_write(path, out, inputs=(character.path, *inputs))
+
+
+#: A mannequin's limb radius, a share of its segment's length, and its bounds (shares of
+#: the height); the torso's and the head's radius (shares of the height).
+_LIMB, _THIN, _THICK, _TORSO, _HEAD = 0.16, 0.018, 0.05, 0.075, 0.055
+
+
+def _capsule(
+    a: Array, b: Array, radius: float, sides: int = 12, cap: int = 4
+) -> tuple[Array, Array, NDArray[np.intp]]:
+    """A capsule from ``a`` to ``b`` (3,) of ``radius``: its vertices (V, 3), normals
+    (V, 3) and triangles (T, 3): rings of ``sides`` about the axis, ``cap`` rings on
+    each hemisphere."""
+    axis = b - a
+    length = float(np.linalg.norm(axis))
+    w = axis / length if length > 0 else np.array([0.0, 1.0, 0.0])
+    u = np.cross(w, [1.0, 0.0, 0.0] if abs(w[0]) < 0.9 else [0.0, 0.0, 1.0])
+    u /= np.linalg.norm(u)
+    v = np.cross(w, u)
+    # polar angles from the bottom pole to the top one, and which end each ring is at
+    polar = np.concatenate(
+        [np.linspace(-np.pi / 2, 0, cap + 1), np.linspace(0, np.pi / 2, cap + 1)]
+    )
+    ends = np.repeat([0.0, 1.0], cap + 1)
+    turn = np.linspace(0.0, 2 * np.pi, sides, endpoint=False)
+    ring = np.cos(turn)[:, None] * u + np.sin(turn)[:, None] * v  # (S, 3)
+    normals = np.cos(polar)[:, None, None] * ring + np.sin(polar)[:, None, None] * w  # (R, S, 3)
+    centres = a + ends[:, None] * axis  # (R, 3)
+    points = centres[:, None, :] + radius * normals
+    rings = len(polar)
+    tris = []
+    for r in range(rings - 1):
+        for k in range(sides):
+            p, q = r * sides + k, r * sides + (k + 1) % sides
+            tris += [(p, q, p + sides), (q, q + sides, p + sides)]
+    return points.reshape(-1, 3), normals.reshape(-1, 3), np.asarray(tris, np.intp)
+
+
+def mannequin(
+    skeleton: Skeleton, *, colour: tuple[float, float, float] = (0.55, 0.62, 0.72)
+) -> bytes:
+    """A rigged glTF character of ``skeleton`` (a GLB's bytes): one joint node a joint,
+    standing (its rest pose turned so that the hips-to-head direction is +Y), in metres,
+    and one skinned mesh, a capsule a bone (from each joint to each of its children and
+    end sites, the torso's and the head's thicker) weighted wholly to the bone's joint.
+    What the demo retargets onto where no artist's character is at hand; the library
+    reads it back as any glTF character (:func:`read_character`)."""
+    from ..humanoid.roles import find_roles, height
+    from ..humanoid.world import metres_per_unit
+
+    roles = find_roles(skeleton)
+    scale = metres_per_unit(skeleton.unit or "cm")
+    tall = height(skeleton, roles) * scale
+    pos, _ = rest_pose(skeleton)
+    turn = quat.quat_between(pos[roles["head"]] - pos[roles["hips"]], np.array([0.0, 1.0, 0.0]))
+    world = quat.rotate(turn, pos * scale)
+    world[:, 1] -= world.min(axis=0)[1]  # (its lowest point on the floor)
+    torso = {int(j) for j in skeleton.chain(roles["head"])} - {int(roles["head"])}
+    for side in ("left", "right"):  # (the hip and shoulder bones of a torso joint: its own)
+        torso -= {
+            j for j in range(skeleton.num_joints) if roles.get(f"{side}_hip") in skeleton.chain(j)
+        }
+    vertices: list[Array] = []
+    normals: list[Array] = []
+    triangles: list[NDArray[np.intp]] = []
+    joints: list[NDArray[np.intp]] = []
+    base = 0
+    bones = [
+        (int(skeleton.point_parents[p]), world[p])
+        for p in range(1, skeleton.num_points)
+        if np.linalg.norm(world[p] - world[skeleton.point_parents[p]]) > 1e-6 * tall
+    ]
+    ends = {j for j, _ in bones}
+    for j in range(1, skeleton.num_joints):  # a leaf joint (no child, no end site away from
+        if j not in ends:  # it): a bone on along its parent's, half as long (a head: its own)
+            up = world[j] - world[int(skeleton.parents[j])]
+            reach = 2.2 * _HEAD * tall if j == roles["head"] else 0.5 * float(np.linalg.norm(up))
+            bones.append((j, world[j] + reach * up / max(float(np.linalg.norm(up)), 1e-12)))
+    for j, end in bones:
+        length = float(np.linalg.norm(end - world[j]))
+        if j == roles["head"]:
+            radius = _HEAD * tall
+        elif j in torso:
+            radius = _TORSO * tall
+        else:
+            radius = float(np.clip(_LIMB * length, _THIN * tall, _THICK * tall))
+        v, n, t = _capsule(world[j], end, radius)
+        triangles.append(t + base)
+        base += len(v)
+        vertices.append(v)
+        normals.append(n)
+        joints.append(np.full(len(v), j, dtype=np.intp))
+    blob = bytearray()
+    js: dict = {"asset": {"version": "2.0"}, "bufferViews": [], "accessors": []}
+
+    def view(data: bytes, target: int | None = None) -> int:
+        js["bufferViews"].append(
+            {"buffer": 0, "byteOffset": len(blob), "byteLength": len(data)}
+            | ({"target": target} if target else {})
+        )
+        blob.extend(_pad(data))
+        return len(js["bufferViews"]) - 1
+
+    def accessor(values: ArrayLike, kind: str, component: int, target: int | None = None) -> int:
+        dtype = {5126: np.float32, 5123: np.uint16, 5125: np.uint32}[component]
+        data = np.ascontiguousarray(values, dtype=dtype)
+        acc: dict[str, Any] = {"bufferView": view(data.tobytes(), target)}
+        acc |= {"componentType": component, "count": len(data), "type": kind}
+        if kind == "VEC3" and component == 5126:
+            acc |= {"min": data.min(axis=0).tolist(), "max": data.max(axis=0).tolist()}
+        js["accessors"].append(acc)
+        return len(js["accessors"]) - 1
+
+    n_j = skeleton.num_joints
+    offsets = np.diff(
+        np.concatenate([[np.zeros(3)], world[:n_j]]), axis=0
+    )  # (the root's: its place)
+    offsets[1:] = world[1:n_j] - world[skeleton.parents[1:]]
+    nodes = [
+        {"name": name, "translation": offsets[j].tolist()}
+        | (
+            {"children": kids}
+            if (kids := [int(c) for c in np.flatnonzero(skeleton.parents == j)])
+            else {}
+        )
+        for j, name in enumerate(skeleton.names)
+    ]
+    joint_of = np.concatenate(joints)
+    weights = np.zeros((len(joint_of), 4))
+    weights[:, 0] = 1.0
+    attributes = {
+        "POSITION": accessor(np.concatenate(vertices), "VEC3", 5126, 34962),
+        "NORMAL": accessor(np.concatenate(normals), "VEC3", 5126, 34962),
+        "JOINTS_0": accessor(
+            np.column_stack([joint_of, np.zeros((len(joint_of), 3))]), "VEC4", 5123, 34962
+        ),
+        "WEIGHTS_0": accessor(weights, "VEC4", 5126, 34962),
+    }
+    indices = accessor(np.concatenate(triangles).reshape(-1), "SCALAR", 5125, 34963)
+    binds = np.tile(np.eye(4), (n_j, 1, 1))
+    binds[:, :3, 3] = -world[:n_j]  # (the inverse of each joint's rest: a translation)
+    js["meshes"] = [
+        {
+            "name": "mannequin",
+            "primitives": [{"attributes": attributes, "indices": indices, "material": 0}],
+        }
+    ]
+    js["materials"] = [
+        {
+            "name": "mannequin",
+            "pbrMetallicRoughness": {
+                "baseColorFactor": [*colour, 1.0],
+                "metallicFactor": 0.0,
+                "roughnessFactor": 0.8,
+            },
+        }
+    ]
+    js["skins"] = [
+        {
+            "joints": list(range(n_j)),
+            "skeleton": 0,
+            "inverseBindMatrices": accessor(binds.transpose(0, 2, 1).reshape(-1, 16), "MAT4", 5126),
+        }
+    ]
+    nodes.append({"name": "mannequin", "mesh": 0, "skin": 0})
+    js["nodes"] = nodes
+    js["scenes"] = [{"nodes": [0, n_j]}]
+    js["scene"] = 0
+    return _glb(js, bytes(blob))
 
 
 def _rest_world(character: Character, node: int) -> tuple[Array, Array, float]:
@@ -938,7 +1116,7 @@ def skin_points(character: Character, *, rigid: bool = True) -> dict[int, Array]
             node = int(parent[node])
         return index.get(node, -1)
 
-    rest, _ = _rest_positions(character)
+    rest, _ = rest_pose(character.skeleton)
     found: dict[int, list[Array]] = {}
     for i, node in enumerate(doc.nodes):
         if "mesh" not in node:
@@ -973,12 +1151,3 @@ def skin_points(character: Character, *, rigid: bool = True) -> dict[int, Array]
             for k in np.unique(best[best >= 0]):
                 found.setdefault(int(k), []).append(out[best == k] - rest[int(k)])
     return {k: np.concatenate(v) for k, v in found.items()}
-
-
-def _rest_positions(character: Character) -> tuple[Array, Array]:
-    """The skeleton's rest joint positions (J, 3) and world rotations (J, 4) (baked:
-    identity)."""
-    from ..kinematics import forward_kinematics
-
-    sk = character.skeleton
-    return forward_kinematics(sk, np.zeros(3), np.tile(quat.identity(), (sk.num_joints, 1)))

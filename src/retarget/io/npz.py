@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import FormatError
-from ..motion import Motion
-from ..skeleton import Skeleton
+from ..core.errors import FormatError
+from ..core.motion import Motion
+from ..core.skeleton import Skeleton
 from .files import atomic_write
 
 __all__ = ["read_npz", "read_npz_arrays", "write_npz"]

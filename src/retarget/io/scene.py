@@ -39,10 +39,11 @@ from typing import Any
 
 import numpy as np
 
-from .._arrays import Array
+from ..core.arrays import Array
+from ..core.errors import FormatError, RetargetError
 from ..environment import Box, Floor, HeightField, Scene, Shape, Slope, Sphere
-from ..errors import FormatError, RetargetError
 from .files import atomic_write
+from .formats import format_of
 
 __all__ = ["FORMAT", "VERSION", "read_environment", "shape_dicts", "write_environment"]
 
@@ -372,7 +373,7 @@ def write_environment(
     if not isinstance(scene, Scene):
         scene = Scene((scene,) if isinstance(scene, Shape) else tuple(scene))
     path = Path(path)
-    if path.suffix.lower() == ".npz":
+    if format_of(path, "scene", strict=False) == "npz":
         if len(scene) != 1 or not isinstance(scene.shapes[0], HeightField):
             raise RetargetError(f"{path}: an .npz environment holds one height field; use JSON")
         hf = scene.shapes[0]

@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from .._arrays import Array
-from .._json import strict_json
-from ..errors import FormatError
-from ..skeleton import Skeleton
+from ..core.arrays import Array
+from ..core.errors import FormatError
+from ..core.skeleton import Skeleton
+from ..core.strict_json import strict_json
 
 __all__ = [
     "format_pose",
@@ -203,7 +203,7 @@ def skeleton_message(skeleton: Skeleton, **fields: Any) -> dict[str, Any]:
 
 
 def skeleton_from_message(data: Any, *, where: tuple[str, int] = ("<stream>", 1)) -> Skeleton:
-    """The :class:`~retarget.skeleton.Skeleton` of a :func:`skeleton_message`."""
+    """The :class:`~retarget.core.skeleton.Skeleton` of a :func:`skeleton_message`."""
     if not isinstance(data, dict) or data.get("type") != "skeleton":
         raise FormatError(*where, 'expected the stream\'s first message, {"type": "skeleton", …}')
     try:

@@ -7,7 +7,7 @@ of what it did (residuals, iterations, timings: JSON-serialisable).
 
 A method is one module: its function and, at the end, ``OPTIONS``, the
 :class:`Option` s that ``retarget run``, ``retarget batch`` and
-:class:`~retarget.run.RunJob` offer. Adding one is that module and one line of
+:class:`~retarget.pipeline.run.RunJob` offer. Adding one is that module and one line of
 :data:`METHODS` below; a module is imported when its method is first used.
 """
 
@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RetargetError
+from ..core.errors import RetargetError
 from ._base import FOOT_HOLD, Method, Option
 
 if TYPE_CHECKING:
-    from ..result import Result
+    from ..core.result import Result
 
 __all__ = ["FOOT_HOLD", "METHODS", "Method", "Option", "Result", "get_method", "method_options"]
 
@@ -86,7 +86,7 @@ def method_options() -> dict[str, tuple[Option, tuple[str, ...]]]:
 def __getattr__(name: str) -> Any:
     """``Result``, importable from here, loaded on first use (the registry stays light)."""
     if name == "Result":
-        from ..result import Result
+        from ..core.result import Result
 
         return Result
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

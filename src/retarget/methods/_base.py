@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RetargetError
+from ..core.errors import RetargetError
 
 if TYPE_CHECKING:
-    from ..result import Result
-    from ..skeleton import Skeleton
+    from ..core.result import Result
+    from ..core.skeleton import Skeleton
 
 __all__ = ["FOOT_HOLD", "TERRAIN", "Method", "Option", "check_same_hierarchy", "read_terrain"]
 
@@ -25,15 +26,18 @@ class Option:
     """One option of a method, declared once (``OPTIONS`` at the end of its module).
 
     ``retarget run`` and ``retarget batch`` show it as ``flag``; a
-    :class:`~retarget.run.RunJob` carries it in ``method_options[name]``; the method
+    :class:`~retarget.pipeline.run.RunJob` carries it in ``method_options[name]``; the method
     receives it as its keyword argument ``name``.
 
     Parameters
     ----------
     name : str
-        The method's keyword argument (``RunJob.method_options`` key).
-    flag : str
-        The command line's option string (``--scaled-goals``).
+        The method's keyword argument (``RunJob.method_options`` key, the keyword of
+        :func:`retarget.retarget`).
+    flag : str or None
+        The command line's option string (``--scaled-goals``); None for an argument
+        only the library gives (a morph's per-frame offsets, a robot's mass model: what
+        a target supplies, :class:`retarget.targets.Prepared`).
     help : str
         One line for ``--help`` (the command line prefixes the methods that take it).
     type : callable, optional
@@ -57,7 +61,7 @@ class Option:
     """
 
     name: str
-    flag: str
+    flag: str | None
     help: str
     type: Callable[[str], Any] | None = None
     default: Any = None
@@ -72,7 +76,7 @@ class Option:
     @property
     def dest(self) -> str:
         """The attribute of parsed command-line arguments (argparse's from ``flag``)."""
-        return self.flag.lstrip("-").replace("-", "_")
+        return (self.flag or self.name).lstrip("-").replace("-", "_")
 
     def value(self, given: Any) -> Any:
         """The method's argument for the ``given`` value."""
@@ -102,11 +106,14 @@ class Method:
         return tuple(getattr(self._module(), "OPTIONS", ()))
 
 
-def read_terrain(path: str) -> Any:
-    """The shape of a ``--terrain`` file (:func:`retarget.io.scene.read_environment`)."""
+def read_terrain(terrain: Any) -> Any:
+    """The shape of a ``--terrain`` file (:func:`retarget.io.scene.read_environment`), or
+    a shape given as it is (the library's callers)."""
+    if not isinstance(terrain, (str, os.PathLike)):
+        return terrain
     from ..io.scene import read_environment
 
-    return read_environment(path)
+    return read_environment(terrain)
 
 
 #: ``--terrain FILE``: the option of every method that walks on a given ground.

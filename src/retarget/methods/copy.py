@@ -20,16 +20,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._arrays import Array
-from ..contacts import UP, Contacts, detect_contacts
-from ..kinematics import positions
-from ..motion import Motion
-from ..result import Result, speed
-from ..roles import Roles, find_roles, foot_length, height, leg_length
-from ..skeleton import Skeleton
+from ..core.arrays import Array
+from ..core.kinematics import positions
+from ..core.motion import Motion
+from ..core.result import Result, speed
+from ..core.skeleton import Skeleton
+from ..humanoid.contacts import UP, Contacts, detect_contacts
+from ..humanoid.roles import Roles, find_roles, foot_length, height
 from ._base import Option, check_same_hierarchy
 
-__all__ = ["Transfer", "copy_retarget", "foot_length", "leg_length", "scale_path", "transfer"]
+__all__ = ["Transfer", "copy_retarget", "scale_path", "transfer"]
 
 
 def scale_path(path: Array, ratio: float | Array) -> Array:

@@ -12,7 +12,8 @@
 
 The target may change its proportions over the clip (character morphing,
 Figure 5d of the paper): per-frame joint offsets, e.g. from
-:func:`morph_translations`, flow through every step, so the stride ratio, the
+:func:`retarget.humanoid.characters.morph_translations`, flow through every step, so the
+stride ratio, the
 footprints, the forward kinematics and the analytic limbs of each frame use
 that frame's bones, and the walk keeps its stride at every size.
 """
@@ -26,78 +27,26 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._arrays import Array
-from ..contacts import Contacts, detect_contacts, estimate_ground
-from ..cuts import find_cuts
-from ..dofs import widen_limits
+from ..core.arrays import Array
+from ..core.dofs import widen_limits
+from ..core.errors import RetargetError
+from ..core.kinematics import positions
+from ..core.motion import Motion
+from ..core.result import Result, speed
+from ..core.skeleton import Skeleton
 from ..editing.constraints import footplants
 from ..editing.fitting import fit_motion
-from ..errors import RetargetError
+from ..humanoid.contacts import Contacts, detect_contacts, estimate_ground
+from ..humanoid.cuts import find_cuts
+from ..humanoid.roles import find_roles, height, leg_length, standing_heights
 from ..ik.hybrid import HybridSolver
-from ..kinematics import positions
-from ..motion import Motion
-from ..result import Result, speed
-from ..roles import find_roles, height, standing_heights
-from ..skeleton import Skeleton
 from ._base import TERRAIN, Option
 
 if TYPE_CHECKING:
     from ..environment import Shape
-from .copy import leg_length, transfer
+from .copy import transfer
 
-__all__ = ["hierarchical_retarget", "morph_translations"]
-
-
-def morph_translations(start: Skeleton, end: Skeleton, num_frames: int) -> Array:
-    """Per-frame joint offsets of a character morphing from ``start`` to ``end``.
-
-    .. math:: o_j(t) = (1 − s(t))\\, A_j + s(t)\\, B_j, \\qquad s(t) = t / (F − 1)
-
-    linear in time, from ``start``'s offsets ``A`` at the first frame to
-    ``end``'s ``B`` at the last (Lee & Shin 1999, §6, Figure 5d: "the size of a
-    character smoothly changes").
-
-    Parameters
-    ----------
-    start, end : Skeleton
-        The same joints (by name) with the same parents; ``end`` may list them
-        in another order. Their end sites are not interpolated (BVH cannot
-        animate them): a motion with these offsets keeps ``start``'s.
-    num_frames : int
-        F.
-
-    Returns
-    -------
-    ndarray, shape (F, J, 3)
-        In ``start``'s joint order and unit: the ``translations`` of
-        :func:`hierarchical_retarget` with ``target=start``.
-
-    Raises
-    ------
-    RetargetError
-        When the joints or their parents differ, naming them.
-    """
-    missing = sorted(set(start.names) - set(end.names))
-    extra = sorted(set(end.names) - set(start.names))
-    if missing or extra:
-        raise RetargetError(
-            f"the morph's characters have different joints: the last lacks {missing[:8]}, "
-            f"has extra {extra[:8]}"
-        )
-    order = end.indices(start.names)
-    parent_names = [start.names[p] if p >= 0 else None for p in start.parents]
-    end_parents = [end.names[p] if p >= 0 else None for p in end.parents[order]]
-    moved = [n for n, a, b in zip(start.names, parent_names, end_parents, strict=True) if a != b]
-    if moved:
-        raise RetargetError(
-            f"the morph's characters have different hierarchies: joints {moved[:8]} have "
-            "other parents"
-        )
-    if num_frames < 0:
-        raise ValueError(f"Expected num_frames >= 0, got {num_frames}")
-    s = np.linspace(0.0, 1.0, num_frames) if num_frames > 1 else np.zeros(num_frames)
-    # A + s (B − A): exactly A where s = 0, and everywhere when A = B
-    return start.offsets + s[:, None, None] * (end.offsets[order] - start.offsets)
+__all__ = ["hierarchical_retarget"]
 
 
 #: A foot point's plant speed is at most this many times its median speed over the
@@ -156,10 +105,11 @@ def hierarchical_retarget(
     translations : array_like, shape (F, J, 3), optional
         Per-frame local offsets of the target's joints (its joint order; F the
         source's frames): a character whose proportions change over the clip
-        (:func:`morph_translations`). Each frame then has its own stride ratio
+        (:func:`retarget.humanoid.characters.morph_translations`). Each frame then has its own
+        stride ratio
         and height, each footprint the ratio of its frames, and the IK its
         bone lengths; end sites keep ``target``'s offsets. The result carries
-        them (:attr:`retarget.motion.Motion.translations`).
+        them (:attr:`retarget.core.motion.Motion.translations`).
     spacings : sequence of float
         Knot spacing per level, coarse to fine (frames).
     exact : bool
@@ -194,9 +144,9 @@ def hierarchical_retarget(
     limits : {"strict", "source"}
         For a target with joint limits: they hold on every frame (``"strict"``),
         or each is widened to take in the source's own range first
-        (``"source"``, :func:`retarget.dofs.widen_limits`): the choice for a
+        (``"source"``, :func:`retarget.core.dofs.widen_limits`): the choice for a
         source mapped from another performer's skeleton
-        (:func:`retarget.mapping.map_for_method`), whose clavicles or wrists sit
+        (:func:`retarget.humanoid.mapping.map_for_method`), whose clavicles or wrists sit
         outside limits measured on the target's subject; the method then never
         pulls a joint back to them, nor pushes one further out.
     feather : float
@@ -206,7 +156,7 @@ def hierarchical_retarget(
         How high each planted foot point is held over the ground: the source's
         planted height scaled by the feet's length ratio (``"source"``), or the
         target's own, as its rest pose stands on flat feet
-        (:func:`retarget.roles.standing_heights`, over the source's lowest planted
+        (:func:`retarget.humanoid.roles.standing_heights`, over the source's lowest planted
         point; ``"rest"``): the choice for a foot of other proportions than the
         performer's whose rest stands (a robot's sole plate, JVRC-1's ankle 10.8 cm
         over it where the scaled performer's is 6.7: held there, its planted feet
@@ -340,6 +290,11 @@ def hierarchical_retarget(
 
 OPTIONS = (
     TERRAIN,
+    Option(
+        "translations",
+        None,
+        "per-frame joint offsets (F, J, 3) of a character morphing over the clip",
+    ),
     Option(
         "limits",
         "--limits",

@@ -1,9 +1,9 @@
 """Online motion retargeting over a whole clip (Choi & Ko 2000), ``--method omr``.
 
-A loop over the online method, :class:`retarget.online.omr_plan.OMRRetargeter`
+A loop over the online method, :class:`retarget.online.omr.OMRRetargeter`
 (``reset()``, then ``step(PoseFrame)`` per source frame: :func:`run_method`),
 which maps each source pose to the inputs of the filter
-:class:`retarget.online.OnlineRetargeter` (:class:`~retarget.online.omr_plan.OMRPlan`)
+:class:`retarget.online.OnlineRetargeter` (:class:`~retarget.online.omr.OMRPlan`)
 and steps it; nothing reads ahead, so frames ``0..t`` of the output are the same
 whether the clip ends at ``t`` or goes on. Every input of frame ``n`` comes from
 source frame ``n`` and, for the floor and the origin of scaling, frame 0:
@@ -58,35 +58,16 @@ joint and adds both hands.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-from numpy.typing import ArrayLike
-
-from .._arrays import Array
-from ..cuts import find_cuts
-from ..errors import RetargetError
-from ..frames import GoalFrame, PoseFrame
-from ..kinematics import positions
-from ..motion import Motion
-from ..online.omr import Effector, OnlineRetargeter
-from ..online.omr_plan import GOALS, SETUPS, OMRPlan, OMRRetargeter, omr_plan
-from ..result import Result
-from ..roles import height
-from ..skeleton import Skeleton
+from ..core.motion import Motion
+from ..core.result import Result
+from ..core.skeleton import Skeleton
+from ..humanoid.cuts import find_cuts
+from ..online.omr import OMRRetargeter, run_method
 from ._base import Option, check_same_hierarchy
 
-__all__ = [
-    "GOALS",
-    "SETUPS",
-    "OMRPlan",
-    "enhance_motion",
-    "omr_plan",
-    "omr_retarget",
-    "run_filter",
-    "run_method",
-]
+__all__ = ["omr_retarget"]
 
 
 def omr_retarget(
@@ -190,177 +171,6 @@ def omr_retarget(
         target.point_names[e.point]: tracked[:, k] for k, e in enumerate(effectors[:-1]) if e.axes
     }
     return Result(motion, report, goals_out)
-
-
-def run_method(
-    method: OMRRetargeter, source: Motion, cuts: ArrayLike = ()
-) -> tuple[Array, Array, Array]:
-    """A clip through :class:`~retarget.online.omr_plan.OMRRetargeter`, the offline shape
-    as a loop over the online one (:mod:`retarget.frames`): ``reset()``, then
-    ``step(PoseFrame)`` for every source frame, ``reset(restart=True)`` at the ``cuts``
-    (:func:`run_filter`).
-
-    Parameters
-    ----------
-    method : OMRRetargeter
-    source : Motion
-        The source clip (``method``'s source skeleton).
-    cuts : array_like of int
-        Frames where the filter restarts.
-
-    Returns
-    -------
-    root (F, 3), rotations (F, J, 4)
-        The target's frames.
-    tracked : ndarray, shape (F, K, 3)
-        The goals the filter tracked (:attr:`~retarget.online.OnlineRetargeter.goals`).
-    """
-    n = source.num_frames
-    out_root = np.empty((n, 3))
-    out_rot = np.empty((n, method.target.num_joints, 4))
-    tracked: list[Array] = []
-    restarts = set(np.asarray(cuts, dtype=np.intp).tolist())
-    method.reset()
-    inputs: tuple[Array, ...] = ()
-    for f in range(n):
-        if f in restarts and f > 0:
-            method.reset(restart=True)
-        if method.plan is None or method.filter is None:  # the first frame fixes the plan
-            pose = method.step(PoseFrame(source.root_position[f], source.rotations[f]))
-            assert method.plan is not None
-            # each frame's inputs are the plan's of that frame alone (what ``step``
-            # computes frame by frame): all at once
-            inputs = method.plan.inputs(source.root_position, source.rotations)
-        else:
-            pose = method.filter.step(GoalFrame(*(a[f] for a in inputs)))
-        out_root[f], out_rot[f] = pose.root_position, pose.rotations
-        assert method.filter is not None
-        tracked.append(method.filter.goals)
-    return out_root, out_rot, np.array(tracked)
-
-
-def run_filter(
-    filt: OnlineRetargeter,
-    root: Array,
-    rotations: Array,
-    goals: Array,
-    orientations: Array | None = None,
-    cuts: ArrayLike = (),
-) -> tuple[Array, Array, Array]:
-    """Feed a clip to the filter frame by frame, the offline shape as a loop over the
-    online one (:mod:`retarget.frames`): ``reset()``, then ``step(frame)`` for
-    every :class:`~retarget.online.GoalFrame`.
-
-    At the frames ``cuts`` (:func:`retarget.cuts.find_cuts`: the source jumps to another
-    pose) the filter is reset again (``restart=True``: its report goes on), so the frame
-    is a first frame: its closed loop would otherwise chase the jump over the next frames.
-
-    Parameters
-    ----------
-    filt : OnlineRetargeter
-    root : ndarray, shape (F, 3)
-    rotations : ndarray, shape (F, J, 4)
-        ``θ_src`` per frame.
-    goals : ndarray, shape (F, K, 3)
-    orientations : ndarray, shape (F, K, 4), optional
-    cuts : array_like of int
-        Frames where the filter restarts.
-
-    Returns
-    -------
-    root (F, 3), rotations (F, J, 4)
-        The output frames.
-    tracked : ndarray, shape (F, K, 3)
-        The goals the filter tracked (:attr:`~retarget.online.OnlineRetargeter.goals`).
-    """
-    n = len(root)
-    out_root = np.empty_like(root)
-    out_rot = np.empty((n, filt.skeleton.num_joints, 4))
-    tracked = np.empty_like(goals)
-    restarts = set(np.asarray(cuts, dtype=np.intp).tolist())
-    filt.reset()
-    for f in range(n):
-        if f in restarts and f > 0:
-            filt.reset(restart=True)
-        o = None if orientations is None else orientations[f]
-        pose = filt.step(GoalFrame(root[f], rotations[f], goals[f], o))
-        out_root[f], out_rot[f] = pose.root_position, pose.rotations
-        tracked[f] = filt.goals
-    return out_root, out_rot, tracked
-
-
-def enhance_motion(
-    motion: Motion,
-    measured: Mapping[str, ArrayLike],
-    *,
-    iterations: int = 2,
-    damping: float = 0.001,
-) -> Result:
-    """Correct measured joint angles so that measured end-effector positions are met (§5).
-
-    The motion's own angles are the secondary task (``θ_src``), the measured
-    positions the primary one, on the same character: each frame's error at
-    the end-effectors is removed by the smallest change of the joints, spread
-    over every joint of the chain (the minimum-norm step), so the angles move
-    toward the truth by the part of their error the positions reveal.
-
-    Parameters
-    ----------
-    motion : Motion
-        The measured (noisy) motion.
-    measured : mapping of str to array_like, shape (F, 3)
-        Measured world positions of points (joints or end sites), by name, in
-        the motion's unit; NaN rows are frames without a measurement.
-    iterations, damping
-        See :class:`retarget.online.OnlineRetargeter` (gains ``I``, plain
-        minimum norm: the paper's filter).
-
-    Returns
-    -------
-    Result
-        ``report``: the end-effector error before (forward kinematics of the
-        measured angles) and after, per point.
-    """
-    sk = motion.skeleton
-    names = list(measured)
-    if not names:
-        raise RetargetError("enhance needs measured positions of at least one point")
-    unknown = [n for n in names if n not in sk.point_names]
-    if unknown:
-        raise RetargetError(f"unknown points {unknown}; the skeleton has {list(sk.point_names)}")
-    goals = np.stack([np.asarray(measured[n], dtype=np.float64) for n in names], axis=1)
-    if goals.shape != (motion.num_frames, len(names), 3):
-        raise RetargetError(
-            f"expected measured positions of shape ({motion.num_frames}, 3) per point, "
-            f"got {goals.shape[0]} frames"
-        )
-    t0 = time.perf_counter()
-    h = height(sk)
-    filt = OnlineRetargeter(
-        sk,
-        [Effector(sk.index(n), name=n) for n in names],
-        height=h,
-        fps=motion.fps,
-        damping=damping,
-        iterations=iterations,
-    )
-    root, rot, _ = run_filter(filt, motion.root_position, motion.rotations, goals)
-    out = Motion(sk, root, rot, motion.fps, motion.translations)
-    points = [sk.index(n) for n in names]
-
-    def errors(m: Motion) -> dict[str, float]:
-        d = np.linalg.norm(positions(m)[:, points] - goals, axis=-1)
-        return {n: float(np.nanmean(d[:, k])) for k, n in enumerate(names)}
-
-    report = {
-        "method": "enhance",
-        "points": names,
-        "mean_error_before": errors(motion),
-        "mean_error_after": errors(out),
-        **filt.report(),
-        "seconds": time.perf_counter() - t0,
-    }
-    return Result(out, report, {n: goals[:, k] for k, n in enumerate(names)})
 
 
 # -- options: what `retarget run --method omr` and RunJob.method_options offer ----------------

@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RetargetError
-from ..motion import Motion
-from ..result import Result
-from ..skeleton import Skeleton
+from ..core.errors import RetargetError
+from ..core.motion import Motion
+from ..core.result import Result
+from ..core.skeleton import Skeleton
 from ._base import Option
 
 __all__ = ["FORMS", "OPTIONS", "PhysicsLive", "filter_motion", "parse_named", "physics_retarget"]
@@ -81,11 +81,11 @@ def filter_motion(
     is how dynamic applications run (:class:`~retarget.physics.filter.FilterSettings`):
     ``"curve"`` (the default) or ``"paper"`` (§§5–6 as printed). ``body`` is a mass
     model of the source's skeleton to use instead of de Leva's of ``mass`` (a
-    robot's own, :func:`retarget.robot.inertia_on`); loads are not added to it.
+    robot's own, :func:`retarget.targets.robot.hinges.inertia_on`); loads are not added to it.
     """
-    from .. import quat
-    from ..contacts import detect_contacts
+    from ..core import quat
     from ..editing.constraints import parse_constraints
+    from ..humanoid.contacts import detect_contacts
     from ..physics import body_model
     from ..physics.filter import FilterSettings, PhysicsGoals, footplant_goals, physics_filter
 
@@ -207,9 +207,9 @@ def physics_retarget(
 class PhysicsLive:
     """Tak & Ko's filter on a stream of pose frames (``retarget serve --method physics``):
     the performer's own body made physically plausible, the paper's form frame by
-    frame (:class:`retarget.physics.online.OnlineFilters`).
+    frame (:class:`retarget.online.physics.OnlineFilters`).
 
-    Footplants come as the stream goes (:class:`retarget.contacts.ContactTracker`:
+    Footplants come as the stream goes (:class:`retarget.humanoid.contacts.ContactTracker`:
     the first frame calibrates the floor): a planted foot point's goal is where the
     performer has it, balance is on in support and momentum in flight. A pose
     message gives frame ``t`` when frame ``t + lag`` is in (:attr:`lag`: 41 frames a
@@ -239,10 +239,10 @@ class PhysicsLive:
         mass: float = 70.0,
         loads: Mapping[str, float] | None = None,
     ) -> None:
-        from ..contacts import ContactTracker
+        from ..humanoid.contacts import ContactTracker
+        from ..online.physics import OnlineFilters
         from ..physics import body_model
         from ..physics.filter import FilterSettings, PhysicsGoals
-        from ..physics.online import OnlineFilters
 
         for joint_name in loads or {}:
             if joint_name not in skeleton.names:
@@ -263,7 +263,7 @@ class PhysicsLive:
         self.reset()
 
     def _contacts(self, n: int) -> Any:
-        from ..contacts import Contacts
+        from ..humanoid.contacts import Contacts
 
         tracker = self._tracker
         mask = self._mask[:n] if n else np.zeros((0, len(tracker.points)), dtype=bool)
@@ -285,14 +285,14 @@ class PhysicsLive:
             self._filters.reset()
 
     def parse(self, data: dict[str, Any], where: tuple[str, int]) -> tuple[int | None, Any]:
-        from ..frames import PoseFrame
+        from ..core.frames import PoseFrame
         from ..io.sensors import pose_frame
 
         number, root, rotations = pose_frame(data, self.character.num_joints, where=where)
         return number, PoseFrame(root, rotations)
 
     def step(self, frame: Any) -> tuple[Any, Any, dict[str, Any]] | None:
-        from ..kinematics import forward_kinematics
+        from ..core.kinematics import forward_kinematics
 
         pos = forward_kinematics(self.character, frame.root_position[None], frame.rotations[None])[
             0
@@ -319,7 +319,7 @@ class PhysicsLive:
     def warm_up(self) -> None:
         """Step three rest poses, then reset: the kernels load before a stream's first
         frame (:meth:`retarget.online.stream.LiveStream.warm_up`)."""
-        from ..frames import PoseFrame
+        from ..core.frames import PoseFrame
 
         rotations = np.zeros((self.character.num_joints, 4))
         rotations[:, 0] = 1.0
@@ -331,18 +331,24 @@ class PhysicsLive:
 # -- options: what `retarget run --method physics` and RunJob.method_options offer ------------
 
 
-def _loads(items: Sequence[str]) -> dict[str, float]:
+def _loads(items: Sequence[str] | Mapping[str, float]) -> dict[str, float]:
+    if isinstance(items, Mapping):
+        return {str(k): float(v) for k, v in items.items()}
     return parse_named(items, "--load", "kg")
 
 
-def _torque_limits(items: Sequence[str]) -> dict[str, float]:
+def _torque_limits(items: Sequence[str] | Mapping[str, float]) -> dict[str, float]:
+    if isinstance(items, Mapping):
+        return {str(k): float(v) for k, v in items.items()}
     return parse_named(items, "--torque-limit", "Nm")
 
 
-def _read_hint(path: str) -> Motion:
+def _read_hint(hint: str | Motion) -> Motion:
+    if isinstance(hint, Motion):
+        return hint
     from ..io.formats import read_motion
 
-    return read_motion(path)
+    return read_motion(hint)
 
 
 OPTIONS = (
@@ -403,4 +409,5 @@ OPTIONS = (
     ),
     Option("iterations", "--iterations", "Kalman updates per application (default 3)", type=int),
     Option("form", "--form", "dynamic applications: curve (default) or paper", choices=FORMS),
+    Option("body", None, "the target's own mass model (a robot's: its links' masses)"),
 )

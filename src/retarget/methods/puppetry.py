@@ -10,7 +10,7 @@ frames). The sensor stream then goes through the online method of
 :mod:`retarget.online.puppetry`, a loop over
 :class:`~retarget.online.puppetry.Puppeteer` (``reset()``, then
 ``step(SensorFrame)`` per frame: :func:`run_puppeteer`), restarted where the
-source jumps to another pose (:func:`retarget.cuts.find_cuts`); its set-up
+source jumps to another pose (:func:`retarget.humanoid.cuts.find_cuts`); its set-up
 (clearances, hinge axes: :func:`~retarget.online.puppetry.make_puppet`) is
 measured beforehand on the whole filtered take and kept over the pieces.
 
@@ -32,15 +32,17 @@ from typing import Any
 
 import numpy as np
 
-from .._arrays import Array
-from ..contacts import detect_contacts
-from ..cuts import find_cuts, segments
+from ..core.arrays import Array
+from ..core.errors import RetargetError
+from ..core.frames import SensorFrame
+from ..core.kinematics import forward_kinematics
+from ..core.motion import Motion
+from ..core.result import Result, speed
+from ..core.skeleton import Skeleton
 from ..environment import Floor, Shape
-from ..errors import RetargetError
 from ..filters import KalmanParameters, SensorEstimate, filter_stream
-from ..frames import SensorFrame
-from ..kinematics import forward_kinematics
-from ..motion import Motion
+from ..humanoid.contacts import detect_contacts
+from ..humanoid.cuts import find_cuts, segments
 from ..online.puppetry import (
     DEFAULT_SMOOTHING,
     EFFECTORS,
@@ -52,8 +54,6 @@ from ..online.puppetry import (
     make_puppet,
     solve_frames,
 )
-from ..result import Result, speed
-from ..skeleton import Skeleton
 from ._base import FOOT_HOLD, TERRAIN, Option, check_same_hierarchy
 
 __all__ = ["parse_noise", "puppetry_retarget", "run_puppeteer", "sensor_stream"]
@@ -77,7 +77,7 @@ def sensor_stream(
     positions : ndarray, shape (F, J, 3)
     orientations : ndarray, shape (F, J, 4)
     """
-    from .. import quat
+    from ..core import quat
 
     pos, world = forward_kinematics(
         motion.skeleton, motion.root_position, motion.rotations, motion.translations
@@ -135,7 +135,7 @@ def puppetry_retarget(
     terrain, objects : Shape
         The environment: ``terrain`` the ground (the scene of ``--terrain``;
         default the floor under the source's planted feet,
-        :func:`retarget.contacts.detect_contacts`), ``objects`` further shapes
+        :func:`retarget.humanoid.contacts.detect_contacts`), ``objects`` further shapes
         (boxes).
     influence : float or array (4, m), optional
         ``D_ij`` of eq. 13; default 30 % of the source's height.
@@ -269,7 +269,7 @@ def run_puppeteer(
     puppeteer: Puppeteer, positions: Array, orientations: Array, pieces: Sequence[slice] = ()
 ) -> PuppetFrames:
     """A sensor recording through :class:`~retarget.online.puppetry.Puppeteer`, the
-    offline shape as a loop over the online one (:mod:`retarget.frames`):
+    offline shape as a loop over the online one (:mod:`retarget.core.frames`):
     ``reset()`` at the start of every piece, then ``step(SensorFrame)`` for each of its
     frames.
 
@@ -280,7 +280,7 @@ def run_puppeteer(
     orientations : ndarray, shape (F, S, 4)
         The sensor frames (:func:`sensor_stream`).
     pieces : sequence of slice
-        Consecutive pieces covering the frames (:func:`retarget.cuts.segments`): the
+        Consecutive pieces covering the frames (:func:`retarget.humanoid.cuts.segments`): the
         filter and the recursions restart at each (a set-up given to ``puppeteer`` is
         kept); default one piece.
 
@@ -324,7 +324,7 @@ def _concatenate_frames(pieces: Sequence[PuppetFrames]) -> PuppetFrames:
 
 def _report(frames: PuppetFrames, *, puppet_seconds: float, n: int) -> dict[str, Any]:
     """The per-run report of :func:`puppetry_retarget` (JSON-serialisable)."""
-    from .. import quat
+    from ..core import quat
 
     w = frames.importance
     out: dict[str, Any] = {
@@ -363,11 +363,12 @@ def _report(frames: PuppetFrames, *, puppet_seconds: float, n: int) -> dict[str,
 # -- options: what `retarget run --method puppetry` and RunJob.method_options offer -----------
 
 
-def parse_noise(spec: str) -> tuple[float, float]:
-    """``P,DEG`` → (position std in the file's unit, orientation std in degrees)."""
+def parse_noise(spec: str | tuple[float, float]) -> tuple[float, float]:
+    """``P,DEG`` (or the pair) → (position std in the file's unit, orientation std in
+    degrees)."""
     try:
-        p, d = (float(v) for v in spec.split(","))
-    except ValueError:
+        p, d = (float(v) for v in (spec.split(",") if isinstance(spec, str) else spec))
+    except (ValueError, TypeError):
         raise RetargetError(f"--noise expects P,DEG (e.g. 0.5,1), got {spec!r}") from None
     if not (np.isfinite(p) and np.isfinite(d) and p >= 0 and d >= 0):
         raise RetargetError(f"--noise expects two finite numbers >= 0, got {spec!r}")

@@ -2,10 +2,10 @@
 
 Each frame, the source's pose mapped onto the target (``θ_src``: its joint
 rotations by name, its root placed for the target's size) and the goals of
-the end-effectors (``x1``) go in, a :class:`~retarget.frames.GoalFrame`;
-the target's pose comes out, a :class:`~retarget.frames.PoseFrame`,
+the end-effectors (``x1``) go in, a :class:`~retarget.core.frames.GoalFrame`;
+the target's pose comes out, a :class:`~retarget.core.frames.PoseFrame`,
 from the previous output and these inputs only (:meth:`OnlineRetargeter.step`,
-the contract of :mod:`retarget.frames`; how a source's frames become
+the contract of :mod:`retarget.core.frames`; how a source's frames become
 these inputs: :mod:`retarget.online.omr_plan`). The
 update is closed-loop inverse rate control with the secondary task "imitate
 the source's joints" (eq. 21; :func:`retarget.ik.rate.rate_step`): the
@@ -63,36 +63,68 @@ frame sat where the correction then moved it in one step: a quarter of the
 jerk of a 120 Hz walk onto ``blubby`` was in its first four frames).
 
 Joints with fewer than three rotation channels (ASF hinges) move along their
-channels only (:func:`retarget.dofs.channel_axes`); joints outside
+channels only (:func:`retarget.core.dofs.channel_axes`); joints outside
 ``active_joints`` copy the source.
 
 The update itself (rows of :mod:`retarget.tasks`, the step of
 :func:`retarget.ik.rate.rate_step`, ``pose ⊕ Δθ`` and forward kinematics) is
-one compiled call (:mod:`retarget.online._kernel`), and so are the hold
+one compiled call (:mod:`retarget.online._kernels.omr`), and so are the hold
 weights and the goals (``_hold_weights``, ``_shape_goals``); this module keeps
 their state and the report.
+
+**From a source's frames** (:class:`OMRPlan`, :func:`omr_plan`): every input of frame
+``n`` comes from source frame ``n`` and, for the floor and the origin of scaling, the
+first frame: ``θ_src``, the source's joint rotations (by name), its root's horizontal
+path (scaled by ``stride`` about the first frame's root on the floor, goals
+``"reach"``) and its height (where the target in the first frame's pose stands on the
+floor, plus the source's rise and fall scaled by the ratio of leg lengths); goals
+``x1``, the toe tips (and hand tips, set-up ``"full"``), the heels (held only) and the
+pelvis's horizontal position, per the mapping ``goals`` (``"reach"``, ``"source"``,
+``"height"``); world orientation goals of the feet where the heels are held.
+:class:`OMRRetargeter` is the online method a source's poses go into
+(``filter.step(GoalFrame(*plan.inputs(pose)))``); :func:`run_method` and
+:func:`run_filter` the offline shape as loops over the online one (the method
+``--method omr``: :func:`retarget.methods.omr.omr_retarget`); :func:`enhance_motion`
+the paper's data enhancement (§5).
 """
 
 from __future__ import annotations
 
+import inspect
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._arrays import Array
-from .._dofs_kernels import channel_basis, project
-from .._kinematics_kernels import _fk_kernel
-from ..frames import GoalFrame, PoseFrame
+from ..core.arrays import Array
+from ..core.errors import RetargetError
+from ..core.frames import GoalFrame, PoseFrame
+from ..core.kinematics import Pose, forward_kinematics, positions
+from ..core.motion import Motion
+from ..core.result import Result, speed
+from ..core.skeleton import Skeleton
+from ..humanoid.contacts import UP
+from ..humanoid.roles import find_roles, height, leg_length
 from ..ik.rate import rate_settings
-from ..result import speed
-from ..skeleton import Skeleton
-from ._kernel import _hold_weights, _shape_goals, _update
+from ._kernels.omr import _fk_kernel, _hold_weights, _shape_goals, _update, channel_basis, project
 
-__all__ = ["BaseSwitching", "Effector", "Foot", "OnlineRetargeter"]
+__all__ = [
+    "GOALS",
+    "SETUPS",
+    "BaseSwitching",
+    "Effector",
+    "Foot",
+    "OMRPlan",
+    "OMRRetargeter",
+    "OnlineRetargeter",
+    "enhance_motion",
+    "omr_plan",
+    "run_filter",
+    "run_method",
+]
 
 
 #: Frames of each kind of event (gains lowered, input clamped, hold or release) the report
@@ -217,9 +249,9 @@ class BaseSwitching:
 class OnlineRetargeter:
     """Closed-loop inverse rate control, frame by frame (Choi & Ko 2000, eq. 21).
 
-    An :class:`~retarget.frames.OnlineMethod` of
-    :class:`~retarget.frames.GoalFrame` in and
-    :class:`~retarget.frames.PoseFrame` out: :meth:`reset`, :meth:`step`.
+    An :class:`~retarget.core.frames.OnlineMethod` of
+    :class:`~retarget.core.frames.GoalFrame` in and
+    :class:`~retarget.core.frames.PoseFrame` out: :meth:`reset`, :meth:`step`.
 
     Parameters
     ----------
@@ -328,7 +360,7 @@ class OnlineRetargeter:
         self._parents = np.ascontiguousarray(skeleton.point_parents, dtype=np.intp)
         self._offsets_of_points = np.ascontiguousarray(skeleton.point_offsets[None], np.float64)
         self._no_basis = np.zeros((0, 3, 3))
-        # the channels as the compiled kernels take them (retarget._dofs_kernels)
+        # the channels as the compiled kernels take them (retarget.core._kernels.dofs)
         self._axes_q = np.ascontiguousarray(skeleton.axes, dtype=np.float64)
         self._order = np.array(
             [
@@ -384,7 +416,7 @@ class OnlineRetargeter:
         self._restart = False
         self._settle = 1000
 
-    # -- the contract (retarget.frames) -----------------------------------------------
+    # -- the contract (retarget.core.frames) -----------------------------------------------
     def reset(self, *, restart: bool = False, settle: int = 1000) -> None:
         """Forget the past: the next :meth:`step` is a first frame. It starts from that
         frame's source pose and steps toward its goals until the pose stops changing
@@ -644,7 +676,7 @@ class OnlineRetargeter:
         correction: bool = False,
     ) -> tuple[float, bool]:
         """One step of eq. (21) from the current pose toward this frame's goals
-        (:func:`retarget.online._kernel._update`): ``moving``, the goals and the
+        (:func:`retarget.online._kernels.omr._update`): ``moving``, the goals and the
         source moved since the last frame; ``correction``, the primary task's Newton
         correction alone, no secondary. Returns the gain factor and whether the
         input was clamped."""
@@ -711,7 +743,7 @@ class OnlineRetargeter:
     # -- base switching ------------------------------------------------------------------------
     def _weigh(self, goals: Array, *, at_once: bool = False) -> None:
         """Each foot point's hold weight from this frame's goals (the pose is the last
-        frame's; :func:`retarget.online._kernel._hold_weights`): the product of smooth
+        frame's; :func:`retarget.online._kernels.omr._hold_weights`): the product of smooth
         steps of the goal's speed (1 under ``rest_speed``, 0 over ``release_speed``), of
         the distance its hold has kept it from its goal (1 under half
         ``release_distance``, 0 over it: a heel rising slowly is let go) and, for a point
@@ -817,3 +849,574 @@ class OnlineRetargeter:
             "holds": [list(h) for h in self._holds],
             "events": dict(zip(("gains_lowered", "clamped", "holds"), self._events, strict=True)),
         }
+
+
+# -- from a source's frames (the plan and the online method) ------------------------------
+
+
+#: End-effector set-ups (:func:`omr_plan`).
+SETUPS = ("lower", "full")
+#: Goal mappings (:func:`omr_plan`).
+GOALS = ("reach", "source", "height")
+
+
+@dataclass(frozen=True)
+class OMRPlan:
+    """How each source frame becomes the filter's inputs (module docstring): fixed by the
+    skeletons and the first frame (the floor and the origin of scaling), so a live stream
+    maps its frames one at a time exactly as a whole clip maps them all at once.
+
+    ``effectors`` (:class:`~retarget.online.Effector`) are the primary task's rows,
+    ``names`` the end-effector roles, ``active`` the joints the filter may turn
+    (None: all).
+    """
+
+    source: Skeleton
+    target: Skeleton
+    effectors: tuple[Effector, ...]
+    feet: tuple[Foot, ...]
+    active: tuple[int, ...] | None
+    names: tuple[str, ...]
+    joints: NDArray[np.intp]  # (J_src,) target joint of each source joint
+    goal_points: NDArray[
+        np.intp
+    ]  # (K,) source point per goal row; -1: no goal (orientation), -2: the root
+    goal_ankles: NDArray[np.intp]  # (K,) a foot row's source ankle (-1: not a foot row)
+    goal_feet: NDArray[np.intp]  # (K,) a foot row's side, index into foot_ratios (-1: none)
+    floor: float
+    origin: Array  # (3,)
+    ratio: float
+    leg_ratio: float
+    stand: float  # the root's height: floor + stand + leg_ratio (the source's above the floor)
+    goals: str
+    stride: float  # "reach": the scale of the horizontal paths
+    foot_ratios: tuple[float, ...]  # per side: target's foot length over the source's
+    height: float  # the target's
+
+    def _mapped(self, p: Array) -> Array:
+        """Source positions as goals: as they are, or scaled about the origin ("height")."""
+        return self.origin + self.ratio * (p - self.origin) if self.goals == "height" else p.copy()
+
+    def _strode(self, p: Array) -> Array:
+        """Source positions with their horizontal offsets from the origin times the stride."""
+        out = np.array(p, dtype=np.float64)
+        for c in (0, 2):
+            out[..., c] = self.origin[c] + self.stride * (out[..., c] - self.origin[c])
+        return out
+
+    def inputs(self, root: ArrayLike, rotations: ArrayLike) -> tuple[Array, Array, Array, Array]:
+        """The filter's inputs of source frames.
+
+        Parameters
+        ----------
+        root : array_like, shape (F, 3)
+        rotations : array_like, shape (F, J_src, 4)
+
+        Returns
+        -------
+        root : (F, 3), rotations : (F, J, 4)
+            ``θ_src``: the rotations by name, the root placed for the target's size.
+        goals : (F, K, 3)
+            Position goals per effector row (NaN for orientation rows).
+        orientations : (F, K, 4)
+            World orientation goals (NaN for position rows).
+        """
+        root = np.asarray(root, dtype=np.float64)
+        rotations = np.asarray(rotations, dtype=np.float64)
+        pos_s = forward_kinematics(self.source, root, rotations)[0]
+        n = len(root)
+        target = self.target
+        out_rot = np.tile([1.0, 0.0, 0.0, 0.0], (n, target.num_joints, 1))
+        out_rot[:, self.joints] = rotations
+        reach = self.goals == "reach"
+        out_root = self._strode(root) if reach else self._mapped(root)
+        # the pelvis stands as high as the target's legs reach: its height above where it
+        # stands in the first frame's pose scales by their length
+        out_root[:, UP] = self.floor + self.stand + self.leg_ratio * (root[:, UP] - self.floor)
+        goals = np.full((n, len(self.effectors), 3), np.nan)
+        for k, p in enumerate(self.goal_points):
+            if p == -2:
+                goals[:, k] = out_root
+            elif p < 0:
+                continue
+            elif not reach:
+                goals[:, k] = self._mapped(pos_s[:, p])
+            elif self.goal_feet[k] >= 0:  # a foot of the target's size at the stride's ankle
+                f = self.foot_ratios[self.goal_feet[k]]
+                ankle = pos_s[:, self.goal_ankles[k]]
+                goal = self._strode(ankle) + f * (pos_s[:, p] - ankle)
+                goal[:, UP] = self.floor + f * (pos_s[:, p, UP] - self.floor)
+                goals[:, k] = goal
+            else:  # a hand: where the source's is from its pelvis
+                goals[:, k] = out_root + (pos_s[:, p] - root)
+        orientations = np.full((n, len(self.effectors), 4), np.nan)
+        # the feet's world orientations as the source pose would give them on the target
+        turning = [f.orientation for f in self.feet if f.orientation >= 0]
+        if turning:
+            world = Pose.of(target, out_root, out_rot).world_rotations
+            for k in turning:
+                orientations[:, k] = world[:, self.effectors[k].point]
+        return out_root, out_rot, goals, orientations
+
+    def retargeter(
+        self,
+        fps: float,
+        *,
+        single_base: bool = False,
+        rest_speed: float = 0.15,
+        release_speed: float = 0.3,
+        root_rigidity: tuple[float, float] = (100.0, 10.0),
+        iterations: int = 2,
+        gains: tuple[float, float] = (1.0, 0.3),
+        damping: float = 0.01,
+        min_dexterity: float = 0.0,
+        max_input: float = 0.1,
+    ) -> OnlineRetargeter:
+        """The filter, with :func:`omr_retarget`'s defaults (parameters: there and
+        :class:`~retarget.online.OnlineRetargeter`)."""
+        return OnlineRetargeter(
+            self.target,
+            self.effectors,
+            height=self.height,
+            fps=fps,
+            active_joints=self.active,
+            base=BaseSwitching(
+                feet=self.feet,
+                single=single_base,
+                rest_speed=rest_speed,
+                release_speed=release_speed,
+            ),
+            rigidity=np.concatenate([root_rigidity, np.ones(self.target.num_joints - 1)]),
+            iterations=iterations,
+            gains=gains,
+            damping=damping,
+            min_dexterity=min_dexterity,
+            max_input=max_input,
+        )
+
+
+def omr_plan(
+    source: Skeleton,
+    target: Skeleton,
+    first_root: ArrayLike,
+    first_rotations: ArrayLike,
+    *,
+    setup: str = "lower",
+    goals: str = "reach",
+    scaled: bool = False,
+    hold_heels: bool = True,
+    pelvis_priority: int = 0,
+    heel_priority: int = 1,
+    heel_reach: float = 0.97,
+) -> OMRPlan:
+    """The :class:`OMRPlan` of a source skeleton, its first frame and a target
+    (parameters as :func:`omr_retarget`)."""
+    if setup not in SETUPS:
+        raise RetargetError(f"unknown set-up {setup!r}; choose one of {', '.join(SETUPS)}")
+    if scaled:
+        goals = "height"
+    if goals not in GOALS:
+        raise RetargetError(f"unknown goals {goals!r}; choose one of {', '.join(GOALS)}")
+    roles_s, roles_t = find_roles(source), find_roles(target)
+    h_s, h_t = height(source, roles_s), height(target, roles_t)
+    first_root = np.asarray(first_root, dtype=np.float64)
+    pos_0 = forward_kinematics(source, first_root, first_rotations)[0]
+    feet_s = [
+        roles_s[f"{s}_{r}"]
+        for s in ("left", "right")
+        for r in ("ankle", "toe", "toe_tip")
+        if f"{s}_{r}" in roles_s.points
+    ]
+    floor = float(pos_0[feet_s, UP].min())
+    origin = first_root.copy()
+    origin[UP] = floor
+    leg_ratio = float(leg_length(target, roles_t) / leg_length(source, roles_s))
+    # the target in the first frame's pose stands on the floor: its root that high above
+    # its lowest foot point (what the leg ratio alone leaves out: the drop from the root to
+    # the hips and the height of the ankles, bones of other ratios)
+    joints = target.indices(source.names)
+    rotations_0 = np.tile([1.0, 0.0, 0.0, 0.0], (target.num_joints, 1))
+    rotations_0[joints] = np.asarray(first_rotations, dtype=np.float64)
+    feet_t = [
+        roles_t[f"{s}_{r}"]
+        for s in ("left", "right")
+        for r in ("ankle", "toe", "toe_tip")
+        if f"{s}_{r}" in roles_t.points
+    ]
+    pos_t = forward_kinematics(target, np.zeros(3), rotations_0)[0]
+    stand = float(-pos_t[feet_t, UP].min() - leg_ratio * (first_root[UP] - floor))
+    names = ["left_toe_tip", "right_toe_tip"]
+    if setup == "full":
+        names += ["left_hand_tip", "right_hand_tip"]
+    missing = [
+        n
+        for n in [*names, "left_ankle", "right_ankle", "left_hip", "right_hip"]
+        if n not in roles_s.points or n not in roles_t.points
+    ]
+    if missing:
+        raise RetargetError(f"omr needs the roles {missing} on both skeletons")
+    effectors = [Effector(roles_t[n], name=n) for n in names]
+    goal_points = [roles_s[n] for n in names]
+    sides = ("left", "right")
+    foot_ratios = tuple(
+        _ratio(
+            target.path_length(roles_t[f"{s}_ankle"], roles_t[f"{s}_toe_tip"]),
+            source.path_length(roles_s[f"{s}_ankle"], roles_s[f"{s}_toe_tip"]),
+            h_t / h_s,
+        )
+        for s in sides
+    )
+    # the foot rows: the toe tips (and, below, the heels), by side
+    goal_feet = [sides.index(n.split("_")[0]) if n.endswith("toe_tip") else -1 for n in names]
+    goal_ankles = [
+        roles_s[f"{n.split('_')[0]}_ankle"] if n.endswith("toe_tip") else -1 for n in names
+    ]
+    feet = []
+    for k, side in enumerate(("left", "right")):
+        ankle, hip = roles_t[f"{side}_ankle"], roles_t[f"{side}_hip"]
+        heel = orient = -1
+        if hold_heels:
+            heel = len(effectors)
+            effectors.append(
+                Effector(
+                    ankle,
+                    hold_only=True,
+                    anchor=hip,
+                    reach=heel_reach * target.path_length(hip, ankle),
+                    priority=heel_priority,
+                    name=f"{side}_ankle",
+                )
+            )
+            goal_points.append(roles_s[f"{side}_ankle"])
+            goal_ankles.append(roles_s[f"{side}_ankle"])
+            goal_feet.append(k)
+            orient = len(effectors)
+            effectors.append(
+                Effector(
+                    ankle,
+                    axes=(),
+                    orientation=True,
+                    lever=target.path_length(ankle, roles_t[f"{side}_toe_tip"]),
+                    priority=heel_priority,
+                    name=f"{side}_foot_orientation",
+                )
+            )
+            goal_points.append(-1)
+            goal_ankles.append(-1)
+            goal_feet.append(-1)
+        feet.append(Foot(k, heel, orient))
+    effectors.append(Effector(0, axes=(0, 2), priority=pelvis_priority, name="pelvis_xz"))
+    goal_points.append(-2)
+    goal_ankles.append(-1)
+    goal_feet.append(-1)
+    active = None
+    if setup == "lower":
+        leg_roles = ("hip", "knee", "ankle", "toe")
+        active = tuple(
+            roles_t[f"{s}_{r}"]
+            for s in ("left", "right")
+            for r in leg_roles
+            if f"{s}_{r}" in roles_t.points and roles_t[f"{s}_{r}"] < target.num_joints
+        )
+    return OMRPlan(
+        source=source,
+        target=target,
+        effectors=tuple(effectors),
+        feet=tuple(feet),
+        active=active,
+        names=tuple(names),
+        joints=joints,
+        goal_points=np.array(goal_points, dtype=np.intp),
+        goal_ankles=np.array(goal_ankles, dtype=np.intp),
+        goal_feet=np.array(goal_feet, dtype=np.intp),
+        floor=floor,
+        origin=origin,
+        ratio=h_t / h_s,
+        leg_ratio=leg_ratio,
+        stand=stand,
+        goals=goals,
+        stride=min(1.0, leg_ratio),
+        foot_ratios=foot_ratios,
+        height=h_t,
+    )
+
+
+def _ratio(target: float, source: float, otherwise: float) -> float:
+    """``target / source``, or ``otherwise`` for a source length of zero."""
+    return target / source if source > 0.0 else otherwise
+
+
+def _keywords(function: Any) -> frozenset[str]:
+    """The keyword-only parameters of ``function``."""
+    kinds = inspect.signature(function).parameters.values()
+    return frozenset(p.name for p in kinds if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
+def _split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:class:`OMRRetargeter`'s keywords split into :func:`omr_plan`'s and
+    :meth:`OMRPlan.retargeter`'s; TypeError for one that is neither's."""
+    plan, filt = _keywords(omr_plan), _keywords(OMRPlan.retargeter)
+    unknown = sorted(set(options) - plan - filt)
+    if unknown:
+        raise TypeError(f"OMRRetargeter got unexpected keyword arguments {unknown}")
+    return (
+        {k: v for k, v in options.items() if k in plan},
+        {k: v for k, v in options.items() if k in filt},
+    )
+
+
+class OMRRetargeter:
+    """Online motion retargeting (Choi & Ko 2000) of a source's frames: a
+    :class:`~retarget.core.frames.OnlineMethod` of
+    :class:`~retarget.core.frames.PoseFrame` (the source's pose) in and
+    :class:`~retarget.core.frames.PoseFrame` (the target's) out.
+
+    The first frame fixes the :class:`OMRPlan` (the floor and the origin of
+    scaling, :func:`omr_plan`), kept for good: :meth:`reset` restarts the filter
+    only, so the frames after a gap or a cut map as the first ones did. Each
+    :meth:`step` is ``filter.step(GoalFrame(*plan.inputs(frame)))``.
+
+    Parameters
+    ----------
+    source, target : Skeleton
+        ``target`` has the source's joints (by name; else
+        :class:`~retarget.core.errors.UnknownJointError`).
+    fps : float
+        The source's frame rate (Hz).
+    **options
+        Keywords, each with its default where it is defined: the plan's
+        (:func:`omr_plan`: setup, goals, scaled, hold_heels, pelvis_priority,
+        heel_priority, heel_reach) and the filter's (:meth:`OMRPlan.retargeter`:
+        single_base, rest_speed, release_speed, root_rigidity, iterations, gains,
+        damping, min_dexterity, max_input); another raises TypeError.
+
+    Attributes
+    ----------
+    plan : OMRPlan or None
+        Fixed by the first frame (None before it).
+    filter : OnlineRetargeter or None
+        The filter (None before the first frame); its :attr:`~OnlineRetargeter.goals`
+        are the goals the last step tracked, its ``report()`` the stream's.
+    """
+
+    def __init__(self, source: Skeleton, target: Skeleton, *, fps: float, **options: Any) -> None:
+        target.indices(source.names)  # the target has the source's joints
+        self.source = source
+        self.target = target
+        self.fps = float(fps)
+        self._plan_options, self._filter_options = _split_options(options)
+        self.plan: OMRPlan | None = None
+        self.filter: OnlineRetargeter | None = None
+        self._restart = False
+
+    def reset(self, *, restart: bool = False) -> None:
+        """Forget the past: the next :meth:`step` is the filter's first frame (the plan
+        is kept).
+
+        Parameters
+        ----------
+        restart : bool
+            The same stream goes on after a cut: the filter's report carries on
+            (:meth:`OnlineRetargeter.reset`).
+        """
+        if self.filter is not None:
+            self.filter.reset(restart=restart)
+
+    def step(self, frame: PoseFrame) -> PoseFrame:
+        """The target's pose for the source's next pose.
+
+        Parameters
+        ----------
+        frame : PoseFrame
+            The source's pose: root position (3,), rotations (J_src, 4).
+
+        Returns
+        -------
+        PoseFrame
+            The target's pose: root position (3,), rotations (J, 4).
+        """
+        root, rotations = frame.root_position, frame.rotations
+        if rotations.shape != (self.source.num_joints, 4):
+            raise ValueError(
+                f"Expected `rotations` of shape ({self.source.num_joints}, 4), "
+                f"got {rotations.shape}"
+            )
+        if self.plan is None or self.filter is None:
+            self.plan = omr_plan(self.source, self.target, root, rotations, **self._plan_options)
+            self.filter = self.plan.retargeter(self.fps, **self._filter_options)
+        r, q, goals, turns = self.plan.inputs(root[None], rotations[None])
+        return self.filter.step(GoalFrame(r[0], q[0], goals[0], turns[0]))
+
+
+# -- the offline shape: loops over the online one; data enhancement (§5) ------------------
+
+
+def run_method(
+    method: OMRRetargeter, source: Motion, cuts: ArrayLike = ()
+) -> tuple[Array, Array, Array]:
+    """A clip through :class:`~retarget.online.omr_plan.OMRRetargeter`, the offline shape
+    as a loop over the online one (:mod:`retarget.core.frames`): ``reset()``, then
+    ``step(PoseFrame)`` for every source frame, ``reset(restart=True)`` at the ``cuts``
+    (:func:`run_filter`).
+
+    Parameters
+    ----------
+    method : OMRRetargeter
+    source : Motion
+        The source clip (``method``'s source skeleton).
+    cuts : array_like of int
+        Frames where the filter restarts.
+
+    Returns
+    -------
+    root (F, 3), rotations (F, J, 4)
+        The target's frames.
+    tracked : ndarray, shape (F, K, 3)
+        The goals the filter tracked (:attr:`~retarget.online.OnlineRetargeter.goals`).
+    """
+    n = source.num_frames
+    out_root = np.empty((n, 3))
+    out_rot = np.empty((n, method.target.num_joints, 4))
+    tracked: list[Array] = []
+    restarts = set(np.asarray(cuts, dtype=np.intp).tolist())
+    method.reset()
+    inputs: tuple[Array, ...] = ()
+    for f in range(n):
+        if f in restarts and f > 0:
+            method.reset(restart=True)
+        if method.plan is None or method.filter is None:  # the first frame fixes the plan
+            pose = method.step(PoseFrame(source.root_position[f], source.rotations[f]))
+            assert method.plan is not None
+            # each frame's inputs are the plan's of that frame alone (what ``step``
+            # computes frame by frame): all at once
+            inputs = method.plan.inputs(source.root_position, source.rotations)
+        else:
+            pose = method.filter.step(GoalFrame(*(a[f] for a in inputs)))
+        out_root[f], out_rot[f] = pose.root_position, pose.rotations
+        assert method.filter is not None
+        tracked.append(method.filter.goals)
+    return out_root, out_rot, np.array(tracked)
+
+
+def run_filter(
+    filt: OnlineRetargeter,
+    root: Array,
+    rotations: Array,
+    goals: Array,
+    orientations: Array | None = None,
+    cuts: ArrayLike = (),
+) -> tuple[Array, Array, Array]:
+    """Feed a clip to the filter frame by frame, the offline shape as a loop over the
+    online one (:mod:`retarget.core.frames`): ``reset()``, then ``step(frame)`` for
+    every :class:`~retarget.online.GoalFrame`.
+
+    At the frames ``cuts`` (:func:`retarget.humanoid.cuts.find_cuts`: the source jumps to another
+    pose) the filter is reset again (``restart=True``: its report goes on), so the frame
+    is a first frame: its closed loop would otherwise chase the jump over the next frames.
+
+    Parameters
+    ----------
+    filt : OnlineRetargeter
+    root : ndarray, shape (F, 3)
+    rotations : ndarray, shape (F, J, 4)
+        ``θ_src`` per frame.
+    goals : ndarray, shape (F, K, 3)
+    orientations : ndarray, shape (F, K, 4), optional
+    cuts : array_like of int
+        Frames where the filter restarts.
+
+    Returns
+    -------
+    root (F, 3), rotations (F, J, 4)
+        The output frames.
+    tracked : ndarray, shape (F, K, 3)
+        The goals the filter tracked (:attr:`~retarget.online.OnlineRetargeter.goals`).
+    """
+    n = len(root)
+    out_root = np.empty_like(root)
+    out_rot = np.empty((n, filt.skeleton.num_joints, 4))
+    tracked = np.empty_like(goals)
+    restarts = set(np.asarray(cuts, dtype=np.intp).tolist())
+    filt.reset()
+    for f in range(n):
+        if f in restarts and f > 0:
+            filt.reset(restart=True)
+        o = None if orientations is None else orientations[f]
+        pose = filt.step(GoalFrame(root[f], rotations[f], goals[f], o))
+        out_root[f], out_rot[f] = pose.root_position, pose.rotations
+        tracked[f] = filt.goals
+    return out_root, out_rot, tracked
+
+
+def enhance_motion(
+    motion: Motion,
+    measured: Mapping[str, ArrayLike],
+    *,
+    iterations: int = 2,
+    damping: float = 0.001,
+) -> Result:
+    """Correct measured joint angles so that measured end-effector positions are met (§5).
+
+    The motion's own angles are the secondary task (``θ_src``), the measured
+    positions the primary one, on the same character: each frame's error at
+    the end-effectors is removed by the smallest change of the joints, spread
+    over every joint of the chain (the minimum-norm step), so the angles move
+    toward the truth by the part of their error the positions reveal.
+
+    Parameters
+    ----------
+    motion : Motion
+        The measured (noisy) motion.
+    measured : mapping of str to array_like, shape (F, 3)
+        Measured world positions of points (joints or end sites), by name, in
+        the motion's unit; NaN rows are frames without a measurement.
+    iterations, damping
+        See :class:`retarget.online.OnlineRetargeter` (gains ``I``, plain
+        minimum norm: the paper's filter).
+
+    Returns
+    -------
+    Result
+        ``report``: the end-effector error before (forward kinematics of the
+        measured angles) and after, per point.
+    """
+    sk = motion.skeleton
+    names = list(measured)
+    if not names:
+        raise RetargetError("enhance needs measured positions of at least one point")
+    unknown = [n for n in names if n not in sk.point_names]
+    if unknown:
+        raise RetargetError(f"unknown points {unknown}; the skeleton has {list(sk.point_names)}")
+    goals = np.stack([np.asarray(measured[n], dtype=np.float64) for n in names], axis=1)
+    if goals.shape != (motion.num_frames, len(names), 3):
+        raise RetargetError(
+            f"expected measured positions of shape ({motion.num_frames}, 3) per point, "
+            f"got {goals.shape[0]} frames"
+        )
+    t0 = time.perf_counter()
+    h = height(sk)
+    filt = OnlineRetargeter(
+        sk,
+        [Effector(sk.index(n), name=n) for n in names],
+        height=h,
+        fps=motion.fps,
+        damping=damping,
+        iterations=iterations,
+    )
+    root, rot, _ = run_filter(filt, motion.root_position, motion.rotations, goals)
+    out = Motion(sk, root, rot, motion.fps, motion.translations)
+    points = [sk.index(n) for n in names]
+
+    def errors(m: Motion) -> dict[str, float]:
+        d = np.linalg.norm(positions(m)[:, points] - goals, axis=-1)
+        return {n: float(np.nanmean(d[:, k])) for k, n in enumerate(names)}
+
+    report = {
+        "method": "enhance",
+        "points": names,
+        "mean_error_before": errors(motion),
+        "mean_error_after": errors(out),
+        **filt.report(),
+        "seconds": time.perf_counter() - t0,
+    }
+    return Result(out, report, {n: goals[:, k] for k, n in enumerate(names)})

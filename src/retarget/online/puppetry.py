@@ -21,7 +21,7 @@ only. The stages, in the paper's order:
    ankle steps 1.5-1.9 % of height a frame farther than the source carried
    onto Blubby, on average over each swing (up to 3.3 in one frame), so no
    smoothing could keep a knee or ankle within 1.5 % of the carried source's
-   step (the pop of :func:`retarget.metrics.pop`), and its path's jerk was
+   step (the pop of :func:`retarget.humanoid.metrics.pop`), and its path's jerk was
    twice that of the carried ankle. A floor looks the same after the scaling;
    a box, a sphere or a height field would not, so with those the positions
    are the paper's (``stride=1``);
@@ -30,7 +30,7 @@ only. The stages, in the paper's order:
    name onto the character; the captured root position is the root sensor's;
 3. **importance** (section 4, eqs. 11-15): of the four end-effectors
    (ankles, wrists) from the performer's distances to the objects
-   (:mod:`retarget.importance`), with the filtered velocities for ``ḋ``; a
+   (:mod:`retarget.online.importance`), with the filtered velocities for ``ḋ``; a
    foot's is that of its ankle and its toe in union, ``1 − (1 − w_ankle)
    (1 − w_toe)`` (beyond the paper, which has one point per end-effector: the
    max of the two had a kink where they cross, a jump in the importance's
@@ -94,7 +94,7 @@ only. The stages, in the paper's order:
    c. the anchor: the captured root plus the estimate's offset from it through
       three first-order lags of time constant ``root_smoothing`` (30 ms);
    d. the root: the closest point to the anchor of the balls' smoothed
-      intersection (:func:`retarget.online._puppet_kernel.smooth_root`): each
+      intersection (:func:`retarget.online._kernels.puppetry.smooth_root`): each
       ball pushes the point inward over a zone from ``root_zone`` (6 %) of
       its limb's length inside its sphere to ``root_slack`` (8 %) outside it,
       with a force that starts with zero first three derivatives; a point
@@ -147,14 +147,14 @@ stage 5 (the tests check it).
 Per frame this adds two lag updates and a Newton solve of a 3-unknown convex
 problem (a few iterations, about a microsecond).
 
-**The online method** (:mod:`retarget.frames`): :class:`Puppeteer`,
+**The online method** (:mod:`retarget.core.frames`): :class:`Puppeteer`,
 ``reset()`` and ``step(SensorFrame) -> PoseFrame``; the offline
 :func:`retarget.methods.puppetry.puppetry_retarget` is a loop over it. Stages
 2-9 of a frame depend only on that frame's filtered sensors and the state of
 the recursions (the foot hold, the lags), so they can also run vectorised over
 many frames, the recursions compiled (:func:`solve_frames`, after the filter's
 recursion over the frames). :meth:`Puppeteer.step` runs them on one frame as
-one compiled call (:mod:`retarget.online._puppet_kernel`: the same formulas,
+one compiled call (:mod:`retarget.online._kernels.puppetry`: the same formulas,
 for numpy's overhead per call on one frame was nearly all of the time), and
 falls back to :func:`solve_frames` on a frame that needs the body posture
 (stage 6), on a filtered sensor that is not finite, and for a puppet the
@@ -179,21 +179,20 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import quat
-from .._arrays import Array, frozen
-from ..contacts import UP
+from ..core import quat
+from ..core.arrays import Array, frozen
+from ..core.frames import PoseFrame, SensorFrame
+from ..core.kinematics import forward_kinematics
+from ..core.motion import Motion
+from ..core.skeleton import Skeleton
 from ..environment import Floor, Shape, shape_arrays
 from ..filters import KalmanParameters, SensorEstimate, SensorFilter
-from ..frames import PoseFrame, SensorFrame
+from ..humanoid.contacts import UP
+from ..humanoid.roles import find_roles, height, leg_length
 from ..ik.limb import Limb, free_joint, hinge_angle, limb_from_roles, limb_geometry, solve_limb
 from ..ik.posture import solve_body_posture
 from ..ik.root import estimate_root
-from ..importance import end_effector_importance
-from ..kinematics import forward_kinematics
-from ..motion import Motion
-from ..roles import find_roles, height
-from ..skeleton import Skeleton
-from ._puppet_kernel import (
+from ._kernels.puppetry import (
     HOLD_COLUMNS,
     SOLVED,
     STATE_SIZE,
@@ -203,6 +202,7 @@ from ._puppet_kernel import (
     radius_weights,
     smooth_root,
 )
+from .importance import end_effector_importance
 
 __all__ = [
     "DEFAULT_SMOOTHING",
@@ -469,18 +469,6 @@ def _limb_length(skeleton: Skeleton, limb: Limb) -> float:
     return float(np.linalg.norm(sol.reached - pos[limb.upper]))
 
 
-def _leg_length(skeleton: Skeleton) -> float:
-    """Mean bone-path length from hip joint to ankle of the two legs (file unit)."""
-    roles = find_roles(skeleton)
-    total = 0.0
-    for side in ("left", "right"):
-        j, hip = roles[f"{side}_ankle"], roles[f"{side}_hip"]
-        while j != hip and j > 0:
-            total += float(np.linalg.norm(skeleton.point_offsets[j]))
-            j = int(skeleton.point_parents[j])
-    return total / 2.0
-
-
 def _strided(puppet: Puppet, sensors: SensorEstimate) -> SensorEstimate:
     """The sensors with their horizontal positions about ``puppet.origin`` and their
     horizontal velocities times ``puppet.stride`` (stage 1b; the same as the compiled
@@ -606,7 +594,7 @@ def make_puppet(
     """
     missing = [n for n in character.names if n not in set(performer.names)]
     if missing:
-        from ..errors import RetargetError
+        from ..core.errors import RetargetError
 
         raise RetargetError(
             f"the character has joints the performer lacks: {missing[:8]}; "
@@ -665,7 +653,8 @@ def make_puppet(
     big_d.setflags(write=False)
     if stride is None:
         flat = all(type(shape) is Floor for shape in objects)
-        stride = min(1.0, _leg_length(character) / _leg_length(performer)) if flat else 1.0
+        legs = float(leg_length(character) / leg_length(performer))
+        stride = min(1.0, legs) if flat else 1.0
     if not (math.isfinite(stride) and stride > 0):
         raise ValueError(f"Expected a finite stride > 0, got {stride}")
     if origin is None:
@@ -774,7 +763,7 @@ def solve_frames(
     measured : array_like of bool, shape (F, S), optional
         Whether each sensor was measured at each frame (else the filter predicted
         it): the foot hold's step back from predicted frames
-        (:func:`~retarget.online._puppet_kernel.hold_feet`). Default: all measured.
+        (:func:`~retarget.online._kernels.puppetry.hold_feet`). Default: all measured.
 
     Returns
     -------
@@ -975,13 +964,13 @@ def solve_frames(
     )
 
 
-# -- the compiled frame's plan (retarget.online._puppet_kernel) ---------------------------
+# -- the compiled frame's plan (retarget.online._kernels.puppetry) ---------------------------
 
 
 @dataclass(frozen=True, eq=False)
 class FramePlan:
     """A :class:`Puppet`'s fixed arrays, as the compiled frame
-    (:func:`retarget.online._puppet_kernel._frame`) takes them.
+    (:func:`retarget.online._kernels.puppetry._frame`) takes them.
 
     Attributes
     ----------
@@ -1092,7 +1081,7 @@ def _solve_compiled(
     plan: FramePlan, sensors: Array, measured: NDArray[np.bool_], state: Array
 ) -> PuppetFrames | None:
     """Stages 2-9 of one filtered frame in one compiled call, as :func:`solve_frames`
-    gives them for that frame (:mod:`retarget.online._puppet_kernel`).
+    gives them for that frame (:mod:`retarget.online._kernels.puppetry`).
 
     Parameters
     ----------
@@ -1133,9 +1122,9 @@ def _solve_compiled(
 
 class Puppeteer:
     """The online object: one sensor frame in, one character pose out (causal): an
-    :class:`~retarget.frames.OnlineMethod` of
-    :class:`~retarget.frames.SensorFrame` in and
-    :class:`~retarget.frames.PoseFrame` out (:meth:`reset`, :meth:`step`).
+    :class:`~retarget.core.frames.OnlineMethod` of
+    :class:`~retarget.core.frames.SensorFrame` in and
+    :class:`~retarget.core.frames.PoseFrame` out (:meth:`reset`, :meth:`step`).
     What else a frame gives (importance, goals, iterations, stage times) is
     :attr:`last`, a one-frame :class:`PuppetFrames`.
 

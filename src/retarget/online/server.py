@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import RetargetError
+from ..core.errors import RetargetError
 from .stream import LiveStream
 
 __all__ = ["parse_address", "serve", "summary_line"]

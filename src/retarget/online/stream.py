@@ -52,14 +52,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .._arrays import Array
-from .._json import strict_json
-from ..errors import FormatError, RetargetError
-from ..frames import PoseFrame, SensorFrame
+from ..core.arrays import Array
+from ..core.errors import FormatError, RetargetError
+from ..core.frames import PoseFrame, SensorFrame
+from ..core.kinematics import forward_kinematics
+from ..core.motion import Motion
+from ..core.skeleton import Skeleton
+from ..core.strict_json import strict_json
 from ..io.sensors import frame_time, pose_frame, sensor_frame, skeleton_message
-from ..kinematics import forward_kinematics
-from ..skeleton import Skeleton
-from .omr_plan import OMRRetargeter
+from .omr import OMRRetargeter
 from .puppetry import EFFECTORS, Puppeteer
 
 __all__ = [
@@ -99,7 +100,7 @@ class LiveRetargeter(Protocol):
 
 class PuppetryLive:
     """Computer puppetry on a stream of sensor frames: parses a message into a
-    :class:`~retarget.frames.SensorFrame` and steps
+    :class:`~retarget.core.frames.SensorFrame` and steps
     :class:`~retarget.online.Puppeteer` with it (its :attr:`~Puppeteer.last`
     gives the pose message's importance and iterations)."""
 
@@ -136,8 +137,8 @@ class PuppetryLive:
     def warm_up(self) -> None:
         """Step once on the performer's rest pose, then reset: the compiled kernels load
         (or compile) before the first frame of a stream arrives."""
-        root, rotations = _rest(self.puppeteer.performer)
-        positions, world = forward_kinematics(self.puppeteer.performer, root, rotations)
+        rest = Motion.at_rest(self.puppeteer.performer)
+        positions, world = forward_kinematics(rest.skeleton, rest.root_position, rest.rotations)
         n = self.puppeteer.performer.num_joints
         self.puppeteer.step(SensorFrame(positions[0, :n], world[0, :n]))
         self.reset()
@@ -145,11 +146,11 @@ class PuppetryLive:
 
 class OMRLive:
     """Online motion retargeting (Choi & Ko 2000) on a stream of source pose frames:
-    parses a message into a :class:`~retarget.frames.PoseFrame` and steps
-    :class:`~retarget.online.omr_plan.OMRRetargeter` with it.
+    parses a message into a :class:`~retarget.core.frames.PoseFrame` and steps
+    :class:`~retarget.online.omr.OMRRetargeter` with it.
 
     The first frame fixes the floor and the origin of scaling
-    (:func:`retarget.online.omr_plan.omr_plan`); every frame then maps to the
+    (:func:`retarget.online.omr.omr_plan`); every frame then maps to the
     filter's inputs exactly as :func:`~retarget.methods.omr.omr_retarget`
     maps a whole clip (a loop over the same object), so a stream of a clip's
     frames gives the same motion. ``options``: :class:`OMRRetargeter`'s.
@@ -184,17 +185,9 @@ class OMRLive:
         """Step a retargeter of the same options once on the source's rest pose
         (:meth:`PuppetryLive.warm_up`): this one's plan is fixed by its first frame,
         which must be the stream's."""
-        root, rotations = _rest(self.source)
+        rest = Motion.at_rest(self.source)
         spare = OMRRetargeter(self.source, self.character, fps=self.fps, **self._options)
-        spare.step(PoseFrame(root[0], rotations[0]))
-
-
-def _rest(skeleton: Skeleton) -> tuple[Array, Array]:
-    """The rest pose of ``skeleton`` as one frame: root (1, 3) at its offset, rotations
-    (1, J, 4) the identity."""
-    rotations = np.zeros((1, skeleton.num_joints, 4))
-    rotations[..., 0] = 1.0
-    return np.array(skeleton.offsets[:1], dtype=np.float64), rotations
+        spare.step(PoseFrame(rest.root_position[0], rest.rotations[0]))
 
 
 @dataclass

@@ -21,7 +21,7 @@ shank      knee → ankle        4.33      43.95      25.1 / 24.6 / 10.2
 foot       heel → toe tip      1.37      44.15      25.7 / 24.5 / 12.4
 =========  ===============  ======  ===========  =====================
 
-On a skeleton (:mod:`retarget.roles`): limb segments lie on the bones
+On a skeleton (:mod:`retarget.humanoid.roles`): limb segments lie on the bones
 between the limb roles (the hand and foot from the wrist and ankle to their
 tips, or a length estimated from the forearm or shank when the file has no
 tip); the trunk's three pieces lie along the path from the hips' midpoint
@@ -51,13 +51,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import quat
-from .._arrays import Array
-from ..errors import RetargetError
-from ..kinematics import forward_kinematics
-from ..roles import Roles, find_roles
-from ..skeleton import Skeleton
-from ..world import metres_per_unit
+from ..core import quat
+from ..core.arrays import Array
+from ..core.errors import RetargetError
+from ..core.kinematics import rest_pose
+from ..core.skeleton import Skeleton
+from ..humanoid.roles import Roles, find_roles
+from ..humanoid.world import metres_per_unit
 
 __all__ = ["DE_LEVA_MALE", "Body", "body_model"]
 
@@ -117,13 +117,6 @@ class Body:
         return self.skeleton.scaled(self.metres)
 
 
-def _rest(skeleton: Skeleton) -> tuple[Array, Array]:
-    pos, rot = forward_kinematics(
-        skeleton, np.zeros(3), np.tile([1.0, 0.0, 0.0, 0.0], (skeleton.num_joints, 1))
-    )
-    return pos, rot
-
-
 def _along(points: Array, joints: list[int], share: float) -> tuple[Array, int]:
     """The point at ``share`` of the bone-path length along ``points`` (K, 3), and the
     joint that holds it (``joints[k]`` for the piece from point k to k+1)."""
@@ -177,13 +170,13 @@ def body_model(
     loads : mapping of joint name to kg, optional
         Point masses at the centre of mass of that joint's segment.
     roles : Roles, optional
-        Default :func:`retarget.roles.find_roles`.
+        Default :func:`retarget.humanoid.roles.find_roles`.
     """
     if not total_mass > 0:
         raise RetargetError(f"expected a total mass > 0 kg, got {total_mass}")
     roles = roles if roles is not None else find_roles(skeleton)
     metres = metres_per_unit(skeleton.unit)  # SI from the file's unit
-    pos_w, rot_w = _rest(skeleton)
+    pos_w, rot_w = rest_pose(skeleton)
     pos = pos_w * metres
     n = skeleton.num_joints
     pieces: list[tuple[str, int, float, Array, Array]] = []  # name, joint, kg, CM, inertia

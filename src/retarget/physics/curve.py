@@ -69,14 +69,14 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import quat
-from .._arrays import Array
+from ..core import quat
+from ..core.arrays import Array
+from ..core.kinematics import forward_kinematics
+from ..core.motion import Motion, oplus_joints
+from ..core.optimize import banded_levenberg_marquardt
 from ..filters.lsq import bspline_basis
+from ..humanoid.roles import height
 from ..ik.limb import Limb, solve_limb
-from ..kinematics import forward_kinematics
-from ..motion import Motion, oplus_joints
-from ..optimize import banded_levenberg_marquardt
-from ..roles import height
 from .body import Body
 from .dynamics import zmp_of
 from .support import Support

@@ -31,12 +31,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import quat
-from .._arrays import Array
-from .._lazy import loader, numpy_twins
-from .._so3 import cross
-from ..kinematics import forward_kinematics
-from ..motion import Motion
+from ..core import quat
+from ..core.arrays import Array
+from ..core.kinematics import forward_kinematics
+from ..core.lazy import loader, numpy_twins
+from ..core.motion import Motion
+from ..core.so3 import cross
 from .body import Body
 
 __all__ = [
@@ -60,7 +60,7 @@ GRAVITY = np.array([0.0, -9.81, 0.0])
 GRAVITY.setflags(write=False)
 
 
-_kernels = loader("retarget.physics._dynamics_kernels")
+_kernels = loader("retarget.physics._kernels.dynamics")
 
 
 @functools.lru_cache(maxsize=64)

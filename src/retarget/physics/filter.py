@@ -55,7 +55,7 @@ applications, by the least-squares B-spline filter (§6, eqs. 17–19,
   (a 600-frame dynamic application on two cores: 1.8 s threaded, 0.9 s on
   one), so :func:`physics_filter` runs with BLAS limited to one thread
   (``threadpoolctl``; restored on return). Parallelism is across clips
-  (:mod:`retarget.batch`), not inside one.
+  (:mod:`retarget.pipeline.batch`), not inside one.
 
 The report gives, for the source and after each application, the share of
 support frames whose ZMP (of the positions, by finite differences) leaves
@@ -75,17 +75,17 @@ import numpy as np
 from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
 
-from .. import quat
-from .._arrays import Array, runs
-from ..contacts import Contacts
-from ..errors import RetargetError
+from ..core import quat
+from ..core.arrays import Array, runs
+from ..core.errors import RetargetError
+from ..core.kinematics import Pose, forward_kinematics, positions
+from ..core.motion import Motion, oplus, oplus_joints
+from ..core.result import Result
 from ..filters.lsq import lsq_filter
 from ..filters.ukf import unscented_update
+from ..humanoid.contacts import Contacts
+from ..humanoid.roles import Roles, find_roles, height
 from ..ik.limb import limb_from_roles
-from ..kinematics import Pose, forward_kinematics, positions
-from ..motion import Motion, oplus, oplus_joints
-from ..result import Result
-from ..roles import Roles, find_roles, height
 from ..tasks import PositionTask
 from .body import Body
 from .curve import CurveGoals, curve_update
@@ -101,10 +101,15 @@ from .support import Support, support_polygons
 from .tasks import DynamicState, DynamicTask, MomentumTask, TorqueTask, ZMPTask
 
 __all__ = [
+    "FilterSetting",
     "FilterSettings",
+    "GoalRows",
     "PhysicsGoals",
     "dynamic_joints",
     "footplant_goals",
+    "goal_rows",
+    "joint_ancestors",
+    "kalman_stage",
     "parse_passes",
     "physics_curves",
     "physics_filter",
@@ -238,7 +243,7 @@ def dynamic_joints(roles: Roles) -> tuple[int, ...]:
 # measures
 # --------------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
-class _Setting:
+class FilterSetting:
     """Everything about the clip that does not change within an application."""
 
     body: Body
@@ -247,7 +252,7 @@ class _Setting:
     height: float  # skeleton unit
 
 
-def _support(s: _Setting, motion: Motion) -> Support:
+def _support(s: FilterSetting, motion: Motion) -> Support:
     """The support polygons where the goals put the feet: a foot point with a goal on
     it, the foot's other points moved with it (by the mean offset of its points with
     goals), the others where ``motion`` has them."""
@@ -269,7 +274,7 @@ def _support(s: _Setting, motion: Motion) -> Support:
     return support_polygons(pos, s.goals.contacts, s.roles, s.height, s.body.metres)
 
 
-def _torque_norms(s: _Setting, motion: Motion, shares: Array) -> Array:
+def _torque_norms(s: FilterSetting, motion: Motion, shares: Array) -> Array:
     """(F, L): torque magnitudes of the limited joints, N m."""
     joints = list(s.goals.torque_limits)
     if not joints:
@@ -296,7 +301,7 @@ def physics_measures(
     ``kinematic_error_mean`` (% of height), ``com_shift_max`` (% of height,
     horizontal, from ``reference``).
     """
-    s = _Setting(body, goals, find_roles(body.skeleton), height(body.skeleton))
+    s = FilterSetting(body, goals, find_roles(body.skeleton), height(body.skeleton))
     support = _support(s, motion)
     point, _ = zmp(body, motion)
     flight = support.flight
@@ -355,7 +360,7 @@ def physics_curves(body: Body, goals: PhysicsGoals, motion: Motion) -> dict[str,
     in flight), ``flight`` (bools), ``momentum_force`` (N, in flight),
     ``momentum_moment`` (N m, in flight), ``torque`` (joint name → N m).
     """
-    s = _Setting(body, goals, find_roles(body.skeleton), height(body.skeleton))
+    s = FilterSetting(body, goals, find_roles(body.skeleton), height(body.skeleton))
     support = _support(s, motion)
     point, _ = zmp(body, motion)
     flight = support.flight
@@ -384,7 +389,9 @@ def physics_curves(body: Body, goals: PhysicsGoals, motion: Motion) -> dict[str,
 # --------------------------------------------------------------------------------------
 # one application
 # --------------------------------------------------------------------------------------
-def _ancestors(skeleton: Any, points: Sequence[int]) -> set[int]:
+def joint_ancestors(skeleton: Any, points: Sequence[int]) -> set[int]:
+    """The joints that move ``points`` (joints or end sites): each one's joint and every
+    joint above it."""
     out: set[int] = set()
     for p in points:
         j = int(skeleton.point_parents[p]) if p >= skeleton.num_joints else int(p)
@@ -395,7 +402,7 @@ def _ancestors(skeleton: Any, points: Sequence[int]) -> set[int]:
 
 
 @dataclass(frozen=True, eq=False)
-class _Rows:
+class GoalRows:
     """The constraint goals of one application, per frame, normalised."""
 
     kinematic: list[tuple[int, Array]]  # (point, goal (F, 3)) skeleton units
@@ -407,8 +414,8 @@ class _Rows:
 
 
 def _measurement(
-    s: _Setting,
-    rows: _Rows,
+    s: FilterSetting,
+    rows: GoalRows,
     root0: Array,
     rot0: Array,
     qd0: Array,
@@ -431,7 +438,7 @@ def _measurement(
     )
     n = len(cols)
     h_m = s.height * metres
-    # the dynamic tasks, in the order of the goals' columns (see _apply)
+    # the dynamic tasks, in the order of the goals' columns (see kalman_stage)
     physical: list[DynamicTask] = []
     if rows.balance is not None:
         physical.append(ZMPTask(scale=h_m))
@@ -440,7 +447,7 @@ def _measurement(
     if rows.flight is not None:
         physical.append(MomentumTask(scale=h_m))
     # a kinematic application reads the goals' points only: FK of their chains
-    # (the state's joints are theirs, see _apply), not of the whole body
+    # (the state's joints are theirs, see kalman_stage), not of the whole body
     points = [p for p, _ in rows.kinematic]
     frame, kept = (sk, np.arange(n_j)) if dynamic or not points else sk.restricted(points)
     tasks = [(frame.index(sk.point_names[p]), g[fr][:, None]) for p, g in rows.kinematic]
@@ -478,10 +485,10 @@ def _measurement(
     return measure
 
 
-def _apply(
-    s: _Setting,
+def kalman_stage(
+    s: FilterSetting,
     prior: Motion,
-    rows: _Rows,
+    rows: GoalRows,
     joints: Sequence[int],
     dynamic: bool,
     st: FilterSettings,
@@ -590,7 +597,7 @@ def _least_squares(
     return motion.replace(root_position=fit_root[0] / metres, rotations=rot)
 
 
-def _rows(s: _Setting, prior: Motion, dynamic: bool, st: FilterSettings) -> _Rows:
+def goal_rows(s: FilterSetting, prior: Motion, dynamic: bool, st: FilterSettings) -> GoalRows:
     """The goals of one application from its prior (eqs. 4, 7, 9, 11)."""
     g = s.goals
     kinematic = [(p, goal) for p, goal in g.positions.items() if np.isfinite(goal).any()]
@@ -604,7 +611,7 @@ def _rows(s: _Setting, prior: Motion, dynamic: bool, st: FilterSettings) -> _Row
             (p, np.where(m[:, None], np.nan, goal))
             for (p, goal), m in zip(kinematic, met, strict=True)
         ]
-        return _Rows(kinematic, None, None, None, np.zeros((len(prior), 0)))
+        return GoalRows(kinematic, None, None, None, np.zeros((len(prior), 0)))
     support = _support(s, prior)
     point, _ = zmp(s.body, prior)
     shares = support.shares(point, s.body.skeleton.num_joints)
@@ -619,10 +626,10 @@ def _rows(s: _Setting, prior: Motion, dynamic: bool, st: FilterSettings) -> _Row
             torque = None
     if g.momentum and support.flight.any():
         flight = support.flight
-    return _Rows(kinematic, balance, torque, flight, shares, support)
+    return GoalRows(kinematic, balance, torque, flight, shares, support)
 
 
-def _curve_goals(s: _Setting, prior: Motion, rows: _Rows, st: FilterSettings) -> CurveGoals:
+def _curve_goals(s: FilterSetting, prior: Motion, rows: GoalRows, st: FilterSettings) -> CurveGoals:
     """The goals of a dynamic application on one curve (:mod:`retarget.physics.curve`)."""
     sk = s.body.skeleton
     _, world = forward_kinematics(sk, prior.root_position, prior.rotations)
@@ -700,7 +707,7 @@ def physics_filter(
         if np.shape(goal) != (len(source), 3):
             raise RetargetError(f"position goals of point {p} must have shape ({len(source)}, 3)")
     roles = find_roles(body.skeleton)
-    s = _Setting(body, goals, roles, height(body.skeleton))
+    s = FilterSetting(body, goals, roles, height(body.skeleton))
     joints_d = st.joints if st.joints is not None else dynamic_joints(roles)
     all_joints = tuple(range(body.skeleton.num_joints))
     stages: list[dict[str, Any]] = [{"stage": "source", **physics_measures(body, goals, source)}]
@@ -710,12 +717,12 @@ def physics_filter(
     for kind in sequence:
         t0 = time.perf_counter()
         dynamic = kind == "D"
-        rows = _rows(s, motion, dynamic, st)
+        rows = goal_rows(s, motion, dynamic, st)
         reach = [p for p, _ in rows.kinematic]
         if dynamic:
             chosen = [0, *(j for j in joints_d if j != 0)]
         else:  # only the joints some goal hangs from (the same result, see module docstring)
-            chosen = sorted(_ancestors(body.skeleton, reach) | {0})
+            chosen = sorted(joint_ancestors(body.skeleton, reach) | {0})
         if dynamic and st.form == "curve":
             filtered, _ = curve_update(
                 body,
@@ -727,7 +734,7 @@ def physics_filter(
                 reach_weight=st.reach_weight,
             )
         else:
-            filtered, qd, qdd = _apply(
+            filtered, qd, qdd = kalman_stage(
                 s, motion, rows, [j for j in chosen if j in all_joints], dynamic, st
             )
             if dynamic:

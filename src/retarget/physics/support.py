@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._arrays import Array
-from ..contacts import Contacts
-from ..roles import Roles
+from ..core.arrays import Array
+from ..humanoid.contacts import Contacts
+from ..humanoid.roles import Roles
 from .dynamics import support_shares
 
 __all__ = ["Support", "convex_hulls", "project_to_support", "support_polygons"]

@@ -26,7 +26,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .._arrays import Array
+from ..core.arrays import Array
 from ..tasks import Residual
 from .body import Body
 from .dynamics import BodyMotion, body_motion, environment_wrench, inverse_dynamics, zmp_of

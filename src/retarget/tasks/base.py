@@ -1,12 +1,12 @@
 """The task contract (DESIGN.md, idea 2): :class:`Task`, :func:`stack` and the penalties.
 
-A task answers, at a batch of poses (a :class:`~retarget.kinematics.Pose`,
+A task answers, at a batch of poses (a :class:`~retarget.core.kinematics.Pose`,
 whose forward kinematics every task shares):
 
 * ``residual(pose) -> (..., m)``: zero when an *equality* task is met, ``≥ 0``
   when an *inequality* task is met (``task.inequality``);
 * ``jacobian(pose) -> (..., m, 3 + 3J)``: ``∂residual/∂x`` in the one tangent
-  space (:mod:`retarget.motion`), i.e. for the increment ``pose ⊕ x`` at
+  space (:mod:`retarget.core.motion`), i.e. for the increment ``pose ⊕ x`` at
   ``x = 0``: columns are the root translation, then one *local* rotation
   vector per joint applied on the right, ``q_j ⊗ exp(v_j)``;
 * ``vjp(pose, c) -> (..., 3 + 3J)``: ``Jᵀ c`` without forming ``J`` (what
@@ -38,11 +38,11 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import quat
-from .._arrays import Array, frozen
-from .._so3 import cross
-from ..kinematics import Pose
-from ..skeleton import Skeleton
+from ..core import quat
+from ..core.arrays import Array, frozen
+from ..core.kinematics import Pose
+from ..core.skeleton import Skeleton
+from ..core.so3 import cross
 
 __all__ = ["Residual", "Task", "penalty", "penalty_and_gradient", "penalty_gradient", "stack"]
 
@@ -81,7 +81,7 @@ def _wrench_vjp(pose: Pose, points: Sequence[int], forces: Array, torques: Array
 
     ``forces`` and ``torques`` (..., K, 3) act at ``points`` (K,). With the
     position Jacobian ``∂p_e/∂v_j = [p_j − p_e]_× R_j`` and orientation rows
-    ``R_j`` (:func:`retarget.kinematics.jacobian`), the product is the joint
+    ``R_j`` (:func:`retarget.core.kinematics.jacobian`), the product is the joint
     torque ``R_jᵀ Σ_e ((p_e − p_j) × f_e + m_e)`` over the effectors below
     joint ``j``, and ``Σ f_e`` for the root translation.
     """
@@ -132,7 +132,7 @@ def _unit_goals(goal: ArrayLike) -> Array:
 class Residual(ABC, Generic[State]):
     """What every constraint has: ``size`` rows, their residual at a batch of states, a weight.
 
-    Kinematic tasks (:class:`Task`) are residuals of a :class:`~retarget.kinematics.Pose`
+    Kinematic tasks (:class:`Task`) are residuals of a :class:`~retarget.core.kinematics.Pose`
     with a Jacobian in the tangent space. The dynamic tasks of
     :mod:`retarget.physics.tasks` (ZMP, torque, momentum; Tak & Ko 2005, §4) are
     residuals of a pose *and its rates*, which the physics filter differentiates

@@ -25,10 +25,10 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import quat
-from .._arrays import Array
-from ..kinematics import Pose
-from ..skeleton import Skeleton
+from ..core import quat
+from ..core.arrays import Array
+from ..core.kinematics import Pose
+from ..core.skeleton import Skeleton
 from .base import Task, _wrench_vjp
 
 __all__ = ["Capsules", "CollisionTask", "closest_points", "fit_capsules", "separate_pairs"]

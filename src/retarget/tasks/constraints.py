@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._arrays import Array
-from ..contacts import UP
+from ..core.arrays import Array
+from ..core.kinematics import Pose
+from ..core.skeleton import Skeleton
 from ..environment.shapes import Shape, as_shape
-from ..kinematics import Pose
-from ..skeleton import Skeleton
+from ..humanoid.contacts import UP
 from .base import Task
 from .ground import GroundTask
 from .limits import JointLimitTask

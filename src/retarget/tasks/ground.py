@@ -9,9 +9,9 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._arrays import Array
+from ..core.arrays import Array
+from ..core.kinematics import Pose
 from ..environment.shapes import Shape, as_shape
-from ..kinematics import Pose
 from .base import Task, _frozen_array, _wrench_vjp
 
 __all__ = ["GroundTask"]

@@ -9,10 +9,10 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import dofs
-from .._arrays import Array
-from ..kinematics import Pose
-from ..skeleton import Skeleton
+from ..core import dofs
+from ..core.arrays import Array
+from ..core.kinematics import Pose
+from ..core.skeleton import Skeleton
 from .base import Task
 
 __all__ = ["JointLimitTask"]
@@ -42,13 +42,13 @@ class JointLimitTask(Task):
     """Channel-angle limits of a skeleton, as inequality rows.
 
     For every *present* rotation channel ``k`` of joint ``j`` with a finite
-    bound (:func:`retarget.dofs.channel_limits`), one row
+    bound (:func:`retarget.core.dofs.channel_limits`), one row
 
     .. math:: θ_{jk} − lo_{jk} ≥ 0 \\quad\\text{and/or}\\quad hi_{jk} − θ_{jk} ≥ 0,
 
-    with ``θ`` from :func:`retarget.dofs.channel_angles`. The angle rates per
+    with ``θ`` from :func:`retarget.core.dofs.channel_angles`. The angle rates per
     tangent increment are the inverse of the joint's Euler-rate matrix (the
-    columns of :func:`retarget.dofs.channel_axes` of its channel order
+    columns of :func:`retarget.core.dofs.channel_axes` of its channel order
     completed to three axes). Near gimbal lock (middle angle within 0.06° of
     ±90°, ``|det C| < 1e-3``) it is a damped inverse ``(CᵀC + λ²I)⁻¹Cᵀ`` with
     ``λ = 1e-3``, so that gimbal lock itself gives large (≤ ~500) but
@@ -64,7 +64,7 @@ class JointLimitTask(Task):
     ----------
     rows : ndarray of int, shape (m, 3)
         ``(joint, channel, side)`` per row: channel in the completed order of
-        :func:`~retarget.dofs.channel_angles`, side 0 = lower, 1 = upper bound.
+        :func:`~retarget.core.dofs.channel_angles`, side 0 = lower, 1 = upper bound.
     """
 
     skeleton: Skeleton

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import quat
-from .._arrays import Array
-from .._so3 import apply_right_jacobian_inverse, right_jacobian_inverse
-from ..kinematics import Pose
+from ..core import quat
+from ..core.arrays import Array
+from ..core.kinematics import Pose
+from ..core.so3 import apply_right_jacobian_inverse, right_jacobian_inverse
 from .base import _active_rows, _check_point, _PointTask, _unit_goals, _wrench_vjp
 
 __all__ = ["OrientationTask"]
@@ -24,7 +24,7 @@ class OrientationTask(_PointTask):
 
     a world-frame rotation vector (the rotation that takes the goal to the
     current frame), matching the orientation rows of
-    :meth:`~retarget.kinematics.Pose.jacobian`: ``∂r/∂x = J_l(r)⁻¹ J_ω``.
+    :meth:`~retarget.core.kinematics.Pose.jacobian`: ``∂r/∂x = J_l(r)⁻¹ J_ω``.
 
     Parameters
     ----------

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._arrays import Array
-from ..kinematics import Pose
+from ..core.arrays import Array
+from ..core.kinematics import Pose
 from .base import _check_point, _frozen_array, _PointTask, _wrench_vjp
 
 __all__ = ["PositionTask"]

@@ -3,7 +3,7 @@
 A limb segment's direction (a thigh from hip to knee) as the method put it, wherever
 the segment's start ends up: a robot whose hinges stand a few centimetres apart
 cannot put every joint where a method's ball joints put them, but it can point every
-segment the same way (:func:`retarget.robot.to_robot`). The Jacobian is the end's
+segment the same way (:func:`retarget.targets.robot.hinges.to_robot`). The Jacobian is the end's
 position Jacobian less the start's: ``∂r/∂x = J_end − J_start``, so the joints
 above the start turn the whole segment (``u_j × (p_end − p_start)``) and the root's
 translation moves neither end relative to the other.
@@ -17,8 +17,8 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._arrays import Array
-from ..kinematics import Pose
+from ..core.arrays import Array
+from ..core.kinematics import Pose
 from .base import Task, _check_point, _frozen_array, _wrench_vjp
 
 __all__ = ["SegmentTask"]

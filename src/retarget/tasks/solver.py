@@ -16,9 +16,9 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from .._arrays import Array
-from ..kinematics import Pose
-from ..skeleton import Skeleton
+from ..core.arrays import Array
+from ..core.kinematics import Pose
+from ..core.skeleton import Skeleton
 from .constraints import Constraints
 
 __all__ = ["IKFrames", "IKSolver"]
@@ -29,7 +29,7 @@ class IKFrames:
     """What a solver is asked: N frames' reference poses and the constraints on them.
 
     ``skeleton``, ``root_position`` (N, 3), ``rotations`` (N, J, 4) and ``translations``
-    (N, J, 3) or None are those of a :class:`~retarget.motion.Motion` at the N ``frames``
+    (N, J, 3) or None are those of a :class:`~retarget.core.motion.Motion` at the N ``frames``
     (ints, the clip's frames ``constraints`` is indexed by): the reference poses, from
     which the answer is minimally displaced. ``spacing``: the knot spacing of the fitting
     level asking (0 for the exact pass, None for a lone solve).

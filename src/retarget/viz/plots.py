@@ -14,12 +14,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..contacts import UP, Contacts, detect_contacts
+from ..core.kinematics import positions
+from ..core.motion import Motion
+from ..humanoid.contacts import UP, Contacts, detect_contacts
+from ..humanoid.metrics import joint_angles
+from ..humanoid.roles import find_roles, height
 from ..io.files import atomic_write
-from ..kinematics import positions
-from ..metrics import joint_angles
-from ..motion import Motion
-from ..roles import find_roles, height
+from ..io.formats import format_of
 
 __all__ = ["plot_error_map", "plot_feet", "plot_joint_angles", "plot_report"]
 
@@ -97,8 +98,7 @@ def plot_feet(
         axes[2, col].set_xlabel("seconds")
         axes[0, col].legend(loc="best", fontsize=8)
     buffer = io.BytesIO()
-    fmt = Path(path).suffix.lower().lstrip(".") or "png"
-    fig.savefig(buffer, format=fmt, dpi=110)
+    fig.savefig(buffer, format=format_of(path, "figure"), dpi=110)
     plt.close(fig)
     return atomic_write(path, buffer.getvalue())
 
@@ -118,7 +118,7 @@ def plot_joint_angles(
 
     One panel per joint of the leg (hip, knee, ankle, toe when it moves): the
     angle of each motion about the source's axis of that joint
-    (:func:`retarget.metrics.joint_angles`), over ``seconds`` from ``start``, with the
+    (:func:`retarget.humanoid.metrics.joint_angles`), over ``seconds`` from ``start``, with the
     amplitude (5th to 95th percentile over the whole clip) in the legend.
 
     Parameters
@@ -158,16 +158,14 @@ def plot_joint_angles(
         ax.legend(loc="best", fontsize=8)
     np.atleast_1d(axes)[-1].set_xlabel("seconds")
     buffer = io.BytesIO()
-    fmt = Path(path).suffix.lower().lstrip(".") or "png"
-    fig.savefig(buffer, format=fmt, dpi=110)
+    fig.savefig(buffer, format=format_of(path, "figure"), dpi=110)
     plt.close(fig)
     return atomic_write(path, buffer.getvalue())
 
 
 def _save(fig, path: str | os.PathLike) -> Path:
     buffer = io.BytesIO()
-    fmt = Path(path).suffix.lower().lstrip(".") or "png"
-    fig.savefig(buffer, format=fmt, dpi=110)
+    fig.savefig(buffer, format=format_of(path, "figure"), dpi=110)
     plt.close(fig)
     return atomic_write(path, buffer.getvalue())
 

@@ -24,13 +24,14 @@ import numpy as np
 from matplotlib.animation import FFMpegWriter, PillowWriter
 from matplotlib.collections import LineCollection
 
-from ..errors import RetargetError
+from ..core.errors import RetargetError
+from ..core.kinematics import forward_kinematics
+from ..core.motion import Motion
+from ..core.quat import matrix_from_quat, quat_between
+from ..humanoid.roles import height
+from ..humanoid.world import UNITS, up_axis
 from ..io.files import check_not_input
-from ..kinematics import forward_kinematics
-from ..motion import Motion
-from ..quat import matrix_from_quat, quat_between
-from ..roles import height
-from ..world import UNITS, up_axis
+from ..io.formats import format_of
 from .viewer import COLOURS, _across
 
 __all__ = ["render_video"]
@@ -110,9 +111,7 @@ def render_video(
     Path
     """
     path = Path(path)
-    ext = path.suffix.lower()
-    if ext not in (".gif", ".mp4"):
-        raise RetargetError(f"{path}: cannot write '{ext}' videos; writable: .gif, .mp4")
+    kind = format_of(path, "video")
     if not motions:
         raise RetargetError("nothing to render: give at least one motion")
     check_not_input(path, inputs)
@@ -171,8 +170,8 @@ def render_video(
         [[[g, 0.0, a], [g, 0.0, a + 1.0]] for g in lines_at for a in pieces]
         + [[[a, 0.0, g], [a + 1.0, 0.0, g]] for g in lines_at for a in pieces]
     )
-    writer = PillowWriter(fps=rate) if ext == ".gif" else _ffmpeg(rate)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=ext, dir=path.parent or ".")
+    writer = PillowWriter(fps=rate) if kind == "gif" else _ffmpeg(rate)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".{kind}", dir=path.parent or ".")
     os.close(fd)
     try:
         with writer.saving(fig, tmp, dpi):

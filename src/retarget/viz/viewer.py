@@ -6,7 +6,7 @@ in ``viz/js``, whose ``package-lock.json`` pins both), the viewer's own
 script (``viewer.js``) and the motions' data, so it opens offline from a
 file. Per motion it carries the world positions of every joint and end site
 in the file's own unit and axes (float32, base64), the bones, the foot points
-and their contact frames (:func:`retarget.contacts.detect_contacts`, on the
+and their contact frames (:func:`retarget.humanoid.contacts.detect_contacts`, on the
 motion turned Y up) and how to show it: turned Y up, in metres, side by side
 along x (or overlaid). Goals and environment objects come from a run's report
 (``goals``: per point a list of frames, null where free; ``scene``: boxes,
@@ -32,15 +32,15 @@ from typing import Any
 
 import numpy as np
 
-from .._json import strict_json
-from ..contacts import detect_contacts
-from ..errors import RetargetError
+from ..core.errors import RetargetError
+from ..core.kinematics import forward_kinematics
+from ..core.motion import Motion
+from ..core.quat import matrix_from_quat, quat_between
+from ..core.strict_json import strict_json
+from ..humanoid.contacts import detect_contacts
+from ..humanoid.roles import find_roles, height
+from ..humanoid.world import UNITS, up_axis, upright
 from ..io.files import atomic_write
-from ..kinematics import forward_kinematics
-from ..motion import Motion
-from ..quat import matrix_from_quat, quat_between
-from ..roles import find_roles, height
-from ..world import UNITS, up_axis, upright
 
 __all__ = ["COLOURS", "live_motion", "viewer_html", "write_viewer"]
 
@@ -144,7 +144,7 @@ def viewer_html(
         skeleton (its ``positions``), counting them in ``window.viewer.received()``.
     capsules : mapping of int to sequence of (int, int, float), optional
         Per motion index, capsules drawn on it (a robot's collision geometry,
-        :func:`retarget.robot_measures.robot_view`): the two points (joint or site
+        :func:`retarget.targets.robot.measures.robot_view`): the two points (joint or site
         indices) its segment runs between and its radius (the motion's unit),
         the three.js meshes ``"capsules k"`` (cylinders) and ``"capsule ends k"``
         (spheres, two a capsule).

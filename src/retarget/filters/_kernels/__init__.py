@@ -1,0 +1,1 @@
+"""The filters' compiled recursions (numba)."""

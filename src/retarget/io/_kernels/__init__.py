@@ -1,0 +1,1 @@
+"""The readers' compiled number scanner (numba)."""

@@ -1,0 +1,1 @@
+"""The dynamics' compiled recursions (numba)."""

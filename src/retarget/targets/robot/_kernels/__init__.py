@@ -1,0 +1,1 @@
+"""The robot's compiled Davenport split (numba)."""
