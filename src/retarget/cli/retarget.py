@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..core.errors import RetargetError
 from ._common import (
     Presets,
@@ -176,16 +174,23 @@ def cmd_physics(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """``retarget demo``: the sample walk onto every kind of target (the presets
+    ``blubby`` and ``sally``, a humanoid robot from the package index, a rigged glTF
+    character), measured, plotted and drawn in one viewer page."""
     from tqdm import tqdm
 
     from ..core.motion import Motion, frame_slice
     from ..humanoid.characters import PRESETS, make_character
     from ..humanoid.contacts import detect_contacts
     from ..io.bvh import read_bvh, write_bvh
-    from ..io.files import write_json
+    from ..io.files import atomic_write, write_json
+    from ..io.gltf import mannequin, one_file
     from ..io.samples import sample_path
     from ..methods import METHODS
     from ..pipeline import retarget
+    from ..targets.character import open_character
+    from ..targets.robot import open_robot
+    from ..targets.robot.measures import robot_view
     from ..viz.plots import plot_feet
     from ..viz.viewer import write_viewer
 
@@ -193,7 +198,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     methods = [METHODS[name] for name in dict.fromkeys(args.method or ["copy", "hierarchical"])]
     steps = tqdm(
-        total=3 + len(PRESETS) * (1 + 2 * len(methods)),
+        total=3 + len(PRESETS) * (1 + 2 * len(methods)) + 4,
         desc="demo",
         unit="step",
         file=sys.stderr,
@@ -216,15 +221,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     }
     results = []
     rows: dict[str, dict[str, Any]] = {}
-    for name in PRESETS:
+    for name in PRESETS:  # presets made from the walk's own skeleton
         target = make_character(source.skeleton, preset=name)
-        rest = Motion(
-            target,
-            target.offsets[:1],
-            np.tile([1.0, 0, 0, 0], (1, target.num_joints, 1)),
-            source.fps,
-        )
-        write_bvh(out / f"{name}.bvh", rest)
+        write_bvh(out / f"{name}.bvh", Motion.at_rest(target, fps=source.fps))
         steps.update()
         report["characters"][name] = {}
         for method in methods:
@@ -244,20 +243,74 @@ def cmd_demo(args: argparse.Namespace) -> int:
             rows[f"{name} {method.name}"] = done.measures
             results.append((f"{name} ({method.name})", done.output))
             steps.update()
+    shown = [(walk_path.name, source), *results]
+    # a humanoid robot from the package index: its joint trajectories
+    steps.set_postfix_str("fetching a robot")
+    robot_file = Path(args.robot) if args.robot else sample_path("booster_t1")
+    robot = open_robot(robot_file)
+    steps.update()
+    steps.set_postfix_str(f"retargeting onto {robot_file.stem} (hierarchical)")
+    done = retarget(source, robot, "hierarchical", name=str(walk_path))
+    trajectories = done.write(out / f"walk_{robot_file.stem}.npz")
+    robot_measures = done.measures or {}
+    report["robot"] = {
+        "model": str(robot_file),
+        "output": str(trajectories),
+        "measures": robot_measures,
+        "robot": done.report["robot"],
+    }
+    drawn, capsules = robot_view(robot.robot, done.output)
+    capsules_at = {len(shown): capsules}
+    shown.append((f"{robot_file.stem} (hierarchical)", drawn))
+    steps.update()
+    # a rigged glTF character: a skinned mannequin the library makes of a preset
+    steps.set_postfix_str("retargeting onto a glTF character (hierarchical)")
+    figure = atomic_write(
+        out / "mannequin.glb", mannequin(make_character(source.skeleton, preset="blubby"))
+    )
+    character = open_character(figure)
+    done = retarget(source, character, "hierarchical", name=str(walk_path))
+    written = done.write(out / "walk_mannequin.glb")
+    report["character"] = {
+        "file": str(figure),
+        "output": str(written),
+        "measures": done.measures,
+        "hands_in_body": done.report.get("hands_in_body"),
+    }
+    rows["mannequin (glTF) hierarchical"] = done.measures or {}
+    results.append(("mannequin (hierarchical)", done.output))
+    meshes = {len(shown): (one_file(written), len(character.character.animations))}
+    shown.append(("mannequin.glb (hierarchical)", done.output))
+    steps.update()
     steps.set_postfix_str("plotting")
     plot_feet(source, results, out / "feet.png", contacts=contacts)
-    write_json(str(out / "report.json"), report, inputs=[str(walk_path)])
+    write_json(out / "report.json", report, inputs=[str(walk_path)])
     steps.set_postfix_str("writing the viewer")
     viewer = write_viewer(
-        out / "view.html", [(walk_path.name, source), *results], inputs=[str(walk_path)]
+        out / "view.html", shown, inputs=[str(walk_path)], capsules=capsules_at, meshes=meshes
     )
     steps.update()
     steps.close()
     print(f"\n{source.num_frames} frames of {walk_path.name} retargeted:")
     print(_measure_table(rows))
+    print(f"\nonto the robot {robot_file.name} ({trajectories.name}, its joint trajectories):")
+    print(_robot_table(robot_measures))
     print(f"\nwrote {out}/: {', '.join(sorted(p.name for p in out.iterdir()))}")
     print(f"open {viewer.resolve()} in a browser to watch them")
     return 0
+
+
+def _robot_table(measures: dict[str, Any]) -> str:
+    """The robot measures (:data:`retarget.targets.robot.measures.ROBOT_MEASURES`), a line
+    each."""
+    from ..targets.robot.measures import ROBOT_MEASURES
+
+    lines = []
+    for key, what in ROBOT_MEASURES.items():
+        value = measures.get(key)
+        shown = "-" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+        lines.append(f"  {what:<64}{shown:>10}")
+    return "\n".join(lines)
 
 
 def _batch_options(p: argparse.ArgumentParser) -> None:
@@ -315,6 +368,12 @@ def _demo_options(p: argparse.ArgumentParser) -> None:
         help="a method to run (repeatable; default: copy and hierarchical)",
     )
     p.add_argument("--frames", metavar="A:B", help="only these frames of the walk")
+    p.add_argument(
+        "--robot",
+        metavar="ROBOT.xml",
+        help="the robot (MJCF or URDF; default: MuJoCo Menagerie's Booster T1, fetched from "
+        "the package index)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -398,7 +457,8 @@ def add_parsers(sub: Any) -> None:
 
     p = sub.add_parser(
         "demo",
-        help="retarget the sample walk onto blubby and sally, measure, plot",
+        help="retarget the sample walk onto presets, a robot and a glTF character; measure, "
+        "plot, view",
         complete=_demo_options,
     )
     p.set_defaults(func=cmd_demo)

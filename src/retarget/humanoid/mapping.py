@@ -85,6 +85,7 @@ __all__ = [
     "read_overrides",
     "rerig",
     "same_hierarchy",
+    "same_rest",
     "transfer",
 ]
 
@@ -981,12 +982,30 @@ def _with_limb_ends(joint_map: JointMap) -> tuple[Skeleton, dict[str, str]]:
     return ext, overrides
 
 
+#: Two rest poses of one hierarchy are the same when every bone points within this
+#: angle (degrees) of the other's.
+REST_DEGREES = 1.0
+
+
+def same_rest(a: Skeleton, b: Skeleton, degrees: float = REST_DEGREES) -> bool:
+    """Whether two skeletons of one hierarchy stand alike at rest: every bone (joint
+    offset) of both lengths points within ``degrees`` of the other's. A T-pose and an
+    A-pose, or a rig standing and the same rig lying, differ: their local rotations
+    mean other poses."""
+    u, v = a.offsets[1:], b.offsets[1:]
+    nu, nv = np.linalg.norm(u, axis=1), np.linalg.norm(v, axis=1)
+    both = (nu > 1e-9 * max(float(nu.max(initial=0.0)), 1e-300)) & (nv > 0)
+    cos = (u[both] * v[both]).sum(axis=1) / (nu[both] * nv[both])
+    return bool((cos >= np.cos(np.radians(degrees))).all())
+
+
 def needs_mapping(source: Motion, target: Skeleton) -> bool:
     """Whether a method needs the source mapped by roles (:func:`map_for_method`) to
-    run onto ``target``: another hierarchy, or a target with segments inside its
-    limb bones. Other world axes alone need no mapping: :func:`map_for_method`
-    then only turns the source upright."""
-    if not same_hierarchy(source.skeleton, target):
+    run onto ``target``: another hierarchy, the same one standing otherwise at rest
+    (:func:`same_rest`), or a target with segments inside its limb bones. Other world
+    axes alone need no mapping: :func:`map_for_method` then only turns the source
+    upright."""
+    if not same_hierarchy(source.skeleton, target) or not same_rest(source.skeleton, target):
         return True
     try:
         roles = find_roles(target)

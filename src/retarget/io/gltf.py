@@ -622,7 +622,8 @@ def character_motion(
         steps = np.concatenate([np.diff(t) for t in inputs.values() if len(t) > 2] or [np.zeros(0)])
         if steps.size and steps.min() > 0 and np.ptp(steps) <= 1e-3 * steps.mean():
             fps = float(np.round(1.0 / steps.mean(), 3))
-    count = max(int(np.floor((end - start) * fps + 1e-6)) + 1, 1)
+    # (keys are float32 seconds: the last one may be short of its frame by 1e-4 of one)
+    count = max(int(np.floor((end - start) * fps + 1e-3)) + 1, 1)
     times = start + np.arange(count) / fps
     # every node's local rotation and translation over the frames (rest where undriven)
     n = len(doc.nodes)
