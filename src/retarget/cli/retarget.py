@@ -243,7 +243,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
             rows[f"{name} {method.name}"] = done.measures
             results.append((f"{name} ({method.name})", done.output))
             steps.update()
-    shown = [(walk_path.name, source), *results]
     # a humanoid robot from the package index: its joint trajectories
     steps.set_postfix_str("fetching a robot")
     robot_file = Path(args.robot) if args.robot else sample_path("booster_t1")
@@ -260,8 +259,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         "robot": done.report["robot"],
     }
     drawn, capsules = robot_view(robot.robot, done.output)
-    capsules_at = {len(shown): capsules}
-    shown.append((f"{robot_file.stem} (hierarchical)", drawn))
     steps.update()
     # a rigged glTF character: a skinned mannequin the library makes of a preset
     steps.set_postfix_str("retargeting onto a glTF character (hierarchical)")
@@ -278,9 +275,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
         "hands_in_body": done.report.get("hands_in_body"),
     }
     rows["mannequin (glTF) hierarchical"] = done.measures or {}
+    # the page: the walk, the robot (its capsules), the character (its skinned mesh), the rest
+    shown = [
+        (walk_path.name, source),
+        (f"{robot_file.stem} (hierarchical)", drawn),
+        ("mannequin.glb (hierarchical)", done.output),
+        *results,
+    ]
+    capsules_at = {1: capsules}
+    meshes = {2: (one_file(written), len(character.character.animations))}
     results.append(("mannequin (hierarchical)", done.output))
-    meshes = {len(shown): (one_file(written), len(character.character.animations))}
-    shown.append(("mannequin.glb (hierarchical)", done.output))
     steps.update()
     steps.set_postfix_str("plotting")
     plot_feet(source, results, out / "feet.png", contacts=contacts)
