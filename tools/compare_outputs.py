@@ -136,6 +136,12 @@ def run_checkout(checkout: Path, folder: Path, physics_frames: int, workers: int
 
     with cf.ThreadPoolExecutor(workers) as pool:
         failures += [f for f in pool.map(one, jobs(physics_frames)) if f]
+    write_helps(checkout, folder)
+    return failures
+
+
+def write_helps(checkout: Path, folder: Path) -> None:
+    """``retarget --help`` and every command's and sub-command's, into ``help.json``."""
     helps = {"": _run(checkout, ["--help"], folder).stdout}
     for command in _commands(helps[""]):
         text = _run(checkout, [command, "--help"], folder).stdout
@@ -143,12 +149,12 @@ def run_checkout(checkout: Path, folder: Path, physics_frames: int, workers: int
         for sub in _commands(text):
             helps[f"{command} {sub}"] = _run(checkout, [command, sub, "--help"], folder).stdout
     (folder / "help.json").write_text(json.dumps(helps, indent=1), encoding="utf-8")
-    return failures
 
 
 def _commands(help_text: str) -> list[str]:
-    """The sub-commands a ``--help`` lists in its ``{a,b,c}`` choice."""
-    found = re.search(r"\{([a-z0-9_,-]+)\}", help_text)
+    """The sub-commands a ``--help`` lists in its ``{a,b,c} ...`` choice (argparse's
+    sub-parsers; an option's choices, ``[--format {bvh,npz}]``, are not commands)."""
+    found = re.search(r"\{([a-z0-9_,-]+)\}\s+\.\.\.", help_text)
     return found.group(1).split(",") if found else []
 
 

@@ -15,9 +15,9 @@ from ._common import (
     _write_result,
     job_of,
     method_options,
+    open_args_target,
     read_input,
     run_options,
-    target_skeleton,
     writes_motion,
 )
 
@@ -94,83 +94,102 @@ def _one_file(args: argparse.Namespace, target: Any, tasks: list[Any]) -> Path:
 
 
 def cmd_physics(args: argparse.Namespace) -> int:
-    """``retarget physics``: the filter of ``retarget run --method physics``
-    (:func:`retarget.methods.physics.filter_motion`), also on the source's own body."""
-    from ..core import quat
+    """``retarget physics``: Tak & Ko's filter onto a target (``--target``,
+    ``--target-preset``: the pipeline's ``--method physics``, :func:`retarget.retarget`:
+    the source retargeted by the hierarchical method first), or on the source's own body
+    (:func:`retarget.methods.physics.filter_motion`)."""
     from ..core.motion import frame_slice
-    from ..humanoid import world
-    from ..humanoid.mapping import map_for_method
-    from ..humanoid.roles import require_humanoid
-    from ..methods.physics import filter_motion, parse_named
     from ..physics.filter import parse_passes
 
     source = read_input(args.source, args)
-    require_humanoid(args.source, source.skeleton)
-    source = source[frame_slice(args.frames, source.num_frames)]
-    passes = parse_passes(args.passes)
-    mapping = None
-    character = None
-    file_up = world.up_of(source)
-    frame = source  # the motion constraints and a hint refer to
-    turn = quat.identity()  # its axes -> Y up, where the filter works
+    passes = parse_passes(args.passes)  # (refused before any work)
+    options = {
+        "passes": args.passes,
+        "mass": args.mass,
+        "loads": args.load,
+        "torque_limits": args.torque_limit,
+        "widen": args.widen,
+        "constraints": args.constraints,
+        "free_feet": args.free_feet,
+        "footprints": args.footprints,
+        "balance": not args.no_balance,
+        "momentum": not args.no_momentum,
+        "spacing": args.spacing,
+        "iterations": args.iterations,
+        "form": args.form,
+    }
+    files = [p for p in (args.constraints, args.hint) if p]
     if args.target or args.target_preset:  # onto another character first (Lee & Shin 1999)
-        from ..methods import get_method
+        from ..pipeline import retarget
 
-        target = target_skeleton(args, source)
-        character = args.target or f"preset:{args.target_preset}"
-        mapping = map_for_method(source, target, None)
-        source = get_method("hierarchical").run(mapping.motion, mapping.target).motion
-        frame = source
+        frames = frame_slice(args.frames, source.num_frames)
+        if args.hint:  # (on the target's joints, the source's frames)
+            options["hint"] = read_input(args.hint, args)[frames]
+        outcome = retarget(
+            source, open_args_target(args), "physics", frames=frames, name=args.source, **options
+        )
+        report, motion = {**outcome.report, "output": args.output}, outcome.output
+        inputs = [args.source, *outcome.target.inputs, *files]
     else:
-        turn = world.axes_between(file_up, "y")
-        source = world.upright(source)
-    sk = source.skeleton
-
-    def hint() -> Motion:
-        motion = read_input(args.hint, args)[frame_slice(args.frames, source.num_frames)]
-        motion = world.upright(motion) if mapping is None else motion
-        if motion.skeleton.names != sk.names or motion.num_frames != source.num_frames:
-            raise RetargetError(f"{args.hint}: a hint must have the source's joints and frames")
-        return motion
-
-    result, read = filter_motion(
-        source,
-        name=character or args.source,
-        passes=passes,
-        mass=args.mass,
-        loads=parse_named(args.load, "--load", "kg"),
-        torque_limits=parse_named(args.torque_limit, "--torque-limit", "Nm"),
-        widen=args.widen,
-        constraints=args.constraints,
-        frame=frame,
-        turn=turn,
-        hint=hint if args.hint else None,
-        free_feet=args.free_feet,
-        footprints=args.footprints,
-        balance=not args.no_balance,
-        momentum=not args.no_momentum,
-        spacing=args.spacing,
-        iterations=args.iterations,
-        form=args.form,
-    )
-    inputs = [args.source, *([args.target] if args.target else []), *read]
-    if args.hint:
-        inputs.append(args.hint)
-    report = {**result.report, "source": args.source, "output": args.output}
-    if character:
-        report["target"] = character
-    if mapping is None:  # back into the file's axes
-        motion = world.reorient(result.motion, file_up)
-    else:
-        motion = mapping.finish(result.motion)
+        report, motion = _filter_own_body(args, source, options)
+        inputs = [args.source, *files]
     _write_result(args, motion, report, inputs)
     first, last = report["stages"][0], report["stages"][-1]
     print(
-        f"physics: {source.num_frames} frames, {'+'.join(passes)} in {report['seconds']:.2f} s; "
+        f"physics: {report['frames']} frames, {'+'.join(passes)} in {report['seconds']:.2f} s; "
         f"ZMP outside the support on {100 * first['zmp_outside']:.1f} % -> "
         f"{100 * last['zmp_outside']:.1f} % of support frames -> {args.output}"
     )
     return 0
+
+
+def _filter_own_body(
+    args: argparse.Namespace, source: Motion, options: dict[str, Any]
+) -> tuple[dict[str, Any], Motion]:
+    """``retarget physics SRC`` without a target: the filter on the source's own body,
+    Y up, then back into the file's axes; the report and the motion."""
+    from ..core.motion import frame_slice
+    from ..humanoid import world
+    from ..humanoid.roles import require_humanoid
+    from ..methods.physics import filter_motion, parse_named
+    from ..physics.filter import parse_passes
+
+    require_humanoid(args.source, source.skeleton)
+    source = source[frame_slice(args.frames, source.num_frames)]
+    file_up = world.up_of(source)
+    upright = world.upright(source)
+
+    def hint() -> Motion:
+        motion = world.upright(
+            read_input(args.hint, args)[frame_slice(args.frames, source.num_frames)]
+        )
+        if (
+            motion.skeleton.names != upright.skeleton.names
+            or motion.num_frames != upright.num_frames
+        ):
+            raise RetargetError(f"{args.hint}: a hint must have the source's joints and frames")
+        return motion
+
+    result, _ = filter_motion(
+        upright,
+        name=args.source,
+        **{
+            **options,
+            "passes": parse_passes(args.passes),
+            "loads": parse_named(args.load, "--load", "kg"),
+            "torque_limits": parse_named(args.torque_limit, "--torque-limit", "Nm"),
+        },
+        frame=source,
+        turn=world.axes_between(file_up, "y"),
+        hint=hint if args.hint else None,
+    )
+    report = {
+        **result.report,
+        "source": args.source,
+        "output": args.output,
+        "frames": upright.num_frames,
+    }
+    return report, world.reorient(result.motion, file_up)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

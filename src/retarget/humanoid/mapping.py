@@ -515,7 +515,9 @@ def map_skeletons(
     unit_scale = world.UNITS.get(source.unit, 1.0) / world.UNITS.get(target.unit, 1.0)
     scale = unit_scale
     if scale_root:
-        scale = float(leg_length(target, tgt_roles) / leg_length(source, src_roles))
+        scale = float(
+            leg_length(target, tgt_roles, chords=True) / leg_length(source, src_roles, chords=True)
+        )
     return JointMap(
         source=source,
         target=target,

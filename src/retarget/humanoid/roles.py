@@ -584,11 +584,27 @@ def leg_length(
     skeleton: Skeleton,
     roles: Mapping[str, int] | None = None,
     translations: NDArray[np.float64] | None = None,
+    *,
+    chords: bool = False,
 ) -> float | NDArray[np.float64]:
-    """Mean thigh + shin length (hip joint to ankle bone path, both legs), file unit; per
-    frame, shape (F,), for per-frame joint offsets ``translations`` (F, J, 3). ``roles``:
+    """Mean thigh + shin length of both legs, file unit: the bone path from the hip joint
+    to the ankle; per frame, shape (F,), for per-frame joint offsets ``translations``
+    (F, J, 3). With ``chords``, the rest distances hip to knee and knee to ankle instead
+    (a joint inside a limb bone, a twist, off the path: what the role mapping scales
+    the root by, :func:`retarget.humanoid.mapping.map_skeletons`). ``roles``:
     :func:`find_roles`'s by default."""
     roles = find_roles(skeleton) if roles is None else roles
+    if chords:
+        pos = rest_pose(skeleton)[0]
+        return float(
+            np.mean(
+                [
+                    np.linalg.norm(pos[roles[f"{s}_knee"]] - pos[roles[f"{s}_hip"]])
+                    + np.linalg.norm(pos[roles[f"{s}_ankle"]] - pos[roles[f"{s}_knee"]])
+                    for s in ("left", "right")
+                ]
+            )
+        )
     pairs = [(roles[f"{s}_hip"], roles[f"{s}_ankle"]) for s in ("left", "right")]
     return _mean_path(skeleton, pairs, translations)
 
