@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING
 from ..core.errors import RetargetError
 from ..core.motion import Motion
 from ..humanoid import world
+from . import trajectories
+from .trajectories import RobotTrajectory
 
 if TYPE_CHECKING:
     from ..core.skeleton import Skeleton
     from .gltf import Character
-    from .trajectories import RobotTrajectory
 
 __all__ = [
     "FAMILIES",
@@ -339,27 +340,22 @@ class TrajectoryFormat:
     write: Callable[..., Path]
 
 
-def _trajectory_formats() -> dict[str, TrajectoryFormat]:
-    from . import trajectories as t
-
-    return {
-        ".npz": TrajectoryFormat(".npz", t.read_npz, t.write_npz),
-        ".csv": TrajectoryFormat(".csv", t.read_csv, t.write_csv),
+#: The formats of joint trajectories by suffix, in order (the first is a batch's default).
+TRAJECTORY_FORMATS: Mapping[str, TrajectoryFormat] = MappingProxyType(
+    {
+        ".npz": TrajectoryFormat(".npz", trajectories.read_npz, trajectories.write_npz),
+        ".csv": TrajectoryFormat(".csv", trajectories.read_csv, trajectories.write_csv),
     }
-
-
-#: The suffixes of joint trajectories, in order (the first is a batch's default).
-TRAJECTORY_FORMATS = (".npz", ".csv")
+)
 
 
 def trajectory_suffixes() -> tuple[str, ...]:
     """The suffixes joint trajectories are written and read as."""
-    return TRAJECTORY_FORMATS
+    return tuple(TRAJECTORY_FORMATS)
 
 
 def _trajectory_format(path: str | os.PathLike, verb: str) -> TrajectoryFormat:
-    ext = Path(path).suffix.lower()
-    found = _trajectory_formats().get(ext)
+    found = TRAJECTORY_FORMATS.get(Path(path).suffix.lower())
     if found is None:
         kinds = " or ".join(TRAJECTORY_FORMATS)
         raise RetargetError(f"{path}: a robot's trajectories are {verb} {kinds}")
