@@ -8,7 +8,19 @@ import pytest
 
 import retarget
 
-PACKAGES = ["retarget", "retarget.io", "retarget.methods", "retarget.viz"]
+PACKAGES = [
+    "retarget",
+    "retarget.io",
+    "retarget.methods",
+    "retarget.viz",
+    "retarget.pipeline",
+    "retarget.targets",
+    "retarget.targets.robot",
+    "retarget.targets.character",
+    "retarget.online",
+    "retarget.tasks",
+    "retarget.ik",
+]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
