@@ -226,10 +226,7 @@ def cmd_character(args: argparse.Namespace) -> int:
         raise RetargetError("say how to scale: --preset NAME, --scale SEGMENT=F ... or --uniform S")
     require_humanoid(args.source, source.skeleton)  # (a character is a target: a humanoid)
     target = make_character(source.skeleton, scales, preset=args.preset, uniform=args.uniform)
-    rest = Motion(
-        target, target.offsets[:1], np.tile([1.0, 0, 0, 0], (1, target.num_joints, 1)), source.fps
-    )
-    write_motion(args.output, rest, inputs=(args.source,))
+    write_motion(args.output, Motion.at_rest(target, fps=source.fps), inputs=(args.source,))
     print(
         f"wrote {args.output}: height {height(target):.4g} {target.unit} "
         f"(source {height(source.skeleton):.4g})"
