@@ -20,13 +20,13 @@ from retarget.core.errors import FormatError, RetargetError, RetargetWarning
 from retarget.core.kinematics import forward_kinematics
 from retarget.core.motion import Motion
 from retarget.core.skeleton import Skeleton
+from retarget.humanoid.anatomy import hinge_axis
 from retarget.humanoid.roles import find_roles
 from retarget.ik.limb import limb_from_roles
 from retarget.io.formats import read_trajectories, write_trajectories
 from retarget.io.trajectories import RobotTrajectory
 from retarget.targets.robot.hinges import (
     _continuous,
-    _hinge_axis,
     _hinge_path,
     _solve_hinges,
     gather_hinges,
@@ -181,7 +181,7 @@ def test_urdf_root_floated_and_velocity_limits_read(alexander):
                 "left_hip": "LHipYaw",
                 "left_knee": "LKneePitch",
                 "left_ankle": "LAnklePitch",
-                "right_elbow": "RElbowRoll",
+                "right_elbow": "RElbowYaw",  # (its ElbowRoll twists the upper arm: shoulder)
                 "right_wrist": "RWristRoll",
                 "hips": "base_link",
                 "neck": "NeckYaw",
@@ -201,8 +201,9 @@ def test_urdf_root_floated_and_velocity_limits_read(alexander):
         ),
     ],
 )
-def test_roles_from_the_robots_own_names(which, expected, request):
-    """Hip pitch, roll and yaw (in either maker's order and naming) make one hip."""
+def test_roles_of_robots_read_from_their_bodies(which, expected, request):
+    """Hip pitch, roll and yaw (in either maker's order) make one hip; the knee (elbow)
+    the hinge between, the bend, not a twist."""
     robot = request.getfixturevalue(which)
     method = gather_hinges(robot.skeleton).skeleton
     roles = find_roles(method)
@@ -221,7 +222,7 @@ def test_davenport_split_recovers_the_hinge_angles(angles):
     sk = robot.skeleton
     group = [sk.index(n) for n in ("LEFT_HIP_X", "LEFT_HIP_Z", "LEFT_HIP_Y")]
     theta = np.asarray(angles)[None]
-    parts = [quat.quat_from_rotvec(theta[0, i] * _hinge_axis(sk, k)) for i, k in enumerate(group)]
+    parts = [quat.quat_from_rotvec(theta[0, i] * hinge_axis(sk, k)) for i, k in enumerate(group)]
     product = quat.multiply(quat.multiply(parts[0], parts[1]), parts[2])[None]
     lo, hi = np.full(3, -1.3), np.full(3, 1.3)
     got = _solve_hinges(sk, group, product, lo, hi)[0]  # (branches, 3)
@@ -243,7 +244,7 @@ def test_hinge_path_frame_by_frame_is_the_batched_one(names):
     steps = rng.normal(size=(400, len(group))) * 0.08
     theta = np.cumsum(steps, axis=0) + 0.3
     parts = [
-        quat.quat_from_rotvec(theta[:, i, None] * _hinge_axis(sk, k)) for i, k in enumerate(group)
+        quat.quat_from_rotvec(theta[:, i, None] * hinge_axis(sk, k)) for i, k in enumerate(group)
     ]
     wanted = parts[0]
     for p in parts[1:]:
@@ -259,9 +260,7 @@ def test_hinge_path_frame_by_frame_is_the_batched_one(names):
         return (np.maximum(lo - t, 0) + np.maximum(t - hi, 0)).sum(axis=1)
 
     assert (outside(ours) <= outside(reference) + 1e-9).all()
-    got = [
-        quat.quat_from_rotvec(ours[:, i, None] * _hinge_axis(sk, k)) for i, k in enumerate(group)
-    ]
+    got = [quat.quat_from_rotvec(ours[:, i, None] * hinge_axis(sk, k)) for i, k in enumerate(group)]
     product = got[0]
     for p in got[1:]:
         product = quat.multiply(product, p)

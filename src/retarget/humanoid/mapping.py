@@ -852,7 +852,7 @@ class ForMethod:
 
 def _inner_joints(skeleton: Skeleton, roles: Mapping[str, int]) -> list[int]:
     """Joints strictly between hip and knee, knee and ankle, shoulder and elbow, elbow
-    and wrist (segments inside a limb bone: :data:`retarget.humanoid.roles._SEGMENT`)."""
+    and wrist (segments inside a limb bone: :data:`retarget.humanoid.names.SEGMENT`)."""
     out = []
     for side in ("left", "right"):
         for a, b in (("hip", "knee"), ("knee", "ankle"), ("shoulder", "elbow"), ("elbow", "wrist")):

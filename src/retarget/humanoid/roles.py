@@ -20,7 +20,7 @@ same code reads every common naming convention:
 
 1. **Sides** by pairing: a joint is left (right) when swapping its side token
    (``Left``/``Right``, ``L_``/``R_``, ``_l``/``_r``, ``.L``/``.R``, ``FootL``, a leading
-   ``l``/``r`` as in ``lfemur``: :data:`_SIDE_SWAPS`) gives another joint's
+   ``l``/``r`` as in ``lfemur``: :data:`naming.SIDE_SWAPS`) gives another joint's
    name; the token swapped says which side. When no name has a side, the limbs
    are the two outermost *mirror pairs* (sibling branches of one shape: legs,
    then arms) and the rest pose tells left from right: in right-handed axes
@@ -44,7 +44,7 @@ same code reads every common naming convention:
    between hips and head other than the neck.
 4. **Joints in a limb**, along its main chain (so twist, corrective and finger
    joints beside it are never taken): the knee (elbow) is the first joint whose
-   name says so (:data:`_KNEE`, :data:`_ELBOW`); failing names, the joint between
+   name says so (:data:`naming.KNEE`, :data:`naming.ELBOW`); failing names, the joint between
    the two longest consecutive bones. The hip (shoulder) is its parent, the
    clavicle the one above, the ankle (wrist) its child, then the toe; the
    chain's end point is the toe tip (hand tip). A limb that ends in an end
@@ -53,7 +53,7 @@ same code reads every common naming convention:
    or tip.
 
    A joint *inside* a limb bone (rigify's B-bone segment ``DEF-thigh.L.001``,
-   Daz Genesis's ``lThighTwist``: a :data:`_SEGMENT` name, lying on the bone at
+   Daz Genesis's ``lThighTwist``: a :data:`naming.SEGMENT` name, lying on the bone at
    rest) is passed over: the hip is the joint above it. The methods' limb IK
    wants hip, knee and ankle each the parent of the next: the mapping folds
    such segments away for them (:func:`retarget.humanoid.mapping.map_for_method`).
@@ -65,7 +65,6 @@ the head joint down to an ankle, the mean over both ankles: pose independent.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -77,6 +76,9 @@ from numpy.typing import ArrayLike, NDArray
 from ..core.errors import RetargetError
 from ..core.kinematics import rest_pose
 from ..core.skeleton import Skeleton
+from . import names as naming
+from .anatomy import read_anatomy
+from .tree import common_ancestor, main_chain, mirror_pairs
 
 __all__ = [
     "LEG_ROLES",
@@ -85,62 +87,9 @@ __all__ = [
     "foot_length",
     "height",
     "leg_length",
-    "one_joint",
     "require_humanoid",
     "standing_heights",
 ]
-
-_SIDE_SWAPS: tuple[tuple[re.Pattern[str], str, str], ...] = (
-    # Left/Right as words: LAFAN1, Mixamo, Mocapbank, MotionBuilder, SMPL-X (left_hip)
-    (re.compile(r"Left"), "Right", "left"),
-    (re.compile(r"Right"), "Left", "right"),
-    (re.compile(r"left"), "right", "left"),
-    (re.compile(r"right"), "left", "right"),
-    (re.compile(r"LEFT"), "RIGHT", "left"),
-    (re.compile(r"RIGHT"), "LEFT", "right"),
-    # L/R before a separator or a word: SMPL L_Hip, CC_Base_L_Calf, Bip01 L Calf, LHand
-    (re.compile(r"(?<![A-Za-z])L(?=[_\-. :]|[A-Z][a-z])"), "R", "left"),
-    (re.compile(r"(?<![A-Za-z])R(?=[_\-. :]|[A-Z][a-z])"), "L", "right"),
-    # L/R after a separator: Blender thigh.L, thigh_L, rigify segments DEF-thigh.L.001
-    (re.compile(r"(?<=[_\-. :])L$|(?<=[_.])L(?=[_.\d])"), "R", "left"),
-    (re.compile(r"(?<=[_\-. :])R$|(?<=[_.])R(?=[_.\d])"), "L", "right"),
-    # L/R glued to the end of a word: Quaternius UpperArmL, FootR, Thumb2L
-    (re.compile(r"(?<=[a-z0-9])L$"), "R", "left"),
-    (re.compile(r"(?<=[a-z0-9])R$"), "L", "right"),
-    # l/r suffix: Unreal thigh_l, index_01_l
-    (re.compile(r"(?<=[_\-. :])l$"), "r", "left"),
-    (re.compile(r"(?<=[_\-. :])r$"), "l", "right"),
-    # l/r prefix: CMU/VICON ASF lfemur, CMU Daz-friendly BVH lShin, iCub l_hip_pitch
-    (re.compile(r"^l(?=[A-Za-z]|[_\-. ])"), "r", "left"),
-    (re.compile(r"^r(?=[A-Za-z]|[_\-. ])"), "l", "right"),
-)
-"""(side token, the other side's token, the side the token names), tried in order."""
-
-_KNEE = re.compile(
-    r"knee|tibia|shin|calf|lower_?leg|(?<!up)(?<!upper)(?<!upper_)leg(?!.*up)", re.IGNORECASE
-)
-"""Knee joints: Mocapbank/SMPL ``Knee``, ASF ``tibia``, Blender/Daz ``shin``, Unreal/CC/Biped
-``calf``, LAFAN1/Mixamo ``Leg`` (not ``UpLeg``, ``UpperLeg``)."""
-_ELBOW = re.compile(r"elbow|fore_?arm|radius|lower_?arm|ulna", re.IGNORECASE)
-"""Elbow joints: Mocapbank/SMPL ``Elbow``, LAFAN1/Mixamo/Blender/Daz/CC/Biped ``ForeArm``,
-ASF ``radius``, Unreal ``lowerarm``."""
-_LEG_NAME = re.compile(r"leg|hip|thigh|femur|knee|tibia|foot|ankle|toe", re.IGNORECASE)
-"""Words of leg joints, counted along a branch to tell a leg from an arm."""
-_ARM_NAME = re.compile(r"arm|shoulder|clav|collar|humerus|elbow|hand|wrist", re.IGNORECASE)
-"""Words of arm joints, likewise."""
-_SEGMENT = re.compile(r"twist|roll|bend|share|part|\.\d{3}$", re.IGNORECASE)
-"""Joints that can be a segment inside a limb bone: Unreal/Daz/CC ``Twist``, ``Roll``,
-``Bend``, ``Share`` bones, Blender B-bone segments (``DEF-thigh.L.001``)."""
-_HEAD = re.compile(r"head", re.IGNORECASE)
-_NECK = re.compile(r"neck", re.IGNORECASE)
-_END = re.compile(r"top|end|nub", re.IGNORECASE)
-"""End joints standing for an end site: Mixamo ``HeadTop_End``, 3ds Max Biped ``HeadNub``."""
-
-_AXIS_WORDS = frozenset(
-    "pitch roll yaw x y z rx ry rz link joint jnt dof rot rotation flexion extension "
-    "abduction adduction".split()
-)
-"""Words that name a hinge's axis (or say joint, link) in robots' joint names."""
 
 LEG_ROLES = ("hip", "knee", "ankle", "toe", "toe_tip")
 ARM_ROLES = ("clavicle", "shoulder", "elbow", "wrist", "hand_tip")
@@ -185,104 +134,21 @@ class Roles(Mapping[str, int]):
         return out
 
 
-def _sides(skeleton: Skeleton) -> dict[int, str]:
-    """Joint → side, for the joints whose name has a side token another joint's name swaps."""
-    names = set(skeleton.names)
-    sides: dict[int, str] = {}
-    for j, name in enumerate(skeleton.names):
-        for pattern, other, side in _SIDE_SWAPS:
-            partner = pattern.sub(other, name, count=1)
-            if partner != name and partner in names:
-                sides[j] = side
-                break
-    return sides
-
-
-def _main_chain(skeleton: Skeleton, top: int) -> list[int]:
-    """From ``top`` down, always into the child with the longest sub-chain (points);
-    between children of equal reach, the one going on most straight (a hand's end
-    rather than a thumb beside it of the same length)."""
-    parents = skeleton.point_parents
-    offsets = skeleton.point_offsets
-    lengths = skeleton.bone_lengths()
-    kids: list[list[int]] = [[] for _ in range(skeleton.num_points)]
-    reach = np.zeros(skeleton.num_points)  # longest bone path below each point
-    for p in range(skeleton.num_points - 1, 0, -1):
-        a = parents[p]
-        kids[a].insert(0, p)
-        reach[a] = max(reach[a], reach[p] + lengths[p])
-
-    def longest(among: list[int]) -> list[int]:
-        total = [reach[c] + lengths[c] for c in among]
-        return [c for c, t in zip(among, total, strict=True) if t >= max(total) * (1 - 1e-9)]
-
-    def straightness(c: int, incoming: NDArray[np.float64]) -> float:
-        """Cosine of the first non-zero step from the parent into ``c``'s sub-chain
-        with the bone into the parent."""
-        step, k = offsets[c], c
-        while not step.any() and kids[k]:
-            k = longest(kids[k])[0]
-            step = offsets[k]
-        norm = float(np.linalg.norm(step) * np.linalg.norm(incoming))
-        return float(step @ incoming) / norm if norm > 0 else -1.0
-
-    chain = [top]
-    while kids[chain[-1]]:
-        ties = longest(kids[chain[-1]])
-        incoming = offsets[chain[-1]]
-        chain.append(max(ties, key=lambda c: straightness(c, incoming)))
-    return chain
-
-
-def _common_ancestor(skeleton: Skeleton, points: Sequence[int]) -> int:
-    """The deepest point whose subtree holds all ``points``."""
-    chains = [skeleton.chain(p) for p in points]
-    k = 0
-    while all(len(c) > k + 1 for c in chains) and len({int(c[k + 1]) for c in chains}) == 1:
-        k += 1
-    return int(chains[0][k])
-
-
-def _mirror_pairs(skeleton: Skeleton) -> list[tuple[int, int]]:
-    """Pairs of sibling joints with subtrees of one shape and 3+ points on their main
-    chains (limbs), shallowest first; none is looked for inside a pair."""
-    kids: list[list[int]] = [[] for _ in range(skeleton.num_points)]
-    for p in range(1, skeleton.num_points):
-        kids[skeleton.point_parents[p]].append(p)
-    shapes: dict[tuple[int, ...], int] = {}
-    shape = [0] * skeleton.num_points
-    for p in range(skeleton.num_points - 1, -1, -1):
-        shape[p] = shapes.setdefault(tuple(sorted(shape[c] for c in kids[p])), len(shapes))
-    pairs: list[tuple[int, int]] = []
-    todo = [0]
-    for j in todo:  # breadth first: by depth
-        for c in kids[j]:
-            twins = [d for d in kids[j] if shape[d] == shape[c]]
-            if len(twins) == 2 and len(_main_chain(skeleton, c)) >= 3:
-                if c == twins[0]:
-                    pairs.append((twins[0], twins[1]))
-            else:
-                todo.append(c)
-    return pairs
-
-
 def _sides_from_rest_pose(skeleton: Skeleton) -> dict[int, str]:
     """Joint → side for a skeleton whose names have no side: the two outermost mirror
     pairs are the legs and the arms, and the left is ``up × forward`` at rest (right-handed
     axes; up from the hips to the chest, forward from the hips to the leg chains' ends)."""
-    pairs = _mirror_pairs(skeleton)
+    pairs = mirror_pairs(skeleton)
     if len(pairs) < 2:
         return {}
     legs, arms = pairs[:2]
     pos = rest_pose(skeleton)[0]
-    up = pos[_common_ancestor(skeleton, arms)] - pos[_common_ancestor(skeleton, legs + arms)]
-    forward = np.mean([pos[_main_chain(skeleton, top)[-1]] - pos[top] for top in legs], axis=0)
+    up = pos[common_ancestor(skeleton, arms)] - pos[common_ancestor(skeleton, legs + arms)]
+    forward = np.mean([pos[main_chain(skeleton, top)[-1]] - pos[top] for top in legs], axis=0)
     left = np.cross(up, forward)
     sides: dict[int, str] = {}
     for a, b in (legs, arms):
-        across = np.mean(pos[_main_chain(skeleton, a)], 0) - np.mean(
-            pos[_main_chain(skeleton, b)], 0
-        )
+        across = np.mean(pos[main_chain(skeleton, a)], 0) - np.mean(pos[main_chain(skeleton, b)], 0)
         # the pair must lie clearly along the left (within 60°), not along up or forward
         if abs(across @ left) <= 0.5 * np.linalg.norm(across) * np.linalg.norm(left):
             raise RetargetError(
@@ -302,9 +168,9 @@ def _limb_tops(skeleton: Skeleton, sides: Mapping[int, str]) -> dict[tuple[str, 
     depth = skeleton.depth
 
     def kind_of(j: int) -> str:
-        sub = [skeleton.names[p] for p in _main_chain(skeleton, j) if p < skeleton.num_joints]
-        leg = sum(bool(_LEG_NAME.search(n)) for n in sub)
-        arm = sum(bool(_ARM_NAME.search(n)) for n in sub)
+        sub = [skeleton.names[p] for p in main_chain(skeleton, j) if p < skeleton.num_joints]
+        leg = sum(bool(naming.LEG_WORDS.search(n)) for n in sub)
+        arm = sum(bool(naming.ARM_WORDS.search(n)) for n in sub)
         return "leg" if leg > arm else "arm" if arm > leg else ""
 
     tops: dict[tuple[str, str], int] = {}
@@ -314,7 +180,7 @@ def _limb_tops(skeleton: Skeleton, sides: Mapping[int, str]) -> dict[tuple[str, 
             (
                 j
                 for j, s in sides.items()
-                if s == side and parents[j] not in sides and len(_main_chain(skeleton, j)) >= 3
+                if s == side and parents[j] not in sides and len(main_chain(skeleton, j)) >= 3
             ),
             key=lambda j: (depth[j], j),
         )
@@ -338,7 +204,7 @@ def _limb_tops(skeleton: Skeleton, sides: Mapping[int, str]) -> dict[tuple[str, 
 
 def _limb_roles(skeleton: Skeleton, chain: list[int], kind: str) -> dict[str, int]:
     nj = skeleton.num_joints
-    pattern = _KNEE if kind == "leg" else _ELBOW
+    pattern = naming.KNEE if kind == "leg" else naming.ELBOW
     mid = next(
         (k for k, p in enumerate(chain) if p < nj and pattern.search(skeleton.names[p])), None
     )
@@ -357,19 +223,19 @@ def _limb_roles(skeleton: Skeleton, chain: list[int], kind: str) -> dict[str, in
     )
     pos = rest_pose(skeleton)[0]
     top = mid - 1  # up over joints inside the upper bone (a twist, a B-bone segment)
-    while top >= 1 and _inside(skeleton, pos, chain[top - 1], chain[top], chain[mid]):
+    while top >= 1 and naming.inside_segment(skeleton, pos, chain[top - 1], chain[top], chain[mid]):
         top -= 1
-    while top >= 1 and one_joint(skeleton, chain[top - 1], chain[top]):
+    while top >= 1 and naming.one_joint(skeleton, chain[top - 1], chain[top]):
         top -= 1  # up a robot's hinges that make one hip (shoulder): pitch, roll, yaw
     low = mid + 1  # down over joints inside the lower bone
     while (
         low + 1 < len(chain)
         and chain[low + 1] < nj
-        and _inside(skeleton, pos, chain[mid], chain[low], chain[low + 1])
+        and naming.inside_segment(skeleton, pos, chain[mid], chain[low], chain[low + 1])
     ):
         low += 1
     end = low  # the last hinge of a robot's ankle (wrist)
-    while end + 1 < len(chain) and one_joint(skeleton, chain[end], chain[end + 1]):
+    while end + 1 < len(chain) and naming.one_joint(skeleton, chain[end], chain[end + 1]):
         end += 1
     out = {upper: chain[top], middle: chain[mid]}
     if low < len(chain):  # a joint, or the end site of a limb without hand or foot joints
@@ -383,43 +249,6 @@ def _limb_roles(skeleton: Skeleton, chain: list[int], kind: str) -> dict[str, in
     return out
 
 
-def _stem(name: str) -> tuple[str, ...]:
-    """A joint name's words without the ones that name an axis or say joint/link
-    (``left_hip_pitch_link``, ``Left_Hip_Roll``, ``l_hip_yaw`` → their side and ``hip``)."""
-    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)
-    return tuple(w.lower() for w in words if w.lower() not in _AXIS_WORDS)
-
-
-def one_joint(skeleton: Skeleton, a: int, b: int, names: Sequence[str] | None = None) -> bool:
-    """Whether joints ``a`` (the parent) and ``b`` are hinges of one robot joint: both
-    with one rotation channel and one name but for its axis words (:func:`_stem`), a
-    word left to name it (``left_hip_pitch_joint`` and ``left_hip_roll_joint``, not
-    ``left_hip_joint`` and ``left_knee_joint``). ``names``: the names to compare
-    (default the skeleton's)."""
-    nj = skeleton.num_joints
-    if not (a < nj and b < nj):
-        return False
-    named = skeleton.names if names is None else names
-    one = [len(skeleton.euler_orders[j]) == 1 for j in (a, b)]
-    stems = [_stem(named[j]) for j in (a, b)]
-    words = [w for w in stems[0] if w not in ("left", "right", "l", "r")]
-    return all(one) and stems[0] == stems[1] and bool(words)
-
-
-def _inside(skeleton: Skeleton, pos: NDArray[np.float64], a: int, j: int, b: int) -> bool:
-    """Whether joint ``j`` is a segment of the bone from ``a`` to ``b``: named so
-    (:data:`_SEGMENT`) and lying on it at rest (within 2 % of its length)."""
-    if not _SEGMENT.search(skeleton.names[j]):
-        return False
-    ab, aj = pos[b] - pos[a], pos[j] - pos[a]
-    length = float(np.linalg.norm(ab))
-    if length <= 0.0:
-        return False
-    along = float(aj @ ab) / length**2
-    off = float(np.linalg.norm(aj - along * ab))
-    return 0.0 < along < 1.0 and off <= 0.02 * length
-
-
 def _head(skeleton: Skeleton, chest: int, sides: Mapping[int, str]) -> int:
     """The shallowest unsided ``head``-named joint below the chest; failing that, the
     highest ``head``-named end site below it at rest (a robot's head is a fixed body);
@@ -429,7 +258,7 @@ def _head(skeleton: Skeleton, chest: int, sides: Mapping[int, str]) -> int:
     named = [
         j
         for j in range(nj)
-        if j not in sides and _HEAD.search(skeleton.names[j]) and chest in skeleton.chain(j)
+        if j not in sides and naming.HEAD.search(skeleton.names[j]) and chest in skeleton.chain(j)
     ]
     if named:
         return min(named, key=lambda j: skeleton.depth[j])
@@ -438,7 +267,7 @@ def _head(skeleton: Skeleton, chest: int, sides: Mapping[int, str]) -> int:
         p
         for p in range(nj, skeleton.num_points)
         if parents[p] not in sides
-        and _HEAD.search(skeleton.point_names[p])
+        and naming.HEAD.search(skeleton.point_names[p])
         and chest in skeleton.chain(int(parents[p]))
     ]
     if ends:  # the highest at rest (a head's origin may lie at the neck, a marker above)
@@ -461,26 +290,64 @@ def _low(skeleton: Skeleton, hips: int, chest: int, head: int) -> bool:
     return bool((pos[chest] - pos[hips]) @ trunk < 0.5 * (trunk @ trunk))
 
 
+def _names_agree(skeleton: Skeleton, points: Mapping[str, int]) -> bool:
+    """Whether the names leave a reading of the body's shape standing: no limb joint it
+    puts on one side named for the other, no leg whose joints' names say arm (nor an arm
+    whose say leg), no knee (elbow) unnamed where a joint of its limb is named one. (A
+    rest pose can mislead where names do not: a file whose finger offsets are a hundred
+    times too long reads its fingers as legs, a thumb fifteen times too long takes the
+    elbow to the hand; a mirrored file's left stands on the right.)"""
+    sides = naming.name_sides(skeleton)
+    nj = skeleton.num_joints
+    for side in ("left", "right"):
+        for kind, words, other in (
+            ("leg", naming.LEG_WORDS, naming.ARM_WORDS),
+            ("arm", naming.ARM_WORDS, naming.LEG_WORDS),
+        ):
+            roles = LEG_ROLES if kind == "leg" else ARM_ROLES
+            joints = [points[f"{side}_{r}"] for r in roles if f"{side}_{r}" in points]
+            joints = [j for j in joints if j < nj]
+            if any(sides.get(j, side) != side for j in joints):
+                return False
+            said = [skeleton.names[j] for j in joints]
+            if sum(bool(other.search(n)) for n in said) > sum(bool(words.search(n)) for n in said):
+                return False
+            bend = naming.KNEE if kind == "leg" else naming.ELBOW
+            middle = points.get(f"{side}_{'knee' if kind == 'leg' else 'elbow'}")
+            top = points.get(f"{side}_{roles[1] if kind == 'arm' else roles[0]}")
+            if middle is None or top is None:
+                continue
+            chain = main_chain(skeleton, top)
+            if any(bend.search(skeleton.names[j]) for j in chain if j < nj) and not bend.search(
+                skeleton.names[middle]
+            ):
+                return False
+    return True
+
+
 @lru_cache(maxsize=64)
 def _find_roles_cached(skeleton: Skeleton) -> Roles:
-    sides = _sides(skeleton) or _sides_from_rest_pose(skeleton)
+    body = read_anatomy(skeleton)  # the body's shape first, names where it says nothing
+    if body is not None and _names_agree(skeleton, body.points):
+        return Roles(points=dict(body.points), spine=body.spine)
+    sides = naming.name_sides(skeleton) or _sides_from_rest_pose(skeleton)
     tops = _limb_tops(skeleton, sides)
-    hips = _common_ancestor(skeleton, list(tops.values()))
+    hips = common_ancestor(skeleton, list(tops.values()))
     points: dict[str, int] = {"hips": hips}
     for (side, kind), top in tops.items():
-        for role, p in _limb_roles(skeleton, _main_chain(skeleton, top), kind).items():
+        for role, p in _limb_roles(skeleton, main_chain(skeleton, top), kind).items():
             points[f"{side}_{role}"] = p
-    chest = _common_ancestor(skeleton, [tops["left", "arm"], tops["right", "arm"]])
+    chest = common_ancestor(skeleton, [tops["left", "arm"], tops["right", "arm"]])
     head = points["head"] = _head(skeleton, chest, sides)
     kids = skeleton.children(head)
     tips = [s for s in kids if s >= skeleton.num_joints] or [
-        c for c in kids if not skeleton.children(c) and _END.search(skeleton.point_names[c])
+        c for c in kids if not skeleton.children(c) and naming.END.search(skeleton.point_names[c])
     ]
     if tips:
         points["head_top"] = tips[0]
     path = [int(j) for j in skeleton.chain(head)]
     inner = path[path.index(hips) + 1 : -1]  # between hips and head
-    necks = [j for j in inner if _NECK.search(skeleton.names[j])]
+    necks = [j for j in inner if naming.NECK.search(skeleton.names[j])]
     if necks:
         points["neck"] = necks[0]
     elif chest in inner and not (head >= skeleton.num_joints and path[-2] == chest):

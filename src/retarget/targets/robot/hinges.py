@@ -5,7 +5,7 @@ ankle two; the methods' limb IK (Lee & Shin's analytic limbs, Shin et al.'s
 swivel) wants hip, knee and ankle each the parent of the next. So a method
 runs on the **method skeleton** :func:`gather_hinges` makes of the robot's
 (:func:`retarget.targets.robot.model.read_robot`): each run of hinges that make one joint
-(:func:`retarget.humanoid.roles.one_joint`: one name but for the axis words, each axis
+(:func:`retarget.humanoid.names.one_joint`: one name but for the axis words, each axis
 square to the next, up to three) becomes one ball joint at the run's centre
 (:func:`_pivot`: the point about which a ball best moves what the hinges move),
 the bones between re-hung from the centres; single hinges (knees, elbows) stay
@@ -54,7 +54,9 @@ from ...core.lazy import loader
 from ...core.motion import Motion
 from ...core.skeleton import Skeleton
 from ...environment import as_shape
-from ...humanoid.roles import find_roles, one_joint
+from ...humanoid.anatomy import hinge_axis, hinge_runs
+from ...humanoid.names import one_joint
+from ...humanoid.roles import find_roles
 from ...ik.newton import solve_ik_newton
 from ...ik.numeric import default_rigidity
 from ...tasks import (
@@ -124,14 +126,6 @@ class Gathered:
 _SHORT = 0.6
 
 
-def _hinge_axis(skeleton: Skeleton, j: int) -> NDArray[np.float64]:
-    """The axis of one-channel joint ``j`` in its frame (unit)."""
-    axes = dofs.channel_axes(skeleton, quat.identity((skeleton.num_joints,)))[j]
-    k = int(np.flatnonzero(np.abs(axes).sum(axis=0) > 0)[0])
-    a = axes[:, k]
-    return a / np.linalg.norm(a)
-
-
 def _orthogonal(axes: list[NDArray[np.float64]], tol: float = 1e-6) -> bool:
     return all(abs(float(a @ b)) < tol for i, a in enumerate(axes) for b in axes[i + 1 :])
 
@@ -156,7 +150,7 @@ def _pivot(
     """
     top = rest[group[0]]
     if not len(children):  # nothing below to calibrate with: where the axes meet
-        lines = [(rest[k], _hinge_axis(skeleton, k)) for k in group]
+        lines = [(rest[k], hinge_axis(skeleton, k)) for k in group]
         normal = sum(np.eye(3) - np.outer(a, a) for _, a in lines) + 1e-9 * np.eye(3)
         right = sum((np.eye(3) - np.outer(a, a)) @ p for p, a in lines) + 1e-9 * top
         return np.linalg.solve(normal, right)
@@ -168,7 +162,7 @@ def _pivot(
     b = np.where(narrow, np.minimum(hi, lo + 1.0), b)
     a = np.where(narrow, lo, a)
     theta = a + (b - a) * rng.random((samples, len(group)))
-    axes = np.stack([_hinge_axis(skeleton, k) for k in group])
+    axes = np.stack([hinge_axis(skeleton, k) for k in group])
     turns = quat.quat_from_rotvec(theta[..., None] * axes)  # (S, n, 4)
     moved = np.broadcast_to(children, (samples, *children.shape)).copy()
     total = quat.identity((samples,))
@@ -193,7 +187,7 @@ def gather_hinges(robot: Skeleton, names: tuple[str, ...] | None = None) -> Gath
         A robot's (:func:`retarget.targets.robot.model.read_robot`), or any skeleton: one
         without runs of one-channel joints comes back unchanged. A run: hinges each
         the only child of the last, each axis square to the next, up to three, of
-        one name but for the axis words (:func:`retarget.humanoid.roles.one_joint`) or at one
+        one name but for the axis words (:func:`retarget.humanoid.names.one_joint`) or at one
         place, or a short link apart (:data:`_SHORT`); a knee or an elbow is never
         part of one.
     names : tuple of str, optional
@@ -230,26 +224,36 @@ def gather_hinges(robot: Skeleton, names: tuple[str, ...] | None = None) -> Gath
         """Hinge ``p`` turns the bone to ``j`` about itself: ``j`` lies on its axis (a
         hinge's anchor may be anywhere on its axis; iCub's forearm twist stands
         1.5 cm from the elbow, its axis through the wrist 14 cm below)."""
-        a = _hinge_axis(sk, p)
+        a = hinge_axis(sk, p)
         off = at[j] - at[p]
         return bool(np.linalg.norm(off - (off @ a) * a) <= near)
 
-    for j in range(1, n):
-        p = int(sk.parents[j])
-        group = [k for k in range(n) if head[k] == head[p]]
-        link = float(np.linalg.norm(sk.offsets[j]))
-        if (
-            len(group) < 3
-            and len(kids[p]) == 1
-            and all(len(sk.euler_orders[k]) == 1 for k in (*group, j))
-            and _orthogonal([_hinge_axis(sk, p), _hinge_axis(sk, j)])
-            and (
-                one_joint(sk, p, j, names)
-                or ((link <= near or link < _SHORT * carried(j)) and not (bends(p) or bends(j)))
-                or (twist(p, j) and not bends(p) and not (bends(j) and carried(j) >= _SHORT * link))
-            )
-        ):
-            head[j] = head[p]
+    runs = hinge_runs(sk)
+    if runs is not None:  # the body read from its shape: its runs of hinges
+        for run in runs:
+            for j in run:
+                head[j] = run[0]
+    else:  # a body not read: hinges gathered where they meet, or by their names
+        for j in range(1, n):
+            p = int(sk.parents[j])
+            group = [k for k in range(n) if head[k] == head[p]]
+            link = float(np.linalg.norm(sk.offsets[j]))
+            if (
+                len(group) < 3
+                and len(kids[p]) == 1
+                and all(len(sk.euler_orders[k]) == 1 for k in (*group, j))
+                and _orthogonal([hinge_axis(sk, p), hinge_axis(sk, j)])
+                and (
+                    one_joint(sk, p, j, names)
+                    or ((link <= near or link < _SHORT * carried(j)) and not (bends(p) or bends(j)))
+                    or (
+                        twist(p, j)
+                        and not bends(p)
+                        and not (bends(j) and carried(j) >= _SHORT * link)
+                    )
+                )
+            ):
+                head[j] = head[p]
     heads = [j for j in range(n) if head[j] == j]
     index = {h: i for i, h in enumerate(heads)}
     members = tuple(tuple(k for k in range(n) if head[k] == h) for h in heads)
@@ -420,7 +424,7 @@ def _solve_hinges(
     three hinges the two branches, from the zero angles and from ``(θ_1 + π, π − θ_2,
     θ_3 + π)`` (B = 2), one otherwise; :func:`_continuous` chooses with the ranges
     ``lower``, ``upper`` (n,)."""
-    a = np.stack([_hinge_axis(skeleton, k) for k in group])
+    a = np.stack([hinge_axis(skeleton, k) for k in group])
     back = quat.conjugate(wanted)
 
     def solve(theta: Array) -> Array:
@@ -495,7 +499,7 @@ def _hinge_path(
 ) -> Array:
     """:func:`_continuous` of :func:`_solve_hinges`, frame by frame from the last frame's
     angles (compiled: :mod:`retarget.targets.robot._kernels.hinges`), shape (F, n)."""
-    axes = np.stack([_hinge_axis(skeleton, k) for k in group])
+    axes = np.stack([hinge_axis(skeleton, k) for k in group])
     out = np.empty((len(wanted), len(group)))
     if len(wanted):
         _robot_kernels().split_path(
@@ -685,7 +689,7 @@ def to_robot(
     # the robot's hinges as angles throughout (H: every one-channel joint)
     hinges = np.array([j for j in range(sk.num_joints) if len(sk.euler_orders[j]) == 1], np.intp)
     slot = {int(j): i for i, j in enumerate(hinges)}
-    axes = np.array([_hinge_axis(sk, int(j)) for j in hinges]).reshape(-1, 3)
+    axes = np.array([hinge_axis(sk, int(j)) for j in hinges]).reshape(-1, 3)
     lower = np.array([sk.limits[j, _channel(sk, j), 0] for j in hinges])
     upper = np.array([sk.limits[j, _channel(sk, j), 1] for j in hinges])
     theta = np.zeros((f, len(hinges)))

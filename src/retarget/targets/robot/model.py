@@ -386,6 +386,37 @@ def _geom_points(model, g: int) -> NDArray[np.float64]:
     return corners * half
 
 
+def _collision_geoms(model, bodies: list[int], path: Path) -> set[int]:
+    """The geoms of ``bodies`` read as the robot's collision geometry: those that collide
+    (``contype`` or ``conaffinity`` set); when none does (a model made for a simulator
+    that adds its own contacts: Apptronik's Apollo in MuJoCo Playground), the geoms of
+    the highest-numbered group, where MuJoCo's models keep their collision shapes (group
+    3; visual meshes in 0-2), with a warning. Every geom read is made to collide with the
+    others in ``model`` (its bit masks set; the file's ``<exclude>`` pairs kept), so that
+    MuJoCo's own detection sees the links that the methods keep apart."""
+    own = [
+        g
+        for b in bodies
+        for g in range(
+            int(model.body_geomadr[b]), int(model.body_geomadr[b] + model.body_geomnum[b])
+        )
+        if 2 <= int(model.geom_type[g]) < len(_GEOM_KINDS)  # (planes, height fields: the world's)
+    ]
+    chosen = {g for g in own if int(model.geom_contype[g]) or int(model.geom_conaffinity[g])}
+    if not chosen and own:
+        top = max(int(model.geom_group[g]) for g in own)
+        chosen = {g for g in own if int(model.geom_group[g]) == top}
+        warn(
+            f"no geometry collides (contype and conaffinity 0): the {len(chosen)} geoms of "
+            f"group {top} read as the collision geometry",
+            path=str(path),
+        )
+    for g in chosen:
+        model.geom_contype[g] = 1
+        model.geom_conaffinity[g] = 1
+    return chosen
+
+
 def _root_body(model) -> int:
     """The robot's first body: the child of the world with the most bodies below it."""
     below = np.zeros(model.nbody, dtype=int)
@@ -408,7 +439,9 @@ def _forward(
     point: NDArray[np.float64],
 ) -> NDArray[np.float64] | None:
     """Which way the robot faces (a horizontal unit vector), from a leg: its knee, the
-    first hinge up from ``foot`` whose range bends one way (a radian or more that way,
+    first hinge up from ``foot``, a fifth of the leg or more above the foot's ``point``
+    (not an ankle's: Apollo's ankle pitch bends 1.57 rad one way, 0.44 the other),
+    whose range bends one way (a radian or more that way,
     half a radian at most the other: iCub's knees reach 23° past straight) and whose
     turn moves the foot's ``point`` (in the foot joint's frame) sideways of the bone
     (a quarter of its distance or more, for half a radian), bends the shin back; None
@@ -416,10 +449,15 @@ def _forward(
     11 cm behind its ankle and 10 cm ahead; the first hinge, not the one that moves
     the foot most: iCub's hip roll bends one way too, and swings the whole leg.)"""
     at = rest[foot] + point
+    chain = [foot]
+    while chain[-1] > 0:
+        chain.append(parents[chain[-1]])
+    leg = float(np.linalg.norm(rest[chain[-2]] - at))  # from the leg's top
     k = foot
     while k > 0:
         lo, hi = limits[k][0] if len(channels[k]) == 1 else (-np.inf, np.inf)
-        if len(channels[k]) == 1 and max(-lo, hi) >= 1.0 and min(-lo, hi) <= 0.5:
+        high = float(np.linalg.norm(rest[k] - at)) >= 0.2 * leg
+        if high and len(channels[k]) == 1 and max(-lo, hi) >= 1.0 and min(-lo, hi) <= 0.5:
             theta = 0.5 if hi >= 1.0 else -0.5
             a = quat.rotate(axes[k], np.array([1.0, 0.0, 0.0]))
             v = at - rest[k]
@@ -455,7 +493,10 @@ def _sole_tip(
     axis = vt[0] if float(vt[0] @ way) >= 0.0 else -vt[0]
     across = np.cross([0.0, 0.0, 1.0], axis)
     side = points @ across
-    tip = (sole @ axis).max() * axis + 0.5 * (side.min() + side.max()) * across
+    reach = sole @ axis
+    if np.ptp(reach) < 0.5 * np.ptp(points @ axis):  # a foot pitched at rest: its edge
+        reach = points @ axis  # alone within 2 mm (Berkeley's toe up: the tip its heel)
+    tip = reach.max() * axis + 0.5 * (side.min() + side.max()) * across
     tip[2] = points[:, 2].min()  # on the sole's plane: planted, the sole is on the floor
     return tip
 
@@ -593,6 +634,7 @@ def read_robot(path: str | Path) -> Robot:
         raise FormatError(str(p), None, "the robot has no hinge joints")
     dofs.sort()
     n_j = len(names)
+    colliding = _collision_geoms(model, bodies, p)
     # mass model and geometry, folded onto skeleton joints, in their (world-aligned) frames
     masses = np.zeros(n_j)
     first = np.zeros((n_j, 3))
@@ -613,12 +655,9 @@ def read_robot(path: str | Path) -> Robot:
         for g in range(
             int(model.body_geomadr[b]), int(model.body_geomadr[b] + model.body_geomnum[b])
         ):
-            if not (int(model.geom_contype[g]) or int(model.geom_conaffinity[g])):
+            if g not in colliding:
                 continue
-            kind = int(model.geom_type[g])
-            if not 2 <= kind < len(_GEOM_KINDS):  # (planes, height fields: the world's)
-                continue
-            shape = _GEOM_KINDS[kind]
+            shape = _GEOM_KINDS[int(model.geom_type[g])]
             grot = rot @ _matrix(np.asarray(model.geom_quat[g], float))
             gpos = world_pos[b] + rot @ np.asarray(model.geom_pos[g], float) - anchor[b]
             pts = _geom_points(model, g) @ grot.T + gpos
@@ -671,6 +710,24 @@ def read_robot(path: str | Path) -> Robot:
             site_offsets.append(_sole_tip(pts, forward))
         else:
             site_offsets.append(pts[int(np.argmax(np.linalg.norm(pts, axis=1)))])
+    # the top of the body, where the geometry reaches above every joint and end by a
+    # tenth of the height (a head that is part of its torso's link, the H1's; a
+    # trunk without a head): a site there, on the link the geometry belongs to
+    if geoms:
+        heights = [float((g.points[:, 2] + rest[g.joint, 2]).max()) for g in geoms]
+        k = int(np.argmax(heights))
+        marks = [rest[:, 2].max()] + [
+            float(rest[q, 2] + o[2]) for q, o in zip(site_parents, site_offsets, strict=True)
+        ]
+        tall = heights[k] - lowest
+        if heights[k] - max(marks) > 0.1 * tall:  # (at the middle of its top 2 %)
+            crown = geoms[k]
+            cap = crown.points[crown.points[:, 2] >= crown.points[:, 2].max() - 0.02 * tall]
+            top = cap.mean(axis=0)
+            top[2] = crown.points[:, 2].max()
+            site_names.append(_unique(f"{names[crown.joint]}_top", names, site_names))
+            site_parents.append(crown.joint)
+            site_offsets.append(top)
 
     effort = _efforts(model, [d[0] for d in dofs])
     skeleton = Skeleton(
