@@ -83,6 +83,7 @@ __all__ = [
     "map_skeletons",
     "needs_mapping",
     "read_overrides",
+    "required_roles",
     "rerig",
     "same_hierarchy",
     "same_rest",
@@ -91,8 +92,19 @@ __all__ = [
 
 
 _SIDED = ("hip", "knee", "ankle", "shoulder", "elbow", "wrist")
-#: Roles a mapping cannot do without, on both skeletons.
+#: Roles a mapping cannot do without, on both skeletons (but a body without arms:
+#: :func:`required_roles`).
 REQUIRED_ROLES = ("hips", "head", *(f"{s}_{r}" for s in ("left", "right") for r in _SIDED))
+_ARM_ROLES = {f"{s}_{r}" for s in ("left", "right") for r in ("clavicle", *_SIDED[3:], "hand_tip")}
+
+
+def required_roles(roles: Mapping[str, int]) -> tuple[str, ...]:
+    """The roles of :data:`REQUIRED_ROLES` a skeleton with ``roles`` must have: all, but
+    the arms' on a body found without arms (no arm role at all: a robot that is a pair
+    of legs and a trunk, Berkeley's), whose source arms then drive nothing."""
+    if _ARM_ROLES.isdisjoint(roles):
+        return tuple(r for r in REQUIRED_ROLES if r not in _ARM_ROLES)
+    return REQUIRED_ROLES
 
 #: Bones compared by :func:`bone_direction_error`: (name, from role, to role).
 _BONES = (
@@ -410,7 +422,7 @@ def map_skeletons(
     src_roles = _roles(source, overrides.get("source", {}), "source")
     tgt_roles = _roles(target, overrides.get("target", {}), "target")
     missing = {
-        which: [r for r in REQUIRED_ROLES if r not in roles]
+        which: [r for r in required_roles(roles) if r not in roles]
         for which, roles in (("source", src_roles), ("target", tgt_roles))
     }
     missing = {k: v for k, v in missing.items() if v}

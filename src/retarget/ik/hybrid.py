@@ -169,10 +169,13 @@ class HybridSolver(IKSolver):
 
     @classmethod
     def for_skeleton(cls, skeleton: Skeleton, roles: Roles, motion=None, **options) -> HybridSolver:
-        """Legs and arms of a humanoid, hinge axes estimated from ``motion`` when given."""
+        """Legs and arms of a humanoid (its legs alone when it has no arms: a robot that is
+        a pair of legs and a trunk), hinge axes estimated from ``motion`` when given."""
         limbs, tips = [], []
         for kind in ("leg", "arm"):
             for side in ("left", "right"):
+                if kind == "arm" and f"{side}_shoulder" not in roles.points:
+                    continue
                 limb = limb_from_roles(skeleton, roles, side, kind, motion=motion)
                 limbs.append(limb)
                 below = [

@@ -181,6 +181,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..core import quat
 from ..core.arrays import Array, frozen
+from ..core.errors import RetargetError
 from ..core.frames import PoseFrame, SensorFrame
 from ..core.kinematics import forward_kinematics
 from ..core.motion import Motion
@@ -594,7 +595,6 @@ def make_puppet(
     """
     missing = [n for n in character.names if n not in set(performer.names)]
     if missing:
-        from ..core.errors import RetargetError
 
         raise RetargetError(
             f"the character has joints the performer lacks: {missing[:8]}; "
@@ -615,6 +615,12 @@ def make_puppet(
         else np.broadcast_to(np.asarray(influence, dtype=np.float64), (4, len(objects))).copy()
     )
     roles_p, roles_c = find_roles(performer), find_roles(character)
+    armless = [r for r in ("left_shoulder", "right_shoulder") if r not in roles_c.points]
+    if armless:  # (a robot that is a pair of legs and a trunk)
+        raise RetargetError(
+            "puppetry drives four limbs; the character has no arms "
+            f"(roles found: {', '.join(roles_c.points)})"
+        )
     sensor_of = np.asarray(performer.indices(character.names), dtype=np.intp)
     takes = np.asarray(calibration, dtype=np.float64)
     if takes.shape[-2:] != (performer.num_joints, 4) or takes.ndim not in (2, 3):
