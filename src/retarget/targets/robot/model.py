@@ -366,24 +366,48 @@ def _matrix(q: NDArray[np.float64]) -> NDArray[np.float64]:
     )
 
 
+#: Unit directions to the 26 neighbours of a cube's centre: a round shape's surface
+#: points (its top, its sides, between them), not its bounding box's corners (which
+#: stand out of a sphere by 73 % of its radius: a head's end 4.5 cm to the side).
+_DIRECTIONS = np.array(
+    [(x, y, z) for x in (-1, 0, 1) for y in (-1, 0, 1) for z in (-1, 0, 1) if x or y or z],
+    dtype=float,
+)
+_DIRECTIONS /= np.linalg.norm(_DIRECTIONS, axis=1, keepdims=True)
+
+
+def _farthest(points: NDArray[np.float64], reach: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The point (3,) of ``points`` (N, 3) reaching farthest by ``reach`` (N,); the middle of
+    those that tie (a rod's end: its rim's centre, not one point of the rim)."""
+    top = float(reach.max())
+    return points[reach >= top - 1e-6 * max(abs(top), 1.0)].mean(axis=0)
+
+
 def _geom_points(model, g: int) -> NDArray[np.float64]:
-    """Vertices of geom ``g`` in its own frame: a mesh's, else its bounding box's corners."""
+    """Points of geom ``g``'s surface in its own frame: a mesh's vertices (its convex
+    hull's, as MuJoCo compiled it), a box's corners, points of a round shape's surface
+    along :data:`_DIRECTIONS` (a capsule's caps, a cylinder's rims)."""
     kind = int(model.geom_type[g])
     size = np.asarray(model.geom_size[g], dtype=float)
     if kind == 7 and model.geom_dataid[g] >= 0:
         m = int(model.geom_dataid[g])
         a, n = int(model.mesh_vertadr[m]), int(model.mesh_vertnum[m])
         return np.asarray(model.mesh_vert[a : a + n], dtype=float)
-    if kind == 2:
-        half = np.full(3, size[0])
-    elif kind == 3:
-        half = np.array([size[0], size[0], size[0] + size[1]])
-    elif kind == 5:
-        half = np.array([size[0], size[0], size[1]])
-    else:
-        half = size[:3]
+    if kind == 2:  # sphere
+        return size[0] * _DIRECTIONS
+    if kind == 3:  # capsule: half-spheres on the ends of its segment (z)
+        caps = size[0] * _DIRECTIONS
+        ends = np.where(caps[:, 2:] >= 0.0, size[1], -size[1]) * np.array([0.0, 0.0, 1.0])
+        sides = size[0] * _DIRECTIONS[np.abs(_DIRECTIONS[:, 2]) < 1e-12]
+        return np.concatenate([caps + ends, sides - [0.0, 0.0, size[1]]])
+    if kind == 4:  # ellipsoid
+        return size[:3] * _DIRECTIONS
+    if kind == 5:  # cylinder: its rims
+        turn = np.linspace(0.0, 2 * np.pi, 8, endpoint=False)
+        rim = np.stack([size[0] * np.cos(turn), size[0] * np.sin(turn), np.ones(8)], axis=1)
+        return np.concatenate([rim * [1.0, 1.0, size[1]], rim * [1.0, 1.0, -size[1]]])
     corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
-    return corners * half
+    return corners * size[:3]
 
 
 def _collision_geoms(model, bodies: list[int], path: Path) -> set[int]:
@@ -689,7 +713,7 @@ def read_robot(path: str | Path) -> Robot:
         direction = centre / max(float(np.linalg.norm(centre)), 1e-12)
         site_names.append(_unique(f"{site_names[k]}_end", names, site_names))
         site_parents.append(site_parents[k])
-        site_offsets.append(box[int(np.argmax(box @ direction))])
+        site_offsets.append(_farthest(box, box @ direction))
     # ends: the tip of each leaf joint's geometry (a sole's front edge, a hand's fingertips)
     has_child = np.zeros(n_j, dtype=bool)
     has_child[[q for q in parents if q >= 0]] = True
@@ -709,7 +733,7 @@ def read_robot(path: str | Path) -> Robot:
             forward = _forward(j, parents, channels, axes, limits, rest, pts.mean(axis=0))
             site_offsets.append(_sole_tip(pts, forward))
         else:
-            site_offsets.append(pts[int(np.argmax(np.linalg.norm(pts, axis=1)))])
+            site_offsets.append(_farthest(pts, np.linalg.norm(pts, axis=1)))
     # the top of the body, where the geometry reaches above every joint and end by a
     # tenth of the height (a head that is part of its torso's link, the H1's; a
     # trunk without a head): a site there, on the link the geometry belongs to
