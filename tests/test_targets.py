@@ -288,8 +288,10 @@ def test_the_registry_finds_each_kind_by_suffix_and_content(shared, data_dir, tm
     other = tmp_path / "scene.xml"  # an XML file that is no robot
     other.write_text("<scene><floor/></scene>")
     assert kind_of(other) is None
+    with pytest.raises(RetargetError, match=r"scene.xml: its first element is <scene>; expected"):
+        open_target(other)  # (the kind whose suffix it has says why it is none)
     with pytest.raises(RetargetError, match=r"not a target this library opens \(\.xml"):
-        open_target(other)
+        open_target(tmp_path / "thing.dat")
     assert open_target("preset:sally").name == open_target("sally").name == "preset:sally"
     with pytest.raises(RetargetError, match="unknown preset 'tall'; presets: blubby, sally"):
         open_target("preset:tall")

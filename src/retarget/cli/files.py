@@ -23,10 +23,14 @@ __all__ = ["add_parsers"]
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    from ..core.errors import FormatError
     from ..core.lazy import approximate
-    from ..targets.registry import kind_of
+    from ..targets.registry import kind_of, refusal
 
     kind = kind_of(args.file)
+    reason = refusal(args.file)
+    if reason is not None:  # (an .xml that is not a robot's model)
+        raise FormatError(args.file, None, reason)
     if kind is not None and kind.name == "robot":
         return _robot_info(args)
     if kind is not None and kind.name == "character":

@@ -21,11 +21,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..core.errors import RetargetError
+from ..core.errors import FormatError, RetargetError
 from ..core.skeleton import Skeleton
 from .base import Target
 
-__all__ = ["KINDS", "Kind", "kind_of", "open_target", "register"]
+__all__ = ["KINDS", "Kind", "kind_of", "open_target", "refusal", "register"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,9 @@ class Kind:
     suffixes: tuple[str, ...]
     opener: str
     claims: Callable[[Path], bool] | None = None
+    refusal: Callable[[Path], str] | None = None
+    """Why a file of these suffixes that :attr:`claims` turns down is not one (an
+    ``.xml`` that is empty, not XML, or not MJCF or URDF): the one-line error."""
 
     def open(self, path: str, **options: Any) -> Target:
         """The target of ``path``, opened once (its files read, its models compiled)."""
@@ -67,6 +70,12 @@ def _is_robot_model(path: Path) -> bool:
     return path.suffix.lower() == ".urdf" or model_format(path) is not None
 
 
+def _not_a_robot_model(path: Path) -> str:
+    from .robot.model import not_a_model
+
+    return not_a_model(path)
+
+
 _KINDS: dict[str, Kind] = {}
 #: The kinds of target by name, in the order they are tried.
 KINDS: Mapping[str, Kind] = MappingProxyType(_KINDS)
@@ -79,7 +88,13 @@ def register(kind: Kind) -> Kind:
 
 
 register(
-    Kind("robot", (".xml", ".mjcf", ".urdf"), "retarget.targets.robot:open_robot", _is_robot_model)
+    Kind(
+        "robot",
+        (".xml", ".mjcf", ".urdf"),
+        "retarget.targets.robot:open_robot",
+        _is_robot_model,
+        _not_a_robot_model,
+    )
 )
 register(Kind("character", (".glb", ".gltf", ".fbx"), "retarget.targets.character:open_character"))
 register(
@@ -95,6 +110,17 @@ def kind_of(path: str | os.PathLike) -> Kind | None:
     """The kind of target the file ``path`` is (None: none)."""
     p = Path(path)
     return next((kind for kind in _KINDS.values() if kind.takes(p)), None)
+
+
+def refusal(path: str | os.PathLike) -> str | None:
+    """Why a file with the suffix of a kind that looks inside its files is none of it
+    (:attr:`Kind.refusal`); None when a kind takes it or none claims its suffix."""
+    p = Path(path)
+    if kind_of(p) is not None:
+        return None
+    suffix = p.suffix.lower()
+    reasons = (k.refusal(p) for k in _KINDS.values() if suffix in k.suffixes and k.refusal)
+    return next(reasons, None)
 
 
 def open_target(
@@ -136,6 +162,9 @@ def open_target(
     name = text.removeprefix("preset:")
     if text.startswith("preset:") or (name in PRESETS and not Path(text).exists()):
         return _call(PRESET, "a preset", name, **options)
+    reason = refusal(text)
+    if reason is not None:
+        raise FormatError(text, None, reason)
     known = ", ".join(s for k in _KINDS.values() for s in k.suffixes)
     raise RetargetError(
         f"{text}: not a target this library opens ({known}, or a preset: "

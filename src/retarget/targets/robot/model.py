@@ -69,6 +69,7 @@ __all__ = [
     "Geom",
     "Robot",
     "model_format",
+    "not_a_model",
     "read_robot",
 ]
 
@@ -185,6 +186,27 @@ class Robot:
         return float(self.masses.sum())
 
 
+def not_a_model(path: str | Path) -> str:
+    """Why ``path`` is read as no robot: it is missing, empty, not XML, or its first
+    element is not ``<mujoco>`` (MJCF) or ``<robot>`` (URDF)."""
+    p = Path(path)
+    if not p.is_file():
+        return "no such file"
+    if p.stat().st_size == 0:
+        return "the file is empty; expected an MJCF (<mujoco>) or URDF (<robot>) model"
+    try:
+        for _, element in ET.iterparse(p, events=("start",)):
+            return (
+                f"its first element is <{element.tag}>; expected an MJCF (<mujoco>) or "
+                "URDF (<robot>) model"
+            )
+    except ET.ParseError as exc:
+        return f"it is not XML ({exc}); expected an MJCF (<mujoco>) or URDF (<robot>) model"
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+    return "it holds no element; expected an MJCF (<mujoco>) or URDF (<robot>) model"
+
+
 def model_format(path: str | Path) -> str | None:
     """``"mjcf"`` or ``"urdf"``: what an XML file holds, by its root element
     (``<mujoco>``, ``<robot>``; the file read only as far as that element's start tag);
@@ -207,7 +229,51 @@ def _load(path: Path) -> tuple[Any, bool]:
         raise FormatError(str(path), None, f"reading robots needs mujoco ({exc})") from None
     if not path.is_file():
         raise FormatError(str(path), None, "no such file")
+    _numbers_finite(path)
     text = _resolved_urdf(path) if model_format(path) == "urdf" else None
+    said: list[str] = []  # MuJoCo's own warnings, printed by it unless caught
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(said.append)
+    try:
+        model, fixed = _compile(path, text)
+    finally:
+        mujoco.set_mju_user_warning(previous)
+    for message in said:  # (a NaN is an error of its own: _check_finite)
+        if "NaN" not in message:
+            warn(f"MuJoCo: {' '.join(message.split())}", path=str(path))
+    return model, fixed
+
+
+_ATTRIBUTE = re.compile(r'([\w:-]+)\s*=\s*("([^"]*)"|\'([^\']*)\')')
+
+
+def _numbers_finite(path: Path) -> None:
+    """A one-line error (file, line) for the first attribute of the file whose value is
+    numbers one of which is not finite (``pos="nan 0 0"``, ``ixx="inf"``): MuJoCo
+    compiles them as given (a URDF's NaN inertia balanced into a made-up one)."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return
+    for k, line in enumerate(lines, start=1):
+        for match in _ATTRIBUTE.finditer(line):
+            value = match.group(3) if match.group(3) is not None else match.group(4)
+            words = value.split()
+            try:
+                numbers = [float(w) for w in words]
+            except ValueError:
+                continue
+            if words and not np.all(np.isfinite(numbers)):
+                raise FormatError(
+                    str(path), k, f'{match.group(1)}="{value}": expected finite numbers'
+                )
+
+
+def _compile(path: Path, text: str | None) -> tuple[Any, bool]:
+    """:func:`_load`'s compilation of ``path`` (or of ``text``, a URDF made readable),
+    repaired where a tolerant reading is safe (:func:`_repair`, each with a warning)."""
+    import mujoco
+
     try:
         if text is None:
             spec = mujoco.MjSpec.from_file(str(path))
@@ -219,40 +285,106 @@ def _load(path: Path) -> tuple[Any, bool]:
         )
         if fixed and not root.joints:  # welded (a URDF's root): float it
             root.add_freejoint()
-        try:
-            return spec.compile(), fixed
-        except ValueError as exc:
-            # an inertia no body can have (iCub's ankles, Alexander's hand mounts):
-            # URDF readers take it as written (pinocchio, ROS); MuJoCo refuses it
-            # unless told to balance it, which changes only the masses' spread
-            if "inertia" not in str(exc) or spec.compiler.balanceinertia:
-                raise
-            spec.compiler.balanceinertia = True
-            flat = _fill_inertias(spec)
-            model = spec.compile()
-            what = f"{len(flat)} without (as a 1 cm ball: {', '.join(flat[:3])}" + (
-                ", ...)" if len(flat) > 3 else ")"
-            )
-            warn(
-                "inertias MuJoCo cannot take, read as near ones: those breaking A + B >= C "
-                f"balanced (MuJoCo's balanceinertia){'; ' + what if flat else ''}",
-                path=str(path),
-            )
-            return model, fixed
+        notes: list[str] = []
+        for _ in range(len(_REPAIRS) + 1):
+            try:
+                model = spec.compile()
+                break
+            except ValueError as exc:
+                note = _repair(spec, str(exc), path)
+                if note is None:
+                    raise
+                notes.append(note)
+        else:  # pragma: no cover - each repair is made once
+            raise ValueError("the model could not be repaired")
+    except FormatError:
+        raise
     except ValueError as exc:
         message = " ".join(str(exc).split())
         found = re.search(r"line(?: number)?[ =](\d+)", message, re.IGNORECASE)
         line = int(found.group(1)) if found else None
         raise FormatError(str(path), line, f"MuJoCo cannot compile it: {message}") from None
+    for note in notes:
+        warn(note, path=str(path))
+    return model, fixed
 
 
-def _fill_inertias(spec) -> list[str]:
+#: What :func:`_repair` mends, once each: a part of the MuJoCo message it answers.
+_REPAIRS = {
+    "mass": "mass and inertia of moving bodies",
+    "inertia": "inertia",
+    "size": "must be positive",
+}
+
+
+def _repair(spec, message: str, path: Path) -> str | None:
+    """Mend ``spec`` for the compiler's ``message`` where a tolerant reading is safe
+    (what the URDF readers of the field, pinocchio and ROS, take as written), and say
+    what was done; None when it cannot be (the error stands):
+
+    * a moving body without mass (a link that only carries others): 1 mg and the
+      least inertia MuJoCo takes (``boundmass``, ``boundinertia``; the kinematics the
+      methods use are untouched, the physics filter gets a link of no weight);
+      a negative mass is an error;
+    * an inertia no body can have (iCub's ankles, Alexander's hand mounts): balanced
+      (MuJoCo's ``balanceinertia``, which changes only the masses' spread), a mass
+      without inertia given a 1 cm ball's (:func:`_fill_inertias`);
+    * a geometry of zero size (ARMAR-4's): dropped, its body kept, since it has no
+      volume to collide with.
+    """
+    bodies = list(spec.bodies)[1:]  # (the world's first)
+    negative = [b.name for b in bodies if b.mass < 0]
+    if negative:
+        raise FormatError(
+            str(path),
+            _line_of(path, negative[0]),
+            f"body {negative[0]!r} has a negative mass; expected a mass of 0 or more",
+        )
+    light = [b.name for b in bodies if b.mass <= 0 and b.first_joint() is not None]
+    if _REPAIRS["mass"] in message and light and spec.compiler.boundmass <= 0:
+        spec.compiler.boundmass = 1e-6
+        spec.compiler.boundinertia = 1e-12
+        return (
+            f"{len(light)} moving bodies without mass ({', '.join(light[:3])}"
+            f"{', ...' if len(light) > 3 else ''}) read as 1 mg"
+        )
+    if _REPAIRS["inertia"] in message and not spec.compiler.balanceinertia:
+        spec.compiler.balanceinertia = True
+        flat = _fill_inertias(spec, path)
+        what = f"{len(flat)} without (as a 1 cm ball: {', '.join(flat[:3])}" + (
+            ", ...)" if len(flat) > 3 else ")"
+        )
+        return (
+            "inertias MuJoCo cannot take, read as near ones: those breaking A + B >= C "
+            f"balanced (MuJoCo's balanceinertia){'; ' + what if flat else ''}"
+        )
+    if _REPAIRS["size"] in message:
+        needed = {0: [2], 2: [0], 3: [0, 1], 4: [0, 1, 2], 5: [0, 1], 6: [0, 1, 2]}  # (a plane's
+        # sides of 0 are infinite; its third number, the grid's spacing, must be positive)
+        empty = [
+            g
+            for g in spec.geoms
+            if int(g.type) in needed
+            and np.any(np.asarray(g.size, dtype=float)[needed[int(g.type)]] <= 0)
+            and not (int(g.type) in (3, 5) and np.isfinite(g.fromto).all() and g.size[0] > 0)
+        ]
+        if not empty:
+            return None
+        names = [g.name or f"a {_GEOM_KINDS[int(g.type)]}" for g in empty]
+        for g in empty:
+            spec.delete(g)
+        listed = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        return f"{len(empty)} geometries of zero size dropped ({listed})"
+    return None
+
+
+def _fill_inertias(spec, path: Path) -> list[str]:
     """Give every body of ``spec`` with a mass but an inertia no body can have (zero or
     not positive definite: iCub's ankles, 0.27 kg of zero inertia) the least inertia
     that makes it positive definite, and no less than a ball of its mass 1 cm across;
     the names of the bodies given one."""
     names = []
-    for body in spec.bodies:
+    for body in spec.bodies[1:]:  # (the world's first)
         if body.mass <= 0:
             continue
         floor = 0.4 * body.mass * 0.005**2
@@ -441,6 +573,82 @@ def _collision_geoms(model, bodies: list[int], path: Path) -> set[int]:
     return chosen
 
 
+#: (MuJoCo's array, the kind of element it belongs to, what it holds): the numbers a
+#: model must have finite (MuJoCo compiles a NaN or an infinity as given).
+_FINITE = (
+    ("body_pos", "body", "position"),
+    ("body_quat", "body", "orientation"),
+    ("body_mass", "body", "mass"),
+    ("body_inertia", "body", "inertia"),
+    ("body_ipos", "body", "centre of mass"),
+    ("jnt_pos", "jnt", "anchor"),
+    ("jnt_axis", "jnt", "axis"),
+    ("jnt_range", "jnt", "range"),
+    ("geom_pos", "geom", "position"),
+    ("geom_quat", "geom", "orientation"),
+    ("geom_size", "geom", "size"),
+)
+
+
+#: A body farther than this from the origin at the zero configuration (m) is an error.
+_FAR = 1e3
+
+
+def _line_of(path: Path, name: str) -> int | None:
+    """The first line of ``path`` giving ``name="..."`` (a body's, a joint's), or None."""
+    try:
+        for k, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+            if f'name="{name}"' in line or f"name='{name}'" in line:
+                return k
+    except OSError:
+        return None
+    return None
+
+
+def _check_finite(path: Path, model, data) -> None:
+    """A one-line error for the first element of ``model`` whose numbers are not finite
+    (MuJoCo compiles ``nan``, ``inf`` and overflowing values as they are), or whose
+    placement at the zero configuration is not (a position of 1e300 squared)."""
+    kinds = {"body": ("body", "body"), "jnt": ("joint", "joint"), "geom": ("geom", "geom")}
+    checks = [(getattr(model, a), k, what) for a, k, what in _FINITE]
+    checks.append((data.xpos, "body", "place at the zero configuration"))
+    checks.append((data.xquat, "body", "orientation at the zero configuration"))
+    for values, kind, what in checks:
+        bad = ~np.isfinite(np.asarray(values, dtype=float)).reshape(len(values), -1).all(axis=1)
+        if not bad.any():
+            continue
+        i = int(np.flatnonzero(bad)[0])
+        word, lookup = kinds[kind]
+        name = getattr(model, lookup)(i).name or f"#{i}"
+        shown = " ".join(f"{v:g}" for v in np.ravel(values[i]))
+        raise FormatError(
+            str(path),
+            _line_of(path, name),
+            f"{word} {name!r}: its {what} is not finite ({shown}); expected numbers",
+        )
+    lo, hi = np.asarray(model.jnt_range, dtype=float).T
+    upside = lo > hi  # (MuJoCo then takes the joint as unlimited)
+    if upside.any():  # (MuJoCo compiles a range upside down as given)
+        j = int(np.flatnonzero(upside)[0])
+        name = model.joint(j).name or f"#{j}"
+        raise FormatError(
+            str(path),
+            _line_of(path, name),
+            f"joint {name!r} has its range upside down ({lo[j]:g} above {hi[j]:g}); "
+            "expected the lower limit first",
+        )
+    far = np.linalg.norm(np.asarray(data.xpos, dtype=float), axis=1) > _FAR
+    if far.any():  # (a body placed a kilometre away: a typo's 1e300, not a humanoid)
+        i = int(np.flatnonzero(far)[0])
+        name = model.body(i).name or f"#{i}"
+        raise FormatError(
+            str(path),
+            _line_of(path, name),
+            f"body {name!r} stands {np.linalg.norm(data.xpos[i]):.3g} m from the origin at "
+            f"the zero configuration; expected a robot within {_FAR:g} m",
+        )
+
+
 def _root_body(model) -> int:
     """The robot's first body: the child of the world with the most bodies below it."""
     below = np.zeros(model.nbody, dtype=int)
@@ -540,6 +748,7 @@ def read_robot(path: str | Path) -> Robot:
     model, fixed_base = _load(p)
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)  # qpos0: the zero configuration
+    _check_finite(p, model, data)
     try:
         root = _root_body(model)
     except ValueError as exc:

@@ -87,6 +87,8 @@ def _servo_arm(side: int, s: str) -> str:
 
 def suffix_servo() -> str:
     left, right = "", "_2"
+    limbs = _servo_arm(1, left) + _servo_arm(-1, right)
+    limbs += _servo_leg(1, left) + _servo_leg(-1, right)
     return f"""<?xml version="1.0" encoding="utf-8"?>
 <!-- Made for the tests by make_made.py (this project's own, CC0): sides only by a "_2"
      suffix, links named by their servo parts. -->
@@ -109,7 +111,7 @@ def suffix_servo() -> str:
           <joint name="neck_drive_pitch" axis="0 1 0" range="-0.6 0.9"/>
           <geom type="sphere" size="0.045" pos="0 0 0.045"/>
         </body>
-      </body>{_servo_arm(1, left)}{_servo_arm(-1, right)}{_servo_leg(1, left)}{_servo_leg(-1, right)}
+      </body>{limbs}
     </body>
   </worldbody>
 </mujoco>
@@ -132,7 +134,8 @@ class _Urdf:
         self.links += 1
         inertia = 0.4 * mass * 0.03**2
         body = "".join(
-            f'\n    <collision><origin xyz="{xyz}" rpy="{rpy}"/><geometry>{g}</geometry></collision>'
+            f'\n    <collision><origin xyz="{xyz}" rpy="{rpy}"/>'
+            f"<geometry>{g}</geometry></collision>"
             for xyz, rpy, g in geoms
         )
         self.parts.append(
@@ -146,7 +149,8 @@ class _Urdf:
         name = f"j{self.joints}"
         self.joints += 1
         self.parts.append(
-            f'  <joint name="{name}" type="revolute"><parent link="{parent}"/><child link="{child}"/>'
+            f'  <joint name="{name}" type="revolute">'
+            f'<parent link="{parent}"/><child link="{child}"/>'
             f'<origin xyz="{_v(*xyz)}" rpy="0 0 0"/><axis xyz="{_v(*axis)}"/>'
             f'<limit lower="{lo:g}" upper="{hi:g}" effort="50" velocity="10"/></joint>'
         )
