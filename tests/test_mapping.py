@@ -21,7 +21,7 @@ from retarget.humanoid.mapping import (
     rerig,
     transfer,
 )
-from retarget.humanoid.roles import height
+from retarget.humanoid.roles import find_roles, height
 from retarget.humanoid.world import turn, up_axis
 from retarget.io import read_amc, read_asf_amc, read_bvh
 from retarget.methods import get_method
@@ -279,3 +279,51 @@ def test_cli_maps_a_z_up_source_with_limb_segments(clips, tmp_path):
         np.testing.assert_array_equal(up_axis(result.skeleton, result), [0, 0, 1])
         m = json.loads(report.read_text())["measures"]
         assert m["skate_result"] <= m["skate_source"]
+
+
+@pytest.mark.parametrize(
+    ("part", "roles", "said"),
+    [
+        (
+            "target",
+            {"head": "left_ankle_pitch_joint"},
+            "the head (left_ankle_pitch_joint) is in the left leg",
+        ),
+        (
+            "target",
+            {"left_knee": "right_knee_joint"},
+            "left_knee (right_knee_joint) is not below left_hip",
+        ),
+        ("source", {"head": "LeftFoot"}, "the head (LeftFoot) is in the left leg"),
+        ("source", {"hips": "Spine2"}, "does not hang from the hips (Spine2)"),
+    ],
+)
+def test_a_wrong_map_is_refused_in_one_line(part, roles, said, data_dir, tmp_path, capsys):
+    """A ``--map`` that makes the roles no humanoid's (a foot named the head, a knee of
+    the other leg) is refused before any work: exit 2, one line saying what is wrong."""
+    g1 = data_dir.parent / "robots" / "unitree_g1" / "g1_29dof.xml"
+    mapping = tmp_path / "map.json"
+    mapping.write_text(json.dumps({part: roles}))
+    out = tmp_path / "out.npz"
+    argv = ["run", str(data_dir / "lafan_walk.bvh"), "--target", str(g1), "--map", str(mapping)]
+    assert main([*argv, "--frames", "0:30", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err and "--map" in err, err
+    assert not out.exists()
+
+
+def test_roles_standing_wrong_at_rest_are_named():
+    """A reading whose head is below its hips, or whose height is a fraction of the
+    body's, is named by the geometric checks of a rest pose that stands."""
+    from test_roles_characters import RIGS
+
+    from retarget.humanoid.plausible import implausible
+
+    sk = RIGS["mixamo"]()[0]
+    roles = dict(find_roles(sk))
+    assert implausible(sk, roles) == []
+    short = dict(roles, head=sk.index("mixamorig:Spine"))
+    said = implausible(sk, short)
+    assert said and "under 65% of the body" in said[0], said
+    low = dict(roles, head=sk.index("mixamorig:Hips"), hips=sk.index("mixamorig:Hips"))
+    assert any("not above" in s or "hang from the hips" in s for s in implausible(sk, low))

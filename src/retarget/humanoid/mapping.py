@@ -71,6 +71,7 @@ from ..core.kinematics import forward_kinematics, rest_pose
 from ..core.motion import Motion
 from ..core.skeleton import Skeleton
 from . import world
+from .plausible import implausible
 from .roles import Roles, find_roles, leg_length
 
 __all__ = [
@@ -105,6 +106,7 @@ def required_roles(roles: Mapping[str, int]) -> tuple[str, ...]:
     if _ARM_ROLES.isdisjoint(roles):
         return tuple(r for r in REQUIRED_ROLES if r not in _ARM_ROLES)
     return REQUIRED_ROLES
+
 
 #: Bones compared by :func:`bone_direction_error`: (name, from role, to role).
 _BONES = (
@@ -253,6 +255,15 @@ def read_overrides(path: str | Path) -> dict[str, dict[str, str]]:
             f'{path}: expected {{"source": {{role: joint name}}, "target": {{role: joint name}}}}'
         )
     return {k: dict(v) for k, v in data.items()}
+
+
+def _implausible_message(which: str, skeleton: Skeleton, problems: list[str]) -> str:
+    example = {which: {"head": f"<a joint of the {which}, e.g. {skeleton.names[-1]}>"}}
+    return (
+        f"the {which}'s roles do not stand as a humanoid's: {'; '.join(problems[:3])}"
+        f"{'; ...' if len(problems) > 3 else ''}; name them with --map map.json, "
+        f"e.g. {json.dumps(example)}"
+    )
 
 
 def _missing_message(missing: dict[str, list[str]], skeletons: dict[str, Skeleton]) -> str:
@@ -428,6 +439,10 @@ def map_skeletons(
     missing = {k: v for k, v in missing.items() if v}
     if missing:
         raise MappingError(_missing_message(missing, {"source": source, "target": target}))
+    for which, skeleton, roles in (("source", source, src_roles), ("target", target, tgt_roles)):
+        problems = implausible(skeleton, roles)
+        if problems:
+            raise MappingError(_implausible_message(which, skeleton, problems))
     s_up = np.asarray(
         source_up if source_up is not None else world.up_axis(source, roles=src_roles),
         dtype=np.float64,

@@ -595,7 +595,6 @@ def make_puppet(
     """
     missing = [n for n in character.names if n not in set(performer.names)]
     if missing:
-
         raise RetargetError(
             f"the character has joints the performer lacks: {missing[:8]}; "
             "puppetry needs the performer's joint names on the character"
