@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..core import quat
-from ..core.errors import RetargetError
+from ..core.errors import RetargetError, warn
 from ..core.motion import Motion, frame_slice
 from ..core.result import Result, speed
 from ..core.skeleton import Skeleton
@@ -44,6 +44,7 @@ from ..humanoid.mapping import (
 from ..humanoid.roles import require_humanoid
 from ..methods import Method, get_method, method_options
 from ..targets import Finished, Prepared, Target, open_target
+from .verdict import verdict
 
 __all__ = ["Outcome", "method_arguments", "retarget"]
 
@@ -62,7 +63,9 @@ class Outcome:
         Strict-JSON facts: the method's own (options, residuals, timings), the
         target's (a character's hands in its body, a robot's IK pass), ``source``,
         ``frames``, ``target``, ``world``, ``seconds``, ``frames_per_second``,
-        ``goals``, ``measures`` (or ``measures_note``) and ``mapping``.
+        ``goals``, ``measures`` (or ``measures_note``), ``mapping`` and ``verdict``
+        (:func:`retarget.pipeline.verdict.verdict`: whether the measures say it is far
+        from right; the run warns when they do).
     result : Result
         The method's own: its motion on the skeleton it ran on (Y up) and its goals.
     target : Target
@@ -258,6 +261,14 @@ def retarget(
             report["measures_note"] = f"not measured: {exc}"
     if mapping.joint_map is not None:
         report["mapping"] = _mapping_report(original, carried.upright, mapping)
+    if measure:
+        report["verdict"] = verdict(report)
+        if report["verdict"]["far_off"]:
+            warn(
+                f"the result is far from right onto {target.name}: "
+                + "; ".join(report["verdict"]["because"]),
+                path=called if name else None,
+            )
     stem = Path(name).stem if name else "retargeted"
     return Outcome(carried.output, report, result, target, original, stem)
 
