@@ -51,3 +51,26 @@ def test_renaming_every_part_changes_no_trajectory(name, method, walk, data_dir,
     theirs = retarget(walk, open_robot(renamed(path, tmp_path)), method, measure=False).output
     for key in ("root_pos", "root_quat", "dof_pos"):
         np.testing.assert_allclose(getattr(theirs, key), getattr(ours, key), rtol=0, atol=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore::retarget.core.errors.RetargetWarning")
+@pytest.mark.parametrize("name", ["op3", "h1"])
+def test_a_leg_that_zigzags_at_rest_is_mapped_without_a_swing(name, walk, data_dir):
+    """The OP3's thigh and shin zig-zag 20° across the leg at rest, the H1's 16° (their
+    hips' last hinge set out to the side): mapped bone by bone, a performer's straight
+    leg was out of the knee's reach, and the hip swung about the thigh by up to 0.85 rad
+    in a frame to the nearest it could; the rest's zig-zag now stands for straight
+    (:attr:`retarget.humanoid.mapping.JointMap.lift`)."""
+    from retarget.core import quat
+    from retarget.humanoid.mapping import map_for_method
+
+    target = open_robot(robot_path(name, data_dir.parent))
+    clip = read_motion(data_dir / "lafan_walk.bvh")[600:900]  # a knee straightening
+    prepared = target.prepare(clip)
+    ready = map_for_method(clip, prepared.skeleton, None, level_feet=True)
+    lift = ready.joint_map.lift
+    assert np.degrees(np.abs(lift)).max() > 15.0  # the knees
+    rot = ready.motion.rotations
+    step = quat.multiply(quat.conjugate(rot[:-1]), rot[1:])
+    angle = 2 * np.arccos(np.clip(np.abs(step[..., 0]), 0.0, 1.0))
+    assert angle.max() < 0.4, ready.motion.skeleton.names[int(angle.max(axis=0).argmax())]

@@ -178,6 +178,17 @@ class JointMap:
     align : ndarray, shape (J_target, 4)
         ``B_t``: in the source's world at rest, the turn of each target joint
         onto its counterpart (the parent's for an undriven joint).
+    lift : ndarray, shape (J_target,)
+        For a one-channel joint aimed from a three-channel parent (a robot's knee
+        below its hip ball): how much higher on its hinge axis (rad, the elevation
+        of the bone's direction from the plane square to the axis) the target's
+        bone stands at rest than its parent's (a straight limb's). A robot
+        whose thigh and shin zig-zag at rest (the OP3's by 20°, the H1's by 16°
+        across the leg, its hip's last hinge out to the side) cannot straighten
+        them as a performer does, and the hinge cannot reach across: the wanted
+        direction is raised by it (:func:`_on_channels`), so the rest stands for
+        the rest (aimed as it was, the parent turned about itself by up to a half
+        turn to reach the unreachable: the OP3's hips swung 0.85 rad in a frame).
     """
 
     source: Skeleton
@@ -196,6 +207,7 @@ class JointMap:
     aim: NDArray[np.intp]
     aim_local: Array
     align: Array
+    lift: Array | None = None
 
     @property
     def bones(self) -> tuple[tuple[str, int, int, int, int], ...]:
@@ -539,6 +551,7 @@ def map_skeletons(
             quat.multiply(quat.conjugate(g_s[driver[t]]), align[t]),
             quat.multiply(a_inv, g_t[t]),
         )
+    lift = _hinge_lifts(target, driver, aim)
     unit_scale = world.UNITS.get(source.unit, 1.0) / world.UNITS.get(target.unit, 1.0)
     scale = unit_scale
     if scale_root:
@@ -562,7 +575,58 @@ def map_skeletons(
         aim=aim,
         aim_local=aim_local,
         align=align,
+        lift=lift,
     )
+
+
+def _hinge_axis_in_parent(skeleton: Skeleton, j: int) -> Array:
+    """A one-channel joint's axis (3,) in its parent's frame (its own at rest)."""
+    k = "XYZ".index(skeleton.euler_orders[j])
+    return quat.rotate(skeleton.axes[j], np.eye(3)[k])
+
+
+def _elevation(direction: Array, axis: Array) -> Array:
+    """The angle (rad) of unit ``direction`` (..., 3) out of the plane square to ``axis``."""
+    return np.arcsin(np.clip(direction @ axis, -1.0, 1.0))
+
+
+#: A zig-zag at rest (rad) from which :attr:`JointMap.lift` is taken: the parent's
+#: twist reaches the directions a smaller one leaves out (the G1's 0.5° knees and 1.4°
+#: elbows, an ASF's straight ones); the OP3's 20° knees and 25° elbows, the H1's 16°
+#: knees, it could not without a fold.
+_ZIGZAG = np.radians(8.0)
+
+
+def _hinge_lifts(target: Skeleton, driver: NDArray[np.intp], aim: NDArray[np.intp]) -> Array:
+    """:attr:`JointMap.lift` of every joint: for a one-channel joint aimed from a
+    three-channel parent, the elevation from its hinge's plane of its bone at rest less
+    that of its parent's bone (a straight limb's); zero elsewhere."""
+    lift = np.zeros(target.num_joints)
+    channels = [len(o) for o in target.euler_orders]
+    pos_t = rest_pose(target)[0]
+    for t in range(target.num_joints):
+        c = int(aim[t])
+        if driver[t] < 0 or channels[t] != 3 or not 0 <= c < target.num_joints:
+            continue
+        if channels[c] != 1 or aim[c] < 0 or driver[c] < 0:
+            continue
+        h = _hinge_axis_in_parent(target, c)
+        parent_bone, bone = pos_t[c] - pos_t[t], pos_t[aim[c]] - pos_t[c]
+        sizes = np.linalg.norm(parent_bone), np.linalg.norm(bone)
+        if min(sizes) <= 0:
+            continue
+        zig = float(_elevation(bone / sizes[1], h) - _elevation(parent_bone / sizes[0], h))
+        lift[c] = zig if abs(zig) >= _ZIGZAG else 0.0
+    return lift
+
+
+def _lifted(direction: Array, axis: Array, lift: float) -> Array:
+    """Unit ``direction`` (F, 3) raised by ``lift`` (rad) toward ``axis`` (3,): turned
+    about ``axis × direction`` (:attr:`JointMap.lift`)."""
+    turn_axis = np.cross(axis, direction)
+    size = np.linalg.norm(turn_axis, axis=-1, keepdims=True)
+    unit = np.divide(turn_axis, size, out=np.zeros_like(turn_axis), where=size > 1e-12)
+    return quat.rotate(quat.quat_from_rotvec(-lift * unit), direction)
 
 
 def standing_frame(motion: Motion, roles: Mapping[str, int], up: Array) -> int | None:
@@ -710,6 +774,8 @@ def _on_channels(skeleton: Skeleton, joint_map: JointMap, wanted: Array, directi
                 q = dofs.aim_on_channels(sk, t, q, jm.aim_local[t] if child >= 0 else None, d)
             elif 0 <= child < n_t and channels[child] == 1 and jm.aim[child] >= 0:
                 d = quat.rotate(quat.conjugate(quat.multiply(above, q)), direction[:, child])
+                if jm.lift is not None and jm.lift[child] != 0.0:
+                    d = _lifted(d, _hinge_axis_in_parent(sk, child), float(jm.lift[child]))
                 phi = dofs.twist_for_hinge(sk, child, jm.aim_local[t], jm.aim_local[child], d)
                 q = quat.multiply(q, quat.quat_from_rotvec(phi[:, None] * jm.aim_local[t]))
         elif t in takers:

@@ -63,6 +63,7 @@ from numpy.typing import NDArray
 from ...core import quat
 from ...core.arrays import frozen
 from ...core.errors import FormatError, warn
+from ...core.kinematics import rest_pose
 from ...core.skeleton import Skeleton
 
 __all__ = [
@@ -976,6 +977,12 @@ def read_robot(path: str | Path) -> Robot:
         limits=np.asarray(limits),
         up="z",
     )
+    skeleton, bent = _bend_one_way(skeleton)
+    if bent:
+        warn(
+            f"no range on {', '.join(bent)}: bent one way only, as a human's knees and elbows bend",
+            path=str(p),
+        )
     return Robot(
         skeleton=skeleton,
         path=str(p),
@@ -993,6 +1000,41 @@ def read_robot(path: str | Path) -> Robot:
         fixed_base=fixed_base,
         model=model,
     )
+
+
+def _bend_one_way(skeleton: Skeleton) -> tuple[Skeleton, tuple[str, ...]]:
+    """``skeleton`` with each knee and elbow hinge the model leaves unlimited (Robotis
+    OP3's: servos turning all the way round) given the half-turn a human's bends in:
+    the knee the way that moves the ankle back, the elbow the way that moves the wrist
+    forward (up, for an arm held out sideways at rest); and the names of those hinges.
+    (Free both ways, the methods bent the OP3's knees backward on one step in three.)"""
+    from ...humanoid.anatomy import hinge_axis, read_anatomy
+
+    body = read_anatomy(skeleton)
+    if body is None:
+        return skeleton, ()
+    pos = rest_pose(skeleton)[0]
+    forward = np.cross(body.left, body.up)
+    limits = np.array(skeleton.limits, dtype=float)
+    bent = []
+    for side in ("left", "right"):
+        for middle, end, back in (("knee", "ankle", True), ("elbow", "wrist", False)):
+            j, k = body.points.get(f"{side}_{middle}"), body.points.get(f"{side}_{end}")
+            if j is None or k is None or len(skeleton.euler_orders[j]) != 1:
+                continue
+            c = "XYZ".index(skeleton.euler_orders[j])
+            if np.isfinite(limits[j, c]).any():
+                continue
+            moves = np.cross(hinge_axis(skeleton, j), pos[k] - pos[j])  # for a turn of +θ
+            way = float(moves @ forward)
+            if not back and abs(way) < 0.3 * float(np.linalg.norm(moves)):
+                way = float(moves @ body.up)  # (an arm held out sideways)
+            positive = way < 0.0 if back else way > 0.0
+            limits[j, c] = (0.0, np.pi) if positive else (-np.pi, 0.0)
+            bent.append(skeleton.names[j])
+    if not bent:
+        return skeleton, ()
+    return skeleton.replace(limits=limits), tuple(bent)
 
 
 def _descends(parent_of: NDArray[np.intp], b: int, top: int) -> bool:
