@@ -8,10 +8,13 @@ gathered into the same joints and the same joint trajectories.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from robot_files import ROBOTS, renamed, robot_path
 
+from retarget.core.errors import RetargetWarning
 from retarget.humanoid.roles import find_roles
 from retarget.io.formats import read_motion
 from retarget.pipeline import retarget
@@ -74,3 +77,29 @@ def test_a_leg_that_zigzags_at_rest_is_mapped_without_a_swing(name, walk, data_d
     step = quat.multiply(quat.conjugate(rot[:-1]), rot[1:])
     angle = 2 * np.arccos(np.clip(np.abs(step[..., 0]), 0.0, 1.0))
     assert angle.max() < 0.4, ready.motion.skeleton.names[int(angle.max(axis=0).argmax())]
+
+
+@pytest.mark.parametrize("method", ["hierarchical", "omr"])
+def test_hinges_the_model_leaves_unlimited_turn_as_a_humans_do(method, data_dir):
+    """Robotis OP3's servos have no range: its knees and elbows bend one way, every other
+    hinge turns at most 135° from its zero (the reader says so), and on a walk every
+    hinge keeps to that (free all the way round, its hips wound through turns: angles
+    of 9 to 13 rad). (Its walk still jumps: issue 39's note.)"""
+    path = robot_path("op3", data_dir.parent)
+    with pytest.warns(RetargetWarning, match="at most 135 degrees"):
+        target = open_robot(path)
+    sk = target.robot.skeleton
+    capped = [
+        j
+        for j, order in enumerate(sk.euler_orders)
+        if len(order) == 1
+        and np.allclose(sk.limits[j, "XYZ".index(order)], [-0.75 * np.pi, 0.75 * np.pi])
+    ]
+    assert len(capped) >= 12  # all but the knees and elbows
+    clip = read_motion(data_dir / "lafan_walk.bvh")[:300]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RetargetWarning)
+        out = retarget(clip, target, method, measure=False).output
+    joints = target.robot.dof_joint
+    ranges = np.array([sk.limits[j, "XYZ".index(sk.euler_orders[j])] for j in joints])
+    assert (out.dof_pos >= ranges[:, 0] - 1e-3).all() and (out.dof_pos <= ranges[:, 1] + 1e-3).all()

@@ -977,10 +977,16 @@ def read_robot(path: str | Path) -> Robot:
         limits=np.asarray(limits),
         up="z",
     )
-    skeleton, bent = _bend_one_way(skeleton)
+    skeleton, bent, capped = _humanlike_ranges(skeleton)
     if bent:
         warn(
             f"no range on {', '.join(bent)}: bent one way only, as a human's knees and elbows bend",
+            path=str(p),
+        )
+    if capped:
+        warn(
+            f"no range on {', '.join(capped)}: each turns at most "
+            f"{np.degrees(_UNLIMITED):.0f} degrees from its zero, as a human's joints do",
             path=str(p),
         )
     return Robot(
@@ -1002,21 +1008,25 @@ def read_robot(path: str | Path) -> Robot:
     )
 
 
-def _bend_one_way(skeleton: Skeleton) -> tuple[Skeleton, tuple[str, ...]]:
+def _humanlike_ranges(
+    skeleton: Skeleton,
+) -> tuple[Skeleton, tuple[str, ...], tuple[str, ...]]:
     """``skeleton`` with each knee and elbow hinge the model leaves unlimited (Robotis
     OP3's: servos turning all the way round) given the half-turn a human's bends in:
     the knee the way that moves the ankle back, the elbow the way that moves the wrist
-    forward (up, for an arm held out sideways at rest); and the names of those hinges.
-    (Free both ways, the methods bent the OP3's knees backward on one step in three.)"""
+    forward (up, for an arm held out sideways at rest), and every other unlimited hinge
+    :data:`_UNLIMITED` either way; the names of the hinges bent one way and of the
+    others. (Free both ways, the methods bent the OP3's knees backward on one step in
+    three.)"""
     from ...humanoid.anatomy import hinge_axis, read_anatomy
 
     body = read_anatomy(skeleton)
+    limits = np.array(skeleton.limits, dtype=float)
+    bent: list[str] = []
     if body is None:
-        return skeleton, ()
+        return _capped(skeleton, limits, bent)
     pos = rest_pose(skeleton)[0]
     forward = np.cross(body.left, body.up)
-    limits = np.array(skeleton.limits, dtype=float)
-    bent = []
     for side in ("left", "right"):
         for middle, end, back in (("knee", "ankle", True), ("elbow", "wrist", False)):
             j, k = body.points.get(f"{side}_{middle}"), body.points.get(f"{side}_{end}")
@@ -1032,9 +1042,33 @@ def _bend_one_way(skeleton: Skeleton) -> tuple[Skeleton, tuple[str, ...]]:
             positive = way < 0.0 if back else way > 0.0
             limits[j, c] = (0.0, np.pi) if positive else (-np.pi, 0.0)
             bent.append(skeleton.names[j])
-    if not bent:
-        return skeleton, ()
-    return skeleton.replace(limits=limits), tuple(bent)
+    return _capped(skeleton, limits, bent)
+
+
+def _capped(
+    skeleton: Skeleton, limits: NDArray[np.float64], bent: list[str]
+) -> tuple[Skeleton, tuple[str, ...], tuple[str, ...]]:
+    """``skeleton`` with ``limits``, every hinge still unlimited capped at
+    :data:`_UNLIMITED` (:func:`_humanlike_ranges`)."""
+    capped = []
+    for j, order in enumerate(skeleton.euler_orders):  # any other: _UNLIMITED either way
+        if len(order) == 1 and not np.isfinite(limits[j, "XYZ".index(order)]).any():
+            limits[j, "XYZ".index(order)] = (-_UNLIMITED, _UNLIMITED)
+            capped.append(skeleton.names[j])
+    if not bent and not capped:
+        return skeleton, (), ()
+    return skeleton.replace(limits=limits), tuple(bent), tuple(capped)
+
+
+#: A hinge the model leaves unlimited that is not a knee or an elbow turns at most this
+#: far (rad) from its zero either way, as a human's joints do: a ball's hinges then
+#: have one decomposition near the pose (three-quarters of a half turn excludes the
+#: other, ``(a + π, π − b, c + π)``, while the middle hinge turns under 45°). (Robotis
+#: OP3's servos have no range: free all the way round, its hips' hinges took the other
+#: decomposition and wound through whole turns; on the first 2,400 frames of the LAFAN
+#: walk by ``hierarchical``, ±π: body jerk 584 times the source's; ±3π/4: 271 (3,140
+#: unlimited), links into each other on 1.4 % of frames (36 %).)
+_UNLIMITED = 0.75 * np.pi
 
 
 def _descends(parent_of: NDArray[np.intp], b: int, top: int) -> bool:
