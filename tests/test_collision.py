@@ -32,6 +32,25 @@ def test_closest_points_of_segments_against_brute_force(p0, p1, q0, q1):
     assert got >= brute - step - 1e-9
 
 
+@settings(max_examples=200, deadline=None)
+@given(vec, vec, vec, vec, st.sampled_from(["", "point", "parallel"]))
+def test_the_compiled_closest_points_are_numpys(p0, p1, q0, q1, case):
+    """The compiled kernel of CollisionTask (tasks/_kernels/collision.py) gives the numpy
+    function's closest points, on random segments, a segment of no length, parallel ones."""
+    from retarget.tasks._kernels.collision import closest_pairs
+
+    if case == "point":
+        p1 = p0.copy()
+    elif case == "parallel":
+        q1 = q0 + 0.7 * (p1 - p0)
+    want_a, want_b = closest_points(p0, p1, q0, q1)
+    a, b = np.stack([p0, q0])[None], np.stack([p1, q1])[None]
+    ca, cb = np.empty((1, 1, 3)), np.empty((1, 1, 3))
+    closest_pairs(a, b, np.array([[0, 1]], np.intp), ca, cb)
+    np.testing.assert_allclose(ca[0, 0], want_a, atol=1e-12)
+    np.testing.assert_allclose(cb[0, 0], want_b, atol=1e-12)
+
+
 def _chain():
     """Two arms of three joints from a root, capsules on the last two of each."""
     names = ("root", "a1", "a2", "a3", "b1", "b2", "b3")
@@ -99,3 +118,26 @@ def test_fitted_capsule_and_pairs():
     )
     _, gaps = separate_pairs(sk, caps, bent, margin=0.05)
     assert gaps.min() < 0.0  # overlapping in that pose: no deeper than that
+
+
+def test_gaps_below_are_the_residual_where_near_and_a_bound_elsewhere():
+    """CollisionTask.gaps_below (the compiled broad phase of which pairs are near): the
+    residual where it is under the threshold, a value at least the threshold and at most
+    the residual elsewhere; Constraints.violated_apart uses it."""
+    from retarget.tasks import Constraints
+
+    rng = np.random.default_rng(3)
+    sk = _chain()
+    caps = fit_capsules([(j, rng.normal(size=(12, 3)) * [0.05, 0.2, 0.05]) for j in (2, 3, 5, 6)])
+    task = CollisionTask(caps, [(0, 2), (0, 3), (1, 2), (1, 3)], margin=0.01)
+    root = rng.normal(size=(40, 3))
+    rot = quat.quat_from_rotvec(rng.normal(size=(40, sk.num_joints, 3)))
+    pose = Pose.of(sk, root, rot)
+    exact = task.residual(pose)
+    for below in (-0.05, 0.0, 0.1):
+        got = task.gaps_below(pose, below)
+        near = exact < below
+        np.testing.assert_allclose(got[near], exact[near], atol=1e-12)
+        assert (got[~near] >= below - 1e-12).all() and (got[~near] <= exact[~near] + 1e-12).all()
+    violated = Constraints(40, apart=task).violated_apart(pose)
+    np.testing.assert_array_equal(violated, (exact < 0).any(axis=1))

@@ -10,8 +10,9 @@ to fine, e.g. 16, 8, 4, 2 frames):
 3. ``m_k = m_{k−1} ⊕ d_k`` (eq. 3): levels compose by ⊕, never by summing
    rotation vectors.
 
-A frame is constrained when it has a goal, or when a ground point dips below
-the ground (non-penetration). Optionally, after the last level, each
+A frame is constrained when it has a goal, when a ground point dips below
+the ground (non-penetration), or when two pieces of the body come nearer than
+their margin (``Constraints.apart``: a robot's links). Optionally, after the last level, each
 constraint is enforced exactly by the IK solver at its frame (§4.4), and
 joint limits are enforced on every frame by clamping the channel angles.
 
@@ -118,6 +119,12 @@ _GROUND_GAIN = 10.0
 _GROUND_ROUNDS = 8
 #: The weight of a correction that must be met exactly (a footplant's chain).
 _HARD = 1e8
+
+
+def _violated(constraints: Constraints, pose: Pose) -> NDArray[np.bool_]:
+    """Frames an inequality constrains (F,): a ground point under the ground, a pair of
+    the body's pieces nearer than its margin."""
+    return constraints.violated_ground(pose) | constraints.violated_apart(pose)
 
 
 def _pieces(num_frames: int, cuts: Sequence[int]) -> list[slice]:
@@ -506,7 +513,7 @@ def fit_motion(
     for level, spacing in enumerate(spacings, start=1):
         t0 = time.perf_counter()
         pose = _pose(motion)
-        frames = np.flatnonzero(active | constraints.violated_ground(pose))
+        frames = np.flatnonzero(active | _violated(constraints, pose))
         if frames.size:
             root, rot, determined = solver.solve(
                 _asked(motion, frames, constraints, float(spacing))
@@ -537,7 +544,7 @@ def fit_motion(
     if exact:
         t0 = time.perf_counter()
         pose = _pose(motion)
-        frames = np.flatnonzero(active | constraints.violated_ground(pose))
+        frames = np.flatnonzero(active | _violated(constraints, pose))
         reach_drop = getattr(solver, "reach_drop", None)
         if reach_drop is not None and frames.size and root_spacing > 0:
             # the root comes down where a leg cannot reach its goal, smoothly (the
@@ -551,7 +558,7 @@ def fit_motion(
                 root[:, UP] -= envelope
                 motion = motion.replace(root_position=root)
                 pose = _pose(motion)
-                frames = np.flatnonzero(active | constraints.violated_ground(pose))
+                frames = np.flatnonzero(active | _violated(constraints, pose))
         if frames.size:
             root_exact, rot_exact, determined = solver.solve(
                 _asked(motion, frames, constraints, 0.0)

@@ -64,7 +64,16 @@ from ..core.optimize import least_squares_cg, levenberg_marquardt
 from ..core.skeleton import Skeleton
 from ..humanoid.contacts import UP
 from ..humanoid.roles import Roles, height
-from ..tasks import Constraints, IKFrames, IKSolver, OrientationTask, PositionTask, Task
+from ..tasks import (
+    Capsules,
+    CollisionTask,
+    Constraints,
+    IKFrames,
+    IKSolver,
+    OrientationTask,
+    PositionTask,
+    Task,
+)
 from .limb import Limb, limb_from_roles, limb_reach, soft_reach, solve_limb
 
 __all__ = ["HybridSolver"]
@@ -131,6 +140,13 @@ class HybridSolver(IKSolver):
         ratio 2.6 → 1.2 on a CMU walk onto ``blubby``), but stance knees bend 5°
         more than the source's on rough terrain (Lee & Shin's §4.5 asks for the
         root to move, not the knees).
+    apart_buffer : float
+        The pairs of ``Constraints.apart`` a solve takes: those within this share of
+        the height of their margin at some of its frames (the others cannot come
+        near in one solve's step). A limb with no goal at a frame where one of its
+        pieces is nearer than its margin (an arm into the trunk, a swinging knee into
+        the other) has its joints among the parameters, as the torso's are (their
+        turns cost as the torso's do), and they are solved there.
     softness : float
         The legs are soft over this share of their reach (:func:`retarget.ik.limb.soft_reach`):
         at full extension a knee's angle has no bounded derivative in the goal's
@@ -166,6 +182,7 @@ class HybridSolver(IKSolver):
     softness: float = 0.005
     extensions: tuple[Array, ...] = ()
     end_turns: tuple[Array, ...] = ()
+    apart_buffer: float = -0.002
 
     @classmethod
     def for_skeleton(cls, skeleton: Skeleton, roles: Roles, motion=None, **options) -> HybridSolver:
@@ -471,6 +488,28 @@ class HybridSolver(IKSolver):
 
     # -- the solve -------------------------------------------------------------------------------
     def solve(self, q: IKFrames) -> tuple[Array, Array, NDArray[np.bool_]]:
+        """Poses meeting the constraints at ``q.frames`` (:meth:`_solve`); the frames where
+        a pair of ``Constraints.apart`` is near (:attr:`apart_buffer`) are solved apart from
+        the others, which do not take the pairs nor a free limb's joints as parameters
+        (each frame is a problem of its own; solved together, every frame paid for the
+        parameters of a few)."""
+        apart, near = _near_pairs(
+            q.constraints.apart, q.reference(), self.apart_buffer * self.height
+        )
+        if apart is None or near.all():
+            return self._solve(q, apart, near)
+        root, rot, determined = self._solve(q.take(~near), None, np.zeros((~near).sum(), bool))
+        near_root, near_rot, near_determined = self._solve(q.take(near), apart, near[near])
+        out_root = np.empty_like(q.root_position)
+        out_rot = np.empty_like(q.rotations)
+        out_det = np.empty((len(near), determined.shape[1]), bool)
+        out_root[~near], out_rot[~near], out_det[~near] = root, rot, determined
+        out_root[near], out_rot[near], out_det[near] = near_root, near_rot, near_determined
+        return out_root, out_rot, out_det
+
+    def _solve(
+        self, q: IKFrames, apart: CollisionTask | None, near: NDArray[np.bool_]
+    ) -> tuple[Array, Array, NDArray[np.bool_]]:
         """Poses meeting the constraints at ``q.frames``, minimally displaced (eq. 4), and which
         joints were solved (``determined``: the joints of limbs without a goal at a frame
         are not; see :class:`retarget.tasks.solver.IKSolver`).
@@ -487,18 +526,30 @@ class HybridSolver(IKSolver):
         root_free = q.spacing is None or q.spacing >= self.root_spacing
         n = len(frames)
         all_goals = self._limb_goals(ref, frames, constraints, translations)
+        loose: list[tuple[_LimbGoals, NDArray[np.bool_]]] = []
+        if apart is not None:  # a free limb in a pair too near: its joints turn it away
+            loose = [
+                (lg, rows)
+                for lg in all_goals
+                if (rows := _too_near(lg, apart, ref, self.apart_buffer * self.height)).any()
+            ]
         limb_goals = [lg for lg in all_goals if np.isfinite(lg.goal).all(axis=1).any()]
         others = self._other_goals(frames, constraints)
         arms_active = any(lg.limb.kind == "arm" for lg in limb_goals) or bool(others)
         torso = self._torso(skeleton, [lg.limb for lg in limb_goals]) if arms_active else []
+        torso += [j for lg, _ in loose for j in lg.limb.joints if skeleton.euler_orders[j]]
         determined = np.ones((n, skeleton.num_joints + 1), dtype=bool)
         for lg in all_goals:
             free = np.flatnonzero(~np.isfinite(lg.goal).all(axis=1))
             determined[np.ix_(free, 1 + np.array(lg.limb.joints))] = False
+        for lg, rows in loose:
+            determined[np.ix_(np.flatnonzero(rows), 1 + np.array(lg.limb.joints))] = True
         # Solve on the joints that matter: the chains to the constrained limbs and task
         # points (a walk's legs are 7 of lafan's 22 joints); the rest is copied back.
         full_skeleton, full_rotations = skeleton, rotations
         points = [lg.limb.lower for lg in limb_goals] + [p for _, p, _, _ in others] + list(torso)
+        if apart is not None:
+            points += [int(j) for j in np.unique(apart.capsules.joints[apart.pairs])]
         skeleton, keep, remap = _reduce(full_skeleton, points)
         rotations = full_rotations[:, keep]
         offsets = None if translations is None else translations[:, keep]
@@ -506,6 +557,9 @@ class HybridSolver(IKSolver):
             dataclasses.replace(lg, limb=_remap_limb(lg.limb, remap)) for lg in limb_goals
         ]
         tasks: list[Task] = [cls(remap[p], goal, weight=w) for cls, p, goal, w in others]
+        kept_apart = None
+        if apart is not None:  # the links apart, as firm as a goal (per height²)
+            kept_apart = _remapped(apart, remap, apart.weight / self.height**2)
         torso = [remap[j] for j in torso]
         all_axes = dofs.channel_axes(skeleton, rotations) if torso else None
         torso_axes = [all_axes[:, j] for j in torso] if all_axes is not None else []
@@ -582,6 +636,18 @@ class HybridSolver(IKSolver):
                 if limited.size:
                     viol = dofs.limit_violation(skeleton, rot, limited)
                     blocks.append(np.sqrt(2.0 * self.limit_weight) * viol.reshape(len(index), -1))
+            if kept_apart is not None:  # (only the rows where a pair is near)
+                r = np.zeros((len(index), kept_apart.size))
+                rows = near[index]
+                if rows.any():
+                    sub = Pose.of(
+                        skeleton,
+                        root[rows],
+                        rot[rows],
+                        None if offsets is None else offsets[index][rows],
+                    )
+                    r[rows] = np.minimum(kept_apart.residual(sub), 0.0)
+                blocks.append(goal_scale * h * np.sqrt(kept_apart.weight) * r)
             return np.concatenate(blocks, axis=1)
 
         if n_params == 0:
@@ -732,6 +798,51 @@ def _pivot(anchor: Array, lever: Array, height: Array, rows: NDArray[np.bool_]) 
     out = a + flat * np.sqrt(np.maximum(length**2 - dy**2, 0.0))[:, None]
     out[:, UP] = a[:, UP] + dy
     return out
+
+
+def _near_pairs(
+    apart: CollisionTask | None, ref: Pose, buffer: float
+) -> tuple[CollisionTask | None, NDArray[np.bool_]]:
+    """``apart`` with only the pairs within ``buffer`` of their margin at some frame of
+    ``ref`` (None when none is), and the frames (N,) where one is."""
+    rows = np.zeros(ref.batch_shape[0], bool)
+    if apart is None or not apart.size:
+        return None, rows
+    close = apart.gaps_below(ref, buffer) < buffer
+    near = close.any(axis=0)
+    if not near.any():
+        return None, rows
+    margin = np.broadcast_to(apart.margin, (apart.size,))
+    pairs = dataclasses.replace(apart, pairs=apart.pairs[near], margin=margin[near])
+    return pairs, np.asarray(close.any(axis=1))
+
+
+def _remapped(apart: CollisionTask, remap: dict[int, int], weight: float) -> CollisionTask:
+    """``apart`` on the sub-skeleton of :func:`_reduce` (``remap``): its pairs' capsules
+    only, on the kept joints."""
+    used, pairs = np.unique(apart.pairs, return_inverse=True)
+    c = apart.capsules
+    capsules = Capsules(
+        np.array([remap[int(j)] for j in c.joints[used]], np.intp),
+        c.a[used],
+        c.b[used],
+        c.radius[used],
+    )
+    return dataclasses.replace(apart, capsules=capsules, pairs=pairs.reshape(-1, 2), weight=weight)
+
+
+def _too_near(lg: _LimbGoals, apart: CollisionTask, ref: Pose, buffer: float) -> NDArray[np.bool_]:
+    """Rows (N,) where the limb has no goal and a piece of it (its joints and those below)
+    is in a pair of ``apart`` nearer than its margin by more than ``-buffer``."""
+    sk = ref.skeleton
+    joints = {j for j in range(sk.num_joints) if lg.limb.upper in sk.chain(j)}
+    mine = np.array(
+        [int(a) in joints or int(b) in joints for a, b in apart.capsules.joints[apart.pairs]]
+    )
+    if not mine.any():
+        return np.zeros(len(lg.goal), bool)
+    close = (apart.residual(ref)[:, mine] < buffer).any(axis=1)
+    return np.asarray(close & ~np.isfinite(lg.goal).all(axis=1))
 
 
 def _take(task: Task, index: NDArray[np.intp]) -> Task:

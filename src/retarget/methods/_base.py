@@ -126,6 +126,15 @@ TERRAIN = Option(
     file=True,
 )
 
+#: The target's pieces kept apart (a robot's links: :func:`retarget.targets.robot.apart.apart_on`),
+#: a :class:`retarget.tasks.CollisionTask` on the skeleton the method runs on; only a
+#: target supplies it (no flag). ``hierarchical`` takes it.
+APART = Option(
+    "apart",
+    None,
+    "the target's pieces kept apart inside the method (a robot's links)",
+)
+
 #: ``--no-foot-hold``: puppetry's goals are the performer's feet even where planted (the
 #: paper's; stage 4b of :mod:`retarget.online.puppetry` off). ``retarget run --method
 #: puppetry`` and ``retarget serve`` take it.

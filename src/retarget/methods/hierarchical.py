@@ -40,10 +40,11 @@ from ..humanoid.contacts import Contacts, detect_contacts, estimate_ground
 from ..humanoid.cuts import find_cuts
 from ..humanoid.roles import find_roles, height, leg_length, standing_heights
 from ..ik.hybrid import HybridSolver
-from ._base import TERRAIN, Option
+from ._base import APART, TERRAIN, Option
 
 if TYPE_CHECKING:
     from ..environment import Shape
+    from ..tasks import CollisionTask
 from .copy import transfer
 
 __all__ = ["hierarchical_retarget"]
@@ -94,6 +95,7 @@ def hierarchical_retarget(
     limits: str = "strict",
     feather: float = 0.1,
     plant_heights: str = "source",
+    apart: CollisionTask | None = None,
 ) -> Result:
     """Retarget with footplants enforced by hierarchical fitting.
 
@@ -161,6 +163,11 @@ def hierarchical_retarget(
         performer's whose rest stands (a robot's sole plate, JVRC-1's ankle 10.8 cm
         over it where the scaled performer's is 6.7: held there, its planted feet
         stood toes up 13°). Not with ``translations``.
+    apart : CollisionTask, optional
+        Pieces of the target kept apart (a robot's links, capsules on ``target``'s
+        joints: :func:`retarget.targets.robot.apart.apart_on`): an inequality of the
+        fit as the ground is (:class:`retarget.tasks.Constraints` ``apart``), so
+        every level and the exact pass plan the feet and the clearance together.
     reach : float
         Scale of the mapped leg vectors (hip to foot) on top of the leg-length
         ratio; below 1 keeps a straight source leg from asking the target's leg
@@ -236,6 +243,8 @@ def hierarchical_retarget(
         surface=ground,
         blend=max(1, round(blend * source.fps)),
     )
+    if apart is not None:
+        constraints = constraints.with_goals(apart=apart)
     if limits not in ("strict", "source"):
         raise RetargetError(f"unknown limits {limits!r}; choose strict or source")
     limited = bool(np.isfinite(target.limits).any())
@@ -275,6 +284,7 @@ def hierarchical_retarget(
         "stride": stride,
         "spacings": [float(s) for s in spacings],
         "exact": exact,
+        "apart_pairs": 0 if apart is None else int(apart.size),
         "joint_limits": limited,
         "limits": limits,
         "levels": [lv.as_dict() for lv in fitted.levels],
@@ -290,6 +300,7 @@ def hierarchical_retarget(
 
 OPTIONS = (
     TERRAIN,
+    APART,
     Option(
         "translations",
         None,

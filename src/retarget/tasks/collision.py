@@ -28,10 +28,19 @@ from numpy.typing import ArrayLike, NDArray
 from ..core import quat
 from ..core.arrays import Array
 from ..core.kinematics import Pose
+from ..core.lazy import loader
 from ..core.skeleton import Skeleton
 from .base import Task, _wrench_vjp
 
-__all__ = ["Capsules", "CollisionTask", "closest_points", "fit_capsules", "separate_pairs"]
+_kernels = loader("retarget.tasks._kernels.collision")
+
+__all__ = [
+    "Capsules",
+    "CollisionTask",
+    "closest_points",
+    "fit_capsules",
+    "separate_pairs",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -211,8 +220,42 @@ class CollisionTask(Task):
     def _closest(self, pose: Pose) -> tuple[Array, Array, Array]:
         a, b = self.capsules.world(pose)
         i, k = self.pairs[:, 0], self.pairs[:, 1]
-        ca, cb = closest_points(a[..., i, :], b[..., i, :], a[..., k, :], b[..., k, :])
-        return ca, cb, self.capsules.radius[i] + self.capsules.radius[k]
+        batch = a.shape[:-2]
+        rows = int(np.prod(batch, dtype=np.intp))
+        ca = np.empty((rows, len(self.pairs), 3))
+        cb = np.empty((rows, len(self.pairs), 3))
+        _kernels().closest_pairs(  # closest_points, compiled (tasks._kernels.collision)
+            np.ascontiguousarray(a.reshape(rows, -1, 3)),
+            np.ascontiguousarray(b.reshape(rows, -1, 3)),
+            self.pairs,
+            ca,
+            cb,
+        )
+        shape = (*batch, len(self.pairs), 3)
+        return (
+            ca.reshape(shape),
+            cb.reshape(shape),
+            self.capsules.radius[i] + self.capsules.radius[k],
+        )
+
+    def gaps_below(self, pose: Pose, below: float = 0.0) -> Array:
+        """The residual (..., P) where it is under ``below``; elsewhere a value at least
+        ``below`` that does not exceed it (the bounding spheres'): which pairs are near,
+        at the cost of the closest points of those only."""
+        a, b = self.capsules.world(pose)
+        batch = a.shape[:-2]
+        rows = int(np.prod(batch, dtype=np.intp))
+        out = np.empty((rows, len(self.pairs)))
+        _kernels().gaps_below(
+            np.ascontiguousarray(a.reshape(rows, -1, 3)),
+            np.ascontiguousarray(b.reshape(rows, -1, 3)),
+            np.ascontiguousarray(self.capsules.radius, dtype=np.float64),
+            self.pairs,
+            np.ascontiguousarray(self.margin, dtype=np.float64),
+            float(below),
+            out,
+        )
+        return out.reshape(*batch, len(self.pairs))
 
     def residual(self, pose: Pose) -> Array:
         ca, cb, radii = self._closest(pose)

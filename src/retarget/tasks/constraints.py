@@ -28,6 +28,7 @@ from ..core.skeleton import Skeleton
 from ..environment.shapes import Shape, as_shape
 from ..humanoid.contacts import UP
 from .base import Task
+from .collision import CollisionTask
 from .ground import GroundTask
 from .limits import JointLimitTask
 from .orientation import OrientationTask
@@ -104,6 +105,10 @@ class Constraints:
         Keep every channel angle within the skeleton's limits.
     ground : Ground or None
         Points kept above a surface at every frame.
+    apart : CollisionTask or None
+        Pieces of the body (capsules on its joints) kept apart at every frame: an
+        inequality like the ground's, a frame whose pose brings a pair within its margin
+        is constrained (:meth:`violated_apart`).
     """
 
     num_frames: int
@@ -113,6 +118,7 @@ class Constraints:
     contact_points: frozenset[int] = frozenset()
     joint_limits: bool = False
     ground: Ground | None = None
+    apart: CollisionTask | None = None
 
     def __post_init__(self) -> None:
         for name, goals, width in (
@@ -177,6 +183,12 @@ class Constraints:
         gap = pose.positions[..., self.ground.points, UP] - self.ground.lowest(pose.positions)
         return np.asarray((gap < -tolerance).any(axis=-1))
 
+    def violated_apart(self, pose: Pose, tolerance: float = 0.0) -> NDArray[np.bool_]:
+        """Frames where a pair of :attr:`apart` is nearer than its margin, shape (F,)."""
+        if self.apart is None or not self.apart.size:
+            return np.zeros(pose.batch_shape, bool)
+        return np.asarray((self.apart.gaps_below(pose, -tolerance) < -tolerance).any(axis=-1))
+
     def position_errors(self, pose: Pose) -> Array:
         """Distance of each goal point from its goal, NaN where free, shape (F, K)."""
         if not self.positions:
@@ -200,8 +212,8 @@ class Constraints:
         One :class:`PositionTask` per point with a position or transition goal
         (:meth:`goal_at`, by point index), one :class:`OrientationTask` per
         orientation goal, a :class:`JointLimitTask` when limits hold, a
-        :class:`GroundTask` for the ground points; a point with no goal at any of
-        the frames gets no task.
+        :class:`GroundTask` for the ground points, the :attr:`apart` task; a point
+        with no goal at any of the frames gets no task.
 
         Parameters
         ----------
@@ -238,6 +250,8 @@ class Constraints:
                     weight=position_weight,
                 )
             )
+        if self.apart is not None:
+            tasks.append(dataclasses.replace(self.apart, weight=position_weight))
         return tasks
 
     def with_goals(

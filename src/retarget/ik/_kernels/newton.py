@@ -42,6 +42,7 @@ from ...core._kernels.cholesky import cholesky_solve
 from ...core._kernels.quat import _product, _rotvec_from_wxyz, _wxyz_from_rotvec
 from ...core._kernels.quat4 import rotate
 from ...core._kernels.so3 import _coefficients_of, _matrix_entries
+from ...tasks._kernels.collision import closest as _closest
 
 __all__: list[str] = []
 
@@ -92,57 +93,6 @@ def _axes(world, kind, axis, num_joints, u):  # pragma: no cover - jitted
                 )
                 for c in range(3):
                     u[j, k, c] = e[c]
-
-
-@numba.njit(cache=True, nogil=True)
-def _closest(p0, p1, q0, q1):  # pragma: no cover - jitted
-    """Parameters ``s``, ``t`` of the closest points of segments ``[p0, p1]``,
-    ``[q0, q1]`` (3-tuples): :func:`retarget.tasks.collision.closest_points`."""
-    d1 = (p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2])
-    d2 = (q1[0] - q0[0], q1[1] - q0[1], q1[2] - q0[2])
-    r = (p0[0] - q0[0], p0[1] - q0[1], p0[2] - q0[2])
-    a = d1[0] * d1[0] + d1[1] * d1[1] + d1[2] * d1[2]
-    e = d2[0] * d2[0] + d2[1] * d2[1] + d2[2] * d2[2]
-    f = d2[0] * r[0] + d2[1] * r[1] + d2[2] * r[2]
-    c = d1[0] * r[0] + d1[1] * r[1] + d1[2] * r[2]
-    bb = d1[0] * d2[0] + d1[1] * d2[1] + d1[2] * d2[2]
-    pa, pe = a > 0.0, e > 0.0
-    a_ = a if pa else 1.0
-    e_ = e if pe else 1.0
-    denom = a * e - bb * bb
-    s = (bb * f - c * e) / denom if denom > 1e-12 * a * e else 0.0
-    s = min(max(s, 0.0), 1.0)
-    t = (bb * s + f) / e_
-    if t < 0.0:
-        s = min(max(-c / a_, 0.0), 1.0)
-    elif t > 1.0:
-        s = min(max((bb - c) / a_, 0.0), 1.0)
-    t = min(max(t, 0.0), 1.0)
-    if not pe:
-        s = min(max(-c / a_, 0.0), 1.0)
-        t = 0.0
-    if not pa:
-        t = min(max(f / e_, 0.0), 1.0)
-        s = 0.0
-    best_s, best_t, best = s, t, np.inf
-    for k in range(5):
-        if k == 0:
-            cs, ct = s, t
-        elif k == 1:
-            cs, ct = 0.0, min(max(f / e_, 0.0), 1.0)
-        elif k == 2:
-            cs, ct = 1.0, min(max((f + bb) / e_, 0.0), 1.0)
-        elif k == 3:
-            cs, ct = min(max(-c / a_, 0.0), 1.0), 0.0
-        else:
-            cs, ct = min(max((bb - c) / a_, 0.0), 1.0), 1.0
-        gx = r[0] + cs * d1[0] - ct * d2[0]
-        gy = r[1] + cs * d1[1] - ct * d2[1]
-        gz = r[2] + cs * d1[2] - ct * d2[2]
-        dist = gx * gx + gy * gy + gz * gz
-        if dist < best:
-            best_s, best_t, best = cs, ct, dist
-    return best_s, best_t
 
 
 @numba.njit(cache=True, nogil=True)
