@@ -57,22 +57,33 @@ def test_renaming_every_part_changes_no_trajectory(name, method, walk, data_dir,
 
 
 @pytest.mark.filterwarnings("ignore::retarget.core.errors.RetargetWarning")
-@pytest.mark.parametrize("name", ["op3", "h1"])
-def test_a_leg_that_zigzags_at_rest_is_mapped_without_a_swing(name, walk, data_dir):
-    """The OP3's thigh and shin zig-zag 20° across the leg at rest, the H1's 16° (their
-    hips' last hinge set out to the side): mapped bone by bone, a performer's straight
-    leg was out of the knee's reach, and the hip swung about the thigh by up to 0.85 rad
-    in a frame to the nearest it could; the rest's zig-zag now stands for straight
-    (:attr:`retarget.humanoid.mapping.JointMap.lift`)."""
+@pytest.mark.parametrize("name", ["op3", "h1", "berkeley"])
+def test_a_knee_whose_anchor_is_off_the_leg_is_mapped_without_a_swing(name, walk, data_dir):
+    """The OP3's, the H1's and Berkeley Humanoid's knee hinges are anchored off the leg's
+    line along their axes (a motor out to the side): through the anchors, thigh and
+    shin zig-zag 16-20° across the knee at rest, and a performer's straight leg, mapped
+    bone by bone, swung the hips about the thighs by up to 0.85 rad in a frame. The
+    mapping aims the limbs through the point of each hinge's axis nearest the line from
+    its parent to its next point (humanoid.mapping._on_axes), where they are straight."""
     from retarget.core import quat
-    from retarget.humanoid.mapping import map_for_method
+    from retarget.core.kinematics import rest_pose
+    from retarget.humanoid.mapping import _children, _on_axes, map_for_method
 
     target = open_robot(robot_path(name, data_dir.parent))
     clip = read_motion(data_dir / "lafan_walk.bvh")[600:900]  # a knee straightening
     prepared = target.prepare(clip)
-    ready = map_for_method(clip, prepared.skeleton, None, level_feet=True)
-    lift = ready.joint_map.lift
-    assert np.degrees(np.abs(lift)).max() > 15.0  # the knees
+    sk = prepared.skeleton
+    roles = find_roles(sk)
+    pos, rest = rest_pose(sk)
+    on_axis = _on_axes(sk, pos, rest, _children(sk), np.ones(sk.num_points, bool))
+    for side in ("left", "right"):
+        hip, knee, ankle = (roles[f"{side}_{r}"] for r in ("hip", "knee", "ankle"))
+        for points, within in ((pos, False), (on_axis, True)):
+            thigh, shin = points[knee] - points[hip], points[ankle] - points[knee]
+            cos = thigh @ shin / np.linalg.norm(thigh) / np.linalg.norm(shin)
+            bend = np.degrees(np.arccos(np.clip(cos, -1, 1)))
+            assert (bend < 8.0) == within, (side, bend)
+    ready = map_for_method(clip, sk, None, level_feet=True)
     rot = ready.motion.rotations
     step = quat.multiply(quat.conjugate(rot[:-1]), rot[1:])
     angle = 2 * np.arccos(np.clip(np.abs(step[..., 0]), 0.0, 1.0))

@@ -189,6 +189,9 @@ class JointMap:
         direction is raised by it (:func:`_on_channels`), so the rest stands for
         the rest (aimed as it was, the parent turned about itself by up to a half
         turn to reach the unreachable: the OP3's hips swung 0.85 rad in a frame).
+        Measured through the points of the hinges' axes the limbs aim at
+        (:func:`_on_axes`), where those zig-zags vanish: zero for every robot of the
+        tests.
     """
 
     source: Skeleton
@@ -501,6 +504,11 @@ def map_skeletons(
     rest_up = quat.rotate(a_inv, world.up_vector(world.find_up(target)[0])) if level else s_up
     kids = _children(target)
     has = counterpart >= 0
+    # a hinge's place on its axis is the maker's choice: the limbs aim through the point
+    # of each hinge's axis nearest the line from its parent to its next point
+    on_axes = _on_axes(target, pos_t, g_t, kids, has)
+    if not np.array_equal(on_axes, pos_t):
+        pos_t, pos_t_in_s = on_axes, quat.rotate(a_inv, on_axes)
     align = np.tile(quat.identity(), (target.num_joints, 1))
     offset = np.tile(quat.identity(), (target.num_joints, 1))
     aim = np.full(target.num_joints, -1, dtype=np.intp)
@@ -551,7 +559,7 @@ def map_skeletons(
             quat.multiply(quat.conjugate(g_s[driver[t]]), align[t]),
             quat.multiply(a_inv, g_t[t]),
         )
-    lift = _hinge_lifts(target, driver, aim)
+    lift = _hinge_lifts(target, driver, aim, pos_t)
     unit_scale = world.UNITS.get(source.unit, 1.0) / world.UNITS.get(target.unit, 1.0)
     scale = unit_scale
     if scale_root:
@@ -592,18 +600,56 @@ def _elevation(direction: Array, axis: Array) -> Array:
 
 #: A zig-zag at rest (rad) from which :attr:`JointMap.lift` is taken: the parent's
 #: twist reaches the directions a smaller one leaves out (the G1's 0.5° knees and 1.4°
-#: elbows, an ASF's straight ones); the OP3's 20° knees and 25° elbows, the H1's 16°
-#: knees, it could not without a fold.
+#: elbows, an ASF's straight ones). Measured through the anchors, the OP3's knees and
+#: elbows zig-zagged 20° and 25°, the H1's and Berkeley Humanoid's knees 16° and 20°;
+#: through the points of their axes :func:`_on_axes` aims at, none does: a lift is
+#: left for a hinge whose point could not be moved there.
 _ZIGZAG = np.radians(8.0)
 
 
-def _hinge_lifts(target: Skeleton, driver: NDArray[np.intp], aim: NDArray[np.intp]) -> Array:
+def _on_axes(
+    target: Skeleton, pos: Array, rest: Array, kids: list[list[int]], has: NDArray[np.bool_]
+) -> Array:
+    """Rest positions (P, 3) with each one-channel joint that has a counterpart moved
+    along its axis to the point nearest the line from its parent to its farthest next
+    point (where the limb's bones meet as a knee's do; a maker places a hinge's anchor
+    anywhere on its axis, Berkeley Humanoid's knee at its motor, out to the side: aimed
+    through it, the thigh and shin zig-zagged 20° across the knee at rest, and the
+    mapping's lift for that zig-zag swung its legs: body jerk 25 times the source's on
+    the first 2,400 frames of the LAFAN walk); a move beyond half the shorter bone is
+    not made."""
+    out = np.array(pos, dtype=np.float64)
+    for c in range(target.num_joints):
+        p = int(target.parents[c])
+        if len(target.euler_orders[c]) != 1 or p < 0 or not has[c]:
+            continue
+        nxt = _next_points(c, kids, has, pos)
+        if not nxt:
+            continue
+        n = max(nxt, key=lambda q: float(np.linalg.norm(pos[q] - pos[c])))
+        h = quat.rotate(rest[c], _hinge_axis_in_parent(target, c))
+        line = pos[n] - pos[p]
+        w0 = pos[c] - pos[p]
+        a, b, cc = float(h @ h), float(h @ line), float(line @ line)
+        den = a * cc - b * b
+        if den <= 1e-12 * a * cc:
+            continue
+        s = (b * float(line @ w0) - cc * float(h @ w0)) / den
+        shorter = min(np.linalg.norm(pos[c] - pos[p]), np.linalg.norm(pos[n] - pos[c]))
+        if abs(s) <= 0.5 * shorter:
+            out[c] = pos[c] + s * h
+    return out
+
+
+def _hinge_lifts(
+    target: Skeleton, driver: NDArray[np.intp], aim: NDArray[np.intp], pos_t: Array
+) -> Array:
     """:attr:`JointMap.lift` of every joint: for a one-channel joint aimed from a
     three-channel parent, the elevation from its hinge's plane of its bone at rest less
-    that of its parent's bone (a straight limb's); zero elsewhere."""
+    that of its parent's bone (a straight limb's), its place on its axis
+    :func:`_on_axes`'s (``pos_t``); zero elsewhere."""
     lift = np.zeros(target.num_joints)
     channels = [len(o) for o in target.euler_orders]
-    pos_t = rest_pose(target)[0]
     for t in range(target.num_joints):
         c = int(aim[t])
         if driver[t] < 0 or channels[t] != 3 or not 0 <= c < target.num_joints:
