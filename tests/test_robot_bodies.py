@@ -75,7 +75,8 @@ def test_a_knee_whose_anchor_is_off_the_leg_is_mapped_without_a_swing(name, walk
     sk = prepared.skeleton
     roles = find_roles(sk)
     pos, rest = rest_pose(sk)
-    on_axis = _on_axes(sk, pos, rest, _children(sk), np.ones(sk.num_points, bool))
+    middles = [roles[f"{side}_knee"] for side in ("left", "right")]
+    on_axis = _on_axes(sk, pos, rest, _children(sk), np.ones(sk.num_points, bool), middles)
     for side in ("left", "right"):
         hip, knee, ankle = (roles[f"{side}_{r}"] for r in ("hip", "knee", "ankle"))
         for points, within in ((pos, False), (on_axis, True)):
