@@ -619,16 +619,16 @@ def _on_axes(
     joints: Sequence[int],
 ) -> Array:
     """Rest positions (P, 3) with each of ``joints`` (the knees and elbows) that is a
-    one-channel joint with a counterpart moved
-    along its axis to the point nearest the line from its parent to its farthest next
-    point (where the limb's bones meet as a knee's do; a maker places a hinge's anchor
-    anywhere on its axis, Berkeley Humanoid's knee at its motor, out to the side: aimed
-    through it, the thigh and shin zig-zagged 20° across the knee at rest, and the
-    mapping's lift for that zig-zag swung its legs: body jerk 25 times the source's on
-    the first 2,400 frames of the LAFAN walk); a move beyond half the shorter bone is
-    not made, nor one of round-off's size (JVRC-1's right arm, solved by the IK pass
-    from a pose 1e-16 m apart, took another of two near-equal poses at frame 4,183
-    and kept it: body jerk 0.67 -> 1.64 times the source's)."""
+    one-channel joint with a counterpart moved along its axis to the point nearest the
+    line from its parent to its farthest next point, where the limb's bones meet as a
+    knee's do. A maker places a hinge's anchor anywhere on its axis (Berkeley
+    Humanoid's knee at its motor, out to the side): aimed through it, the thigh and
+    shin zig-zagged 20° across the knee at rest, and the mapping's lift for that
+    zig-zag swung its legs (body jerk 25 times the source's on the first 2,400 frames
+    of the LAFAN walk). A move beyond half the shorter bone is not made, nor one of
+    round-off's size (JVRC-1's right arm, solved by the IK pass from a pose 1e-16 m
+    apart, took another of two near-equal poses at frame 4,183 and kept it: body jerk
+    0.67 -> 1.64 times the source's)."""
     out = np.array(pos, dtype=np.float64)
     for c in joints:
         p = int(target.parents[c])

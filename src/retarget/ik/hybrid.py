@@ -141,9 +141,11 @@ class HybridSolver(IKSolver):
         more than the source's on rough terrain (Lee & Shin's §4.5 asks for the
         root to move, not the knees).
     apart_buffer : float
-        The pairs of ``Constraints.apart`` a solve takes: those within this share of
-        the height of their margin at some of its frames (the others cannot come
-        near in one solve's step). A limb with no goal at a frame where one of its
+        The pairs of ``Constraints.apart`` a solve takes: those nearer than their margin
+        plus this share of the height at some of its frames; negative, past it (-0.002:
+        by over 0.2 % of the height, the shallower left to a robot's IK pass after the
+        method; within the buffer, nearly every frame of a walk was solved for pairs
+        side by side, at twice the time). A limb with no goal at a frame where one of its
         pieces is nearer than its margin (an arm into the trunk, a swinging knee into
         the other) has its joints among the parameters, as the torso's are (their
         turns cost as the torso's do), and they are solved there.
