@@ -336,9 +336,9 @@ def _repair(spec, message: str, path: Path) -> str | None:
     bodies = list(spec.bodies)[1:]  # (the world's first)
     negative = [b.name for b in bodies if b.mass < 0]
     if negative:
-        raise FormatError(
-            str(path),
-            _line_of(path, negative[0]),
+        raise _at(
+            path,
+            negative[0],
             f"body {negative[0]!r} has a negative mass; expected a mass of 0 or more",
         )
     light = [b.name for b in bodies if b.mass <= 0 and b.first_joint() is not None]
@@ -622,19 +622,17 @@ def _check_finite(path: Path, model, data) -> None:
         word, lookup = kinds[kind]
         name = getattr(model, lookup)(i).name or f"#{i}"
         shown = " ".join(f"{v:g}" for v in np.ravel(values[i]))
-        raise FormatError(
-            str(path),
-            _line_of(path, name),
-            f"{word} {name!r}: its {what} is not finite ({shown}); expected numbers",
+        raise _at(
+            path, name, f"{word} {name!r}: its {what} is not finite ({shown}); expected numbers"
         )
     lo, hi = np.asarray(model.jnt_range, dtype=float).T
     upside = lo > hi  # (MuJoCo then takes the joint as unlimited)
     if upside.any():  # (MuJoCo compiles a range upside down as given)
         j = int(np.flatnonzero(upside)[0])
         name = model.joint(j).name or f"#{j}"
-        raise FormatError(
-            str(path),
-            _line_of(path, name),
+        raise _at(
+            path,
+            name,
             f"joint {name!r} has its range upside down ({lo[j]:g} above {hi[j]:g}); "
             "expected the lower limit first",
         )
@@ -642,12 +640,17 @@ def _check_finite(path: Path, model, data) -> None:
     if far.any():  # (a body placed a kilometre away: a typo's 1e300, not a humanoid)
         i = int(np.flatnonzero(far)[0])
         name = model.body(i).name or f"#{i}"
-        raise FormatError(
-            str(path),
-            _line_of(path, name),
+        raise _at(
+            path,
+            name,
             f"body {name!r} stands {np.linalg.norm(data.xpos[i]):.3g} m from the origin at "
             f"the zero configuration; expected a robot within {_FAR:g} m",
         )
+
+
+def _at(path: Path, name: str, message: str) -> FormatError:
+    """The one-line error of ``message`` at the line of ``path`` that names ``name``."""
+    return FormatError(str(path), _line_of(path, name), message)
 
 
 def _root_body(model) -> int:

@@ -29,60 +29,101 @@ def _v(*xs: float) -> str:
 # -- suffix_servo.xml -------------------------------------------------------------------------
 
 
+def _chain(links: list[tuple[str, str, str, str, str]], depth: int = 3) -> str:
+    """Bodies each the only child of the last, as MJCF: per body ``(name, pos, inertial
+    attributes, joint attributes or "", geom attributes or "")``, indented from ``depth``."""
+    name, pos, inertial, joint, geom = links[0]
+    pad = "  " * depth
+    lines = [f'{pad}<body name="{name}" pos="{pos}">', f"{pad}  <inertial {inertial}/>"]
+    lines += [f"{pad}  <joint {joint}/>"] if joint else []
+    lines += [f"{pad}  <geom {geom}/>"] if geom else []
+    inner = _chain(links[1:], depth + 1) if len(links) > 1 else ""
+    return "\n" + "\n".join(lines) + inner + f"\n{pad}</body>"
+
+
 def _servo_leg(side: int, s: str) -> str:
-    y = 0.04 * side
-    return f"""
-      <body name="2xl430_gears_3{s}" pos="{_v(0, y, -0.07)}">
-        <inertial pos="0 0 -0.01" mass="0.08" diaginertia="2e-5 2e-5 2e-5"/>
-        <joint name="hip_yaw_drive{s}" axis="0 0 1" range="-0.8 0.8"/>
-        <geom type="box" size="0.018 0.018 0.012" pos="0 0 -0.01"/>
-        <body name="hip_roll_link{s}" pos="0 0 -0.03">
-          <inertial pos="0 0 0" mass="0.06" diaginertia="1e-5 1e-5 1e-5"/>
-          <joint name="hip_roll{s}" axis="1 0 0" range="{_v(*sorted((-0.4 * side, 0.8 * side)))}"/>
-          <body name="spur_1m_24t_driven{s}" pos="0 0 -0.02">
-            <inertial pos="0 0 -0.05" mass="0.12" diaginertia="1e-4 1e-4 2e-5"/>
-            <joint name="hip_pitch{s}" axis="0 1 0" range="-1.6 1.2"/>
-            <geom type="capsule" fromto="0 0 -0.015 0 0 -0.085" size="0.018"/>
-            <body name="2xc430{s}" pos="0 0 -0.1">
-              <inertial pos="0 0 -0.05" mass="0.1" diaginertia="8e-5 8e-5 1e-5"/>
-              <joint name="knee_drive{s}" axis="0 1 0" range="0 2.3"/>
-              <geom type="capsule" fromto="0 0 -0.015 0 0 -0.085" size="0.016"/>
-              <body name="ank_pitch_link{s}" pos="0 0 -0.1">
-                <inertial pos="0 0 0" mass="0.03" diaginertia="5e-6 5e-6 5e-6"/>
-                <joint name="ank_pitch{s}" axis="0 1 0" range="-1 1"/>
-                <body name="foot_plate{s}" pos="0 0 -0.01">
-                  <inertial pos="0.015 0 -0.01" mass="0.06" diaginertia="2e-5 4e-5 5e-5"/>
-                  <joint name="ank_roll{s}" axis="1 0 0" range="-0.5 0.5"/>
-                  <geom type="box" size="0.045 0.025 0.005" pos="0.015 0 -0.02"/>
-                </body>
-              </body>
-            </body>
-          </body>
-        </body>
-      </body>"""
+    rod = 'type="capsule" fromto="0 0 -0.015 0 0 -0.085"'
+    return _chain(
+        [
+            (
+                f"2xl430_gears_3{s}",
+                _v(0, 0.04 * side, -0.07),
+                'pos="0 0 -0.01" mass="0.08" diaginertia="2e-5 2e-5 2e-5"',
+                f'name="hip_yaw_drive{s}" axis="0 0 1" range="-0.8 0.8"',
+                'type="box" size="0.018 0.018 0.012" pos="0 0 -0.01"',
+            ),
+            (
+                f"hip_roll_link{s}",
+                "0 0 -0.03",
+                'pos="0 0 0" mass="0.06" diaginertia="1e-5 1e-5 1e-5"',
+                f'name="hip_roll{s}" axis="1 0 0" range="{_v(*sorted((-0.4 * side, 0.8 * side)))}"',
+                "",
+            ),
+            (
+                f"spur_1m_24t_driven{s}",
+                "0 0 -0.02",
+                'pos="0 0 -0.05" mass="0.12" diaginertia="1e-4 1e-4 2e-5"',
+                f'name="hip_pitch{s}" axis="0 1 0" range="-1.6 1.2"',
+                f'{rod} size="0.018"',
+            ),
+            (
+                f"2xc430{s}",
+                "0 0 -0.1",
+                'pos="0 0 -0.05" mass="0.1" diaginertia="8e-5 8e-5 1e-5"',
+                f'name="knee_drive{s}" axis="0 1 0" range="0 2.3"',
+                f'{rod} size="0.016"',
+            ),
+            (
+                f"ank_pitch_link{s}",
+                "0 0 -0.1",
+                'pos="0 0 0" mass="0.03" diaginertia="5e-6 5e-6 5e-6"',
+                f'name="ank_pitch{s}" axis="0 1 0" range="-1 1"',
+                "",
+            ),
+            (
+                f"foot_plate{s}",
+                "0 0 -0.01",
+                'pos="0.015 0 -0.01" mass="0.06" diaginertia="2e-5 4e-5 5e-5"',
+                f'name="ank_roll{s}" axis="1 0 0" range="-0.5 0.5"',
+                'type="box" size="0.045 0.025 0.005" pos="0.015 0 -0.02"',
+            ),
+        ]
+    )
 
 
 def _servo_arm(side: int, s: str) -> str:
-    y = 0.075 * side
-    return f"""
-      <body name="sho_pitch_link{s}" pos="{_v(0, y, 0.05)}">
-        <inertial pos="0 0 0" mass="0.04" diaginertia="5e-6 5e-6 5e-6"/>
-        <joint name="sho_pitch{s}" axis="0 1 0" range="-3 3"/>
-        <body name="2xl430{s}" pos="{_v(0, 0.02 * side, 0)}">
-          <inertial pos="0 0 -0.04" mass="0.06" diaginertia="3e-5 3e-5 5e-6"/>
-          <joint name="sho_roll{s}" axis="1 0 0" range="{_v(*sorted((-0.3 * side, 2.5 * side)))}"/>
-          <geom type="capsule" fromto="0 0 -0.012 0 0 -0.068" size="0.014"/>
-          <body name="elbow_link{s}" pos="0 0 -0.08">
-            <inertial pos="0 0 -0.04" mass="0.05" diaginertia="3e-5 3e-5 5e-6"/>
-            <joint name="elbow_drive{s}" axis="0 1 0" range="-2.3 0"/>
-            <geom type="capsule" fromto="0 0 -0.012 0 0 -0.06" size="0.013"/>
-            <body name="hand{s}" pos="0 0 -0.075">
-              <inertial pos="0 0 -0.015" mass="0.02" diaginertia="2e-6 2e-6 2e-6"/>
-              <geom type="box" size="0.012 0.008 0.018" pos="0 0 -0.015"/>
-            </body>
-          </body>
-        </body>
-      </body>"""
+    return _chain(
+        [
+            (
+                f"sho_pitch_link{s}",
+                _v(0, 0.075 * side, 0.05),
+                'pos="0 0 0" mass="0.04" diaginertia="5e-6 5e-6 5e-6"',
+                f'name="sho_pitch{s}" axis="0 1 0" range="-3 3"',
+                "",
+            ),
+            (
+                f"2xl430{s}",
+                _v(0, 0.02 * side, 0),
+                'pos="0 0 -0.04" mass="0.06" diaginertia="3e-5 3e-5 5e-6"',
+                f'name="sho_roll{s}" axis="1 0 0" range="{_v(*sorted((-0.3 * side, 2.5 * side)))}"',
+                'type="capsule" fromto="0 0 -0.012 0 0 -0.068" size="0.014"',
+            ),
+            (
+                f"elbow_link{s}",
+                "0 0 -0.08",
+                'pos="0 0 -0.04" mass="0.05" diaginertia="3e-5 3e-5 5e-6"',
+                f'name="elbow_drive{s}" axis="0 1 0" range="-2.3 0"',
+                'type="capsule" fromto="0 0 -0.012 0 0 -0.06" size="0.013"',
+            ),
+            (
+                f"hand{s}",
+                "0 0 -0.075",
+                'pos="0 0 -0.015" mass="0.02" diaginertia="2e-6 2e-6 2e-6"',
+                "",
+                'type="box" size="0.012 0.008 0.018" pos="0 0 -0.015"',
+            ),
+        ]
+    )
 
 
 def suffix_servo() -> str:
