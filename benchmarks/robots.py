@@ -23,6 +23,12 @@ once, when the target is opened), the median of ``--repeats`` runs after a warm-
 one core (``NUMBA_NUM_THREADS=1`` and one BLAS thread are set before numpy loads).
 ``--robots a,b`` runs only those (names of ``tests/robot_files.py``).
 
+``--judge`` adds a column: the largest difference of the row's measures from an
+independent reading of the same trajectories (``tests/robot_judge.py``: its own BVH
+reader, MuJoCo alone for the robot; an MJCF model), in % of the judge's figure (skate,
+jerk, floating and the deepest sole within 0.01 cm, links into each other within one
+frame; the joint-limit counts must be equal).
+
 The table is printed and appended to ``benchmarks/results/YYYY-MM-DD-robots.md``.
 """
 
@@ -44,9 +50,10 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(common.PROJECT_ROOT / "tests"))
 from robot_files import ROBOTS, robot_path  # noqa: E402
+from robot_judge import judge  # noqa: E402
 
 from retarget.core.errors import RetargetWarning  # noqa: E402
-from retarget.io.trajectories import RobotTrajectory  # noqa: E402
+from retarget.io.trajectories import RobotTrajectory, write_npz  # noqa: E402
 from retarget.pipeline import retarget  # noqa: E402
 from retarget.targets.robot import open_robot  # noqa: E402
 from retarget.targets.robot.measures import measure_robot  # noqa: E402
@@ -76,6 +83,34 @@ def _cell(key: str, value: float) -> str:
     return common.fmt(float(value))
 
 
+#: (measure, the difference below which two readings agree whatever the ratio)
+JUDGED = (
+    ("skate_ratio", 0.0),
+    ("jerk_ratio", 0.0),
+    ("float_cm", 0.01),
+    ("penetration_max_cm", 0.01),
+    ("self_collision_share", None),  # one frame
+)
+
+
+def _judged(ours: dict, model: str, clip: str, trajectory: RobotTrajectory, n: int) -> str:
+    """The largest difference of ``ours`` from the judge's reading (module docstring)."""
+    import tempfile
+
+    if not model.endswith(".xml"):
+        return "(URDF)"
+    with tempfile.TemporaryDirectory() as folder:
+        theirs = judge(clip, model, write_npz(f"{folder}/t.npz", trajectory), slice(0, n))
+    if ours["limit_violations"] != theirs["limit_violations"]:
+        return "limits differ"
+    worst = 0.0
+    for key, floor in JUDGED:
+        apart = abs(ours[key] - theirs[key]) - (1.0 / n if floor is None else floor)
+        if apart > 0:
+            worst = max(worst, apart / max(abs(theirs[key]), 1e-12))
+    return f"{100 * worst:.1f} %"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -83,6 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--methods", default="hierarchical,omr")
     parser.add_argument("--robots", default=",".join(ROBOTS), help="names, comma-separated")
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--judge", action="store_true", help="an independent reading beside")
     args = parser.parse_args(argv)
     clip_path, source = common.read_clip()
     if args.frames:
@@ -100,7 +136,10 @@ def main(argv: list[str] | None = None) -> None:
             theirs = RobotTrajectory(
                 gmr["root_pos"][:n], gmr["root_quat"][:n], gmr["dof_pos"][:n], float(gmr["fps"])
             )
-            rows.append((name, "GMR (its output)", measure_robot(robot, theirs, source), GMR_FPS))
+            measures = measure_robot(robot, theirs, source)
+            if args.judge:
+                measures["judge"] = _judged(measures, robot.path, str(clip_path), theirs, n)
+            rows.append((name, "GMR (its output)", measures, GMR_FPS))
         for method in args.methods.split(","):
             samples = []
             with warnings.catch_warnings():
@@ -111,6 +150,8 @@ def main(argv: list[str] | None = None) -> None:
                     if k:
                         samples.append(time.perf_counter() - t0)
                 measures = measure_robot(robot, ours, source, gathered=target.gathered)
+            if args.judge:
+                measures["judge"] = _judged(measures, robot.path, str(clip_path), ours, n)
             rows.append((name, method, measures, n / float(np.median(samples))))
             top = ", ".join(
                 f"{p['bodies'][0]}–{p['bodies'][1]} {p['frames']}, {p['depth_cm']:.1f}"
@@ -124,13 +165,19 @@ def main(argv: list[str] | None = None) -> None:
             "robots.py",
             args.repeats,
         ),
-        common.row(["robot", "method", *(c for _, c, _ in COLUMNS), "frames/s (one core)"]),
-        common.row(["---"] * (len(COLUMNS) + 3)),
-        common.row(["goal", "", *(g for _, _, g in COLUMNS), "≥ 1,000 / 2,000"]),
+        common.row(
+            ["robot", "method", *(c for _, c, _ in COLUMNS), "frames/s (one core)"]
+            + ["judge Δ"] * args.judge
+        ),
+        common.row(["---"] * (len(COLUMNS) + 3 + args.judge)),
+        common.row(
+            ["goal", "", *(g for _, _, g in COLUMNS), "≥ 1,000 / 2,000"] + ["≤ 10 %"] * args.judge
+        ),
     ]
     for name, method, measures, fps in rows:
         cells = [_cell(key, measures[key]) for key, _, _ in COLUMNS]
-        lines.append(common.row([name, method, *cells, f"{fps:,.0f}"]))
+        judged = [measures["judge"]] if args.judge else []
+        lines.append(common.row([name, method, *cells, f"{fps:,.0f}", *judged]))
     lines += ["", "Self-collision pairs, most frames first (frames, deepest cm):", "", *pairs]
     common.publish(lines, "robots", save=not args.no_save)
 

@@ -1012,3 +1012,47 @@ def test_a_robots_fingers_are_left_as_the_method_left_them(jvrc, data_dir):
     np.testing.assert_allclose(dof_pos[:, fingers], 0.0, atol=1e-12)
     wrists = [jvrc.joint_names.index(n) for n in ("L_WRIST_Y", "R_WRIST_Y", "L_ELBOW_Y")]
     assert np.ptp(dof_pos[:, wrists], axis=0).max() > 1e-3  # (the wrists do move)
+
+
+def test_where_the_model_cannot_take_the_pose_is_reported_with_what_held_it(g1):
+    """A segment far from the human's over frames 10-29 while one of its hinges sits at
+    its upper bound is one run held by the range, with its links' contact; a second run
+    over 40-44 with a dip to 10 degrees at 42 (a gap of one frame closed) and a hinge
+    turning at its speed limit is held by the speed; a third, alone, by nothing."""
+    from retarget.targets.robot.measures import FAR_DEG, departures
+
+    f, d = 60, g1.num_dofs
+    theta = np.zeros((f, d))
+    theta[10:30, 3] = g1.upper[3]
+    vmax = np.full(d, np.inf)
+    vmax[5] = 1.0
+    theta[:, 5] = np.cumsum(np.where(np.arange(f) >= 41, 1.0 / 30.0, 0.0))  # 1 rad/s
+    theta[45:, 5] = theta[44, 5]
+    traj = RobotTrajectory(np.zeros((f, 3)), np.tile([1.0, 0, 0, 0], (f, 1)), theta, 30.0)
+    angle = np.zeros(f)
+    angle[10:30] = FAR_DEG + 5.0
+    angle[40:45] = FAR_DEG + 3.0
+    angle[42] = 10.0
+    angle[52:55] = FAR_DEG + 1.0
+    found = departures(
+        {"left_thigh": angle, "left_shin": np.zeros(f)},
+        {"left_thigh": [3, 5], "left_shin": [6]},
+        g1,
+        traj,
+        vmax,
+        {"left_thigh": [(12, "pelvis", 0.004), (35, "pelvis", 0.02)]},
+    )
+    assert set(found) == {"left_thigh"}
+    thigh = found["left_thigh"]
+    assert thigh["frames"] == 20 + 5 + 3
+    first, second, third = thigh["runs"]  # the worst first
+    assert first["frames"] == [10, 29] and first["worst_deg"] == FAR_DEG + 5.0
+    assert first["held_by"]["range"] == [
+        {"joint": g1.joint_names[3], "bound": "upper", "share": 1.0}
+    ]
+    assert first["held_by"]["links"] == [{"body": "pelvis", "depth_cm": pytest.approx(0.4)}]
+    assert second["frames"] == [40, 44] and second["mean_deg"] == pytest.approx(
+        (4 * (FAR_DEG + 3.0) + 10.0) / 5
+    )
+    assert second["held_by"] == {"speed": [g1.joint_names[5]]}
+    assert third["frames"] == [52, 54] and third["held_by"] == {}

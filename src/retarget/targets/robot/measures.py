@@ -30,17 +30,24 @@ collision detection of the model (the reference the field checks with):
   ``segment_directions_deg``) (each from the joint of one
   role to the next, :func:`retarget.humanoid.roles.find_roles` on both; a robot's joint
   of several hinges stands at their centre, :func:`retarget.targets.robot.hinges.gather_hinges`,
-  not at the anchor its file happens to give the first hinge).
+  not at the anchor its file happens to give the first hinge);
+* **where the model cannot take the pose** (``cannot_take``, :func:`departures`): the
+  runs of frames where a limb segment points more than :data:`FAR_DEG` from the human's,
+  each with how far (degrees) and what held it (its hinges at a bound of their ranges
+  or at their speed limits, its links touching another link), or nothing the model
+  has: the method's own.
 
 The floor is z = 0 (the robot's world), the up axis z.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...core import quat
-from ...core.arrays import Array
+from ...core.arrays import Array, runs
 from ...core.kinematics import forward_kinematics, rest_pose
 from ...core.motion import Motion
 from ...humanoid import world
@@ -49,10 +56,18 @@ from ...humanoid.roles import find_roles, height
 from ...io.trajectories import RobotTrajectory
 from .contacts import model_qpos, self_contacts
 from .hinges import Gathered, gather_hinges
-from .model import Robot
+from .model import Geom, Robot
 from .trajectories import robot_motion
 
-__all__ = ["ROBOT_MEASURES", "SEGMENTS", "measure_robot", "robot_view", "standing_height"]
+__all__ = [
+    "FAR_DEG",
+    "ROBOT_MEASURES",
+    "SEGMENTS",
+    "departures",
+    "measure_robot",
+    "robot_view",
+    "standing_height",
+]
 
 #: The scalar robot measures, what each is (the keys of :func:`measure_robot` that
 #: ``retarget eval --robot`` prints).
@@ -78,6 +93,78 @@ SEGMENTS = (
     ("upper_arm", "shoulder", "elbow"),
     ("forearm", "elbow", "wrist"),
 )
+
+
+#: A segment this far from the human's on a frame (degrees) departs from the pose.
+FAR_DEG = 15.0
+#: A hinge this near a bound of its range (rad) is held by it.
+_AT_BOUND = 0.01
+#: Runs listed per segment, the worst first (the rest counted).
+_LISTED = 10
+
+
+def departures(
+    angles: dict[str, Array],
+    hinges: dict[str, list[int]],
+    robot: Robot,
+    traj: RobotTrajectory,
+    vmax: Array,
+    touching: dict[str, list[tuple[int, str, float]]],
+) -> dict[str, dict]:
+    """Where the robot does not take the performer's pose, per segment.
+
+    ``angles`` is, per segment (``left_thigh``, ...), its angle from the human's each
+    frame (F,) in degrees; ``hinges`` the robot's hinges (indices into ``traj.dof_pos``)
+    that turn it; ``vmax`` (D,) their speed limits (rad/s; inf where none);
+    ``touching`` per segment the (frame, other body, depth m) of its links in contact
+    with another. Each run of frames farther than :data:`FAR_DEG` (gaps of two frames
+    closed) is ``{"frames": [first, last], "worst_deg", "mean_deg", "held_by": {"range":
+    [{"joint", "bound", "share"}], "speed": [joints], "links": [{"body", "depth_cm"}]}}``
+    (``held_by`` empty: nothing of the model held it, the method's own departure); the
+    :data:`_LISTED` worst runs are listed, and every run's frames counted.
+    """
+    out: dict[str, dict] = {}
+    theta = traj.dof_pos
+    speed = np.zeros_like(theta)
+    speed[1:] = np.abs(np.diff(theta, axis=0)) * traj.fps
+    for segment, angle in angles.items():
+        far = angle > FAR_DEG
+        for start, end in runs(~far):  # close gaps of up to two frames
+            if 0 < start and end < len(far) and end - start <= 2:
+                far[start:end] = True
+        found: list[dict[str, Any]] = []
+        for start, end in runs(far):
+            span = slice(start, end)
+            held: dict[str, list] = {}
+            for d in hinges.get(segment, []):
+                for bound, value in (("lower", robot.lower[d]), ("upper", robot.upper[d])):
+                    share = float((np.abs(theta[span, d] - value) < _AT_BOUND).mean())
+                    if np.isfinite(value) and share >= 0.5:
+                        held.setdefault("range", []).append(
+                            {"joint": robot.joint_names[d], "bound": bound, "share": share}
+                        )
+                if np.isfinite(vmax[d]) and (speed[span, d] >= 0.999 * vmax[d]).any():
+                    held.setdefault("speed", []).append(robot.joint_names[d])
+            deepest: dict[str, float] = {}
+            for k, other, depth in touching.get(segment, []):
+                if start <= k < end:
+                    deepest[other] = max(deepest.get(other, 0.0), depth)
+            if deepest:
+                held["links"] = [
+                    {"body": b, "depth_cm": 100.0 * d} for b, d in sorted(deepest.items())
+                ]
+            found.append(
+                {
+                    "frames": [start, end - 1],
+                    "worst_deg": float(angle[span].max()),
+                    "mean_deg": float(angle[span].mean()),
+                    "held_by": held,
+                }
+            )
+        if found:
+            found.sort(key=lambda run: -float(run["worst_deg"]))
+            out[segment] = {"frames": int(far.sum()), "runs": found[:_LISTED]}
+    return out
 
 
 def standing_height(robot: Robot) -> float:
@@ -125,22 +212,41 @@ def _feet(robot: Robot) -> dict[str, list[int]]:
     return out
 
 
+def _lowest(geom: Geom, pos: Array, rot: Array) -> Array:
+    """The height (F,) of ``geom``'s lowest point, its joint at ``pos`` (F, 3) turned by
+    ``rot`` (F, 4): exact for every shape (a round one's support point straight down;
+    a box's corners, a mesh's hull vertices), not the surface points the IK samples."""
+    turn = quat.multiply(rot, geom.rotation)
+    centre = pos[:, 2] + quat.rotate(rot, geom.position)[:, 2]
+    down = quat.rotate(quat.conjugate(turn), np.array([0.0, 0.0, -1.0]))  # geom frame
+    r, h = float(geom.size[0]), float(geom.size[1]) if len(geom.size) > 1 else 0.0
+    if geom.kind == "sphere":
+        reach = r * np.ones(len(pos))
+    elif geom.kind == "capsule":
+        reach = h * np.abs(down[:, 2]) + r
+    elif geom.kind == "ellipsoid":
+        reach = np.linalg.norm(down * geom.size[:3], axis=-1)
+    elif geom.kind == "cylinder":
+        reach = h * np.abs(down[:, 2]) + r * np.linalg.norm(down[:, :2], axis=-1)
+    else:  # a box's corners, a mesh's vertices: its support is one of them
+        world = quat.rotate(rot[:, None], geom.points) + pos[:, None]
+        return world[..., 2].min(axis=1)
+    return centre - reach
+
+
 def _sole_heights(robot: Robot, motion: Motion) -> tuple[Array, Array]:
     """Per frame and side: the lowest point of the foot's collision geometry (F, 2)
-    and the foot geometry's centre horizontally (F, 2, 3), from our kinematics."""
+    (:func:`_lowest`) and the foot geometry's centre horizontally (F, 2, 3), from our
+    kinematics."""
     pos, rot = forward_kinematics(robot.skeleton, motion.root_position, motion.rotations)
     lows, centres = [], []
     for side, joints in _feet(robot).items():
-        pts = [
-            quat.rotate(rot[:, g.joint, None], g.points) + pos[:, g.joint, None]
-            for g in robot.geoms
-            if g.joint in joints
-        ]
-        if not pts:  # no geometry: the foot's joints and sites
+        mine = [g for g in robot.geoms if g.joint in joints]
+        if not mine:  # no geometry: the foot's joints and sites
             raise ValueError(f"the robot's {side} foot has no collision geometry")
-        allp = np.concatenate(pts, axis=1)
-        lows.append(allp[..., 2].min(axis=1))
-        centres.append(allp.mean(axis=1))
+        pts = [quat.rotate(rot[:, g.joint, None], g.points) + pos[:, g.joint, None] for g in mine]
+        lows.append(np.min([_lowest(g, pos[:, g.joint], rot[:, g.joint]) for g in mine], axis=0))
+        centres.append(np.concatenate(pts, axis=1).mean(axis=1))
     return np.stack(lows, 1), np.stack(centres, 1)
 
 
@@ -237,6 +343,9 @@ def measure_robot(
     turn = world.axes_between(world.up_name(up), "z")
     angles = []
     by_segment: dict[str, float] = {}
+    per_frame: dict[str, Array] = {}
+    segment_dofs: dict[str, list[int]] = {}
+    g_roles = find_roles(gathered.skeleton)
     for name, a, b in SEGMENTS:
         for side in ("left", "right"):
             ra, rb = r_roles.get(f"{side}_{a}"), r_roles.get(f"{side}_{b}")
@@ -250,6 +359,11 @@ def measure_robot(
             )
             angles.append(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
             by_segment[f"{side}_{name}"] = float(angles[-1].mean())
+            per_frame[f"{side}_{name}"] = angles[-1]
+            turned = set(gathered.members[g_roles[f"{side}_{a}"]])
+            segment_dofs[f"{side}_{name}"] = [
+                d for d, j in enumerate(robot.dof_joint) if int(j) in turned
+            ]
     return {
         "frames": f,
         "robot_height_m": tall,
@@ -273,4 +387,28 @@ def measure_robot(
         "joint_jerk": joint_jerk,
         "segment_direction_deg": float(np.mean(angles)) if angles else float("nan"),
         "segment_directions_deg": by_segment,
+        "cannot_take": departures(
+            per_frame,
+            segment_dofs,
+            robot,
+            traj,
+            vmax,
+            _touching(model, robot, hits, segment_dofs),
+        ),
     }
+
+
+def _touching(
+    model, robot: Robot, hits, segment_dofs: dict[str, list[int]]
+) -> dict[str, list[tuple[int, str, float]]]:
+    """Per segment, (frame, the other body's name, depth m) of every contact of one of
+    its links (the bodies its hinges move) with another link."""
+    out: dict[str, list[tuple[int, str, float]]] = {}
+    for segment, dofs in segment_dofs.items():
+        mine = {int(model.joint(robot.joint_names[d]).bodyid[0]) for d in dofs}
+        out[segment] = [
+            (int(k), model.body(int(b2 if b1 in mine else b1)).name, float(-dist))
+            for k, (b1, b2), dist in zip(hits.frame, hits.bodies, hits.dist, strict=True)
+            if (b1 in mine) != (b2 in mine)
+        ]
+    return out

@@ -716,7 +716,12 @@ def _sole_tip(
     sole reaches, on the foot's midline (its long axis and the halfway between its
     farthest points either side of it, from the whole geometry: a hull's few sole
     points can be lopsided), at the sole's lowest point's height (a rounded or tilted
-    sole's points within 2 mm of the lowest are up to 2 mm above it). (The farthest
+    sole's points within 2 mm of the lowest are up to 2 mm above it) or, where the front
+    of the foot stands higher (a sole pitched toe up at rest, Berkeley Humanoid's 2.8 cm;
+    a row of capsules' rounded front), at the lowest of the points within 8 % of the
+    foot's length of its front: a point of the foot itself, so that the toe the methods
+    plant and the measures read is the one that touches the floor, not a point under
+    it in the air. (The farthest
     point itself is a corner of the sole, 3.5 cm to the side on the G1: aimed at, it
     turned the foot 15° for the methods; the middle of the front edge's points is a
     corner too where a hull leaves one front corner out, JVRC-1's 4.2 cm to the side:
@@ -733,7 +738,8 @@ def _sole_tip(
     if np.ptp(reach) < 0.5 * np.ptp(points @ axis):  # a foot pitched at rest: its edge
         reach = points @ axis  # alone within 2 mm (Berkeley's toe up: the tip its heel)
     tip = reach.max() * axis + 0.5 * (side.min() + side.max()) * across
-    tip[2] = points[:, 2].min()  # on the sole's plane: planted, the sole is on the floor
+    front = points[points @ axis >= reach.max() - 0.08 * np.ptp(points @ axis)]
+    tip[2] = front[:, 2].min() if len(front) else points[:, 2].min()
     return tip
 
 
