@@ -22,9 +22,10 @@ measures what DESIGN.md and the robots issue define, so that the library's repor
   point of the foot's geometry forward and a little down, moved across onto the foot's
   midline) in % of its standing
   height per second, over the source's own in % of its height per second;
-* **float** and **penetration**: the lowest point of the foot's collision geometry
-  (exact for every MuJoCo shape: the support point straight down) above the floor
-  while the source's foot is planted; frames with it deeper than 0.5 cm;
+* **float** and **penetration**: the lowest point of the collision geometry of the
+  ankle and all below it (the bodies of the ankle's hinges and their children; exact
+  for every MuJoCo shape: the support point straight down) above the floor while the
+  source's foot is planted; frames with it deeper than 0.5 cm;
 * **limits**: angles outside the ranges MuJoCo compiled for limited joints;
 * **links into each other**: frames where two geoms of bodies that are neither parent
   and child nor in contact at the zero configuration, and that MuJoCo's own bit masks
@@ -357,7 +358,6 @@ def judge(
     for side, sign in (("left", 1.0), ("right", -1.0)):
         b = _lowest_body(model, data, geoms, sign, root)
         mine = [g for g in geoms if int(model.geom_bodyid[g]) in _subtree(model, b)]
-        feet[side] = mine
         hinges, jb = [], b  # the last hinge from the foot up, and the one above it
         while len(hinges) < 2 and jb > 0:  # when square to it (a two-hinge ankle)
             first = int(model.body_jntadr[jb])
@@ -366,6 +366,8 @@ def judge(
             jb = int(model.body_parentid[jb])
         square = len(hinges) > 1 and abs(data.xaxis[hinges[0]] @ data.xaxis[hinges[1]]) < 0.5
         anchors[side] = hinges[:2] if square else hinges[:1]
+        top = int(model.jnt_bodyid[anchors[side][-1]])  # the ankle and all below it
+        feet[side] = [g for g in geoms if int(model.geom_bodyid[g]) in _subtree(model, top)]
         # the front of the sole: the foot's long horizontal axis, pointing away from the
         # ankle; the support point forward and a little down, in the foot body's frame
         pts = np.array(

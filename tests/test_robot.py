@@ -23,7 +23,7 @@ from retarget.core.skeleton import Skeleton
 from retarget.humanoid.anatomy import hinge_axis
 from retarget.humanoid.roles import find_roles
 from retarget.ik.limb import limb_from_roles
-from retarget.io.formats import read_trajectories, write_trajectories
+from retarget.io.formats import read_motion, read_trajectories, write_trajectories
 from retarget.io.trajectories import RobotTrajectory
 from retarget.targets.robot.hinges import (
     _continuous,
@@ -1056,3 +1056,73 @@ def test_where_the_model_cannot_take_the_pose_is_reported_with_what_held_it(g1):
     )
     assert second["held_by"] == {"speed": [g1.joint_names[5]]}
     assert third["frames"] == [52, 54] and third["held_by"] == {}
+
+
+def test_the_direction_floor_is_the_least_scipy_finds(g1, data_dir):
+    """With the G1's left knee held at zero (its range [0, 0]) the left leg cannot bend
+    as the performer does: on walking frames its thigh and shin depart by degrees at
+    best. Each frame's floor agrees within 0.05° with scipy's L-BFGS-B over the same
+    hinges and ranges from the zero configuration and twenty random starts (the least
+    of them)."""
+    import dataclasses
+
+    from scipy.optimize import minimize
+
+    from retarget.core import quat
+    from retarget.targets.robot.floor import direction_floor, limb_segments, segment_angles
+    from retarget.targets.robot.hinges import gather_hinges
+
+    walk = read_motion(data_dir / "lafan_walk.bvh")[200:290]  # (walking)
+    knee = g1.joint_names.index("left_knee_joint")
+    lower, upper = g1.lower.copy(), g1.upper.copy()
+    lower[knee] = upper[knee] = 0.0
+    stiff = dataclasses.replace(g1, lower=lower, upper=upper)
+    gathered = gather_hinges(stiff.skeleton, stiff.skeleton.names)
+    f = walk.num_frames
+    traj = RobotTrajectory(
+        np.tile([0.0, 0.0, 0.8], (f, 1)), np.tile([1.0, 0, 0, 0], (f, 1)), np.zeros((f, 29)), 30.0
+    )
+    segments = limb_segments(stiff, gathered, walk)
+    floor = direction_floor(stiff, gathered, traj, segments)
+    at = {n: k for k, n in enumerate(segments.names)}
+    legs = [at["left_thigh"], at["left_shin"]]
+    dofs = sorted({d for s in legs for d in segments.dofs[s]})
+    axes = quat.rotate(stiff.skeleton.axes, np.array([1.0, 0.0, 0.0]))
+    joints = stiff.dof_joint[dofs]
+    motion = robot_motion(stiff, traj)
+    rng = np.random.default_rng(7)
+
+    def cost(theta, k):  # Σ |u − h|² over the two segments, frame k
+        rot = motion.rotations[k : k + 1].copy()
+        rot[:, joints] = quat.quat_from_rotvec(theta[None, :, None] * axes[joints])
+        pos, _ = forward_kinematics(segments.rig, motion.root_position[k : k + 1], rot)
+        one = dataclasses.replace(segments, human=segments.human[:, k : k + 1])
+        return float(np.sum(2.0 * (1.0 - np.cos(np.radians(segment_angles(one, pos)[legs])))))
+
+    bounds = list(zip(lower[dofs], upper[dofs], strict=True))
+    for k in range(0, f, 15):
+        starts = [np.zeros(len(dofs))] + [rng.uniform(lower[dofs], upper[dofs]) for _ in range(20)]
+        best = min(
+            minimize(cost, x, args=(k,), method="L-BFGS-B", bounds=bounds).fun for x in starts
+        )
+        ours = float(np.sum(2.0 * (1.0 - np.cos(np.radians(floor[legs, k])))))
+        assert abs(np.degrees(np.sqrt(ours)) - np.degrees(np.sqrt(best))) < 0.05, (k, ours, best)
+    assert floor[legs].mean() > 1.0  # (the knee held still costs the leg its bend)
+
+
+def test_the_g1s_limbs_can_point_as_the_performers_do(g1_path, data_dir):
+    """On the G1 retargeted, every limb's floor is 0 (its hips and shoulders turn three
+    ways, its knees and elbows bend as far as a performer's), and the report's
+    directions are above it."""
+    from retarget.pipeline import retarget
+    from retarget.targets.robot import open_robot
+    from retarget.targets.robot.measures import measure_robot
+
+    walk = read_motion(data_dir / "lafan_walk.bvh")[200:260]
+    target = open_robot(g1_path)
+    run = retarget(walk, target, "hierarchical", measure=False)
+    got = measure_robot(target.robot, run.output, walk, gathered=target.gathered, floor=True)
+    assert set(got["segment_direction_floors_deg"]) == set(got["segment_directions_deg"])
+    assert len(got["segment_directions_deg"]) == 8
+    assert max(got["segment_direction_floors_deg"].values()) < 0.05
+    assert got["segment_direction_deg"] > got["segment_direction_floor_deg"]

@@ -91,3 +91,27 @@ def test_a_link_swung_into_another_is_found_with_its_depth(model):
     np.testing.assert_allclose(np.linalg.norm(s2[0] - c2), r2, atol=1e-9)
     # shallower than asked: not reported
     assert self_contacts(model, q, deeper_than=0.03).num_contacts == 0
+
+
+def test_geometry_in_a_class_that_does_not_collide_is_collided_as_read(tmp_path):
+    """A model whose every geom has ``contype`` and ``conaffinity`` 0 (Apollo's, for a
+    simulator adding its own contacts) is read with them as its collision geometry, and
+    MuJoCo's detection on the robot's model then finds the lower link swung into the
+    base: the bodies' masks, which its broad phase reads first, set with the geoms'."""
+    import warnings
+
+    from retarget.core.errors import RetargetWarning
+    from retarget.targets.robot.model import read_robot
+
+    xml = _XML.replace('type="sphere"', 'type="sphere" contype="0" conaffinity="0" group="3"')
+    path = tmp_path / "quiet.xml"
+    path.write_text(xml)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RetargetWarning)
+        robot = read_robot(path)
+    assert any("no geometry collides" in str(w.message) for w in caught)
+    model = robot.model
+    t = np.arcsin((0.2**2 + 0.15**2 - 0.13**2) / (2 * 0.2 * 0.15))
+    found = self_contacts(model, np.stack([_qpos(model, 0.0), _qpos(model, t)]), deeper_than=1e-3)
+    assert found.num_contacts == 1 and found.frame[0] == 1
+    np.testing.assert_allclose(found.dist[0], -0.02, atol=1e-9)

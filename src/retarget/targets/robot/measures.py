@@ -55,6 +55,7 @@ from ...humanoid.contacts import detect_contacts
 from ...humanoid.roles import find_roles, height
 from ...io.trajectories import RobotTrajectory
 from .contacts import model_qpos, self_contacts
+from .floor import SEGMENTS, direction_floor, limb_segments, segment_angles
 from .hinges import Gathered, gather_hinges
 from .model import Geom, Robot
 from .trajectories import robot_motion
@@ -85,14 +86,6 @@ ROBOT_MEASURES = {
     "joint_jerk": "mean squared hinge jerk (rad²/s⁶)",
     "segment_direction_deg": "limb segment directions from the human's, mean (degrees)",
 }
-
-#: The limb segments compared by direction: (name, role from, role to) per side.
-SEGMENTS = (
-    ("thigh", "hip", "knee"),
-    ("shin", "knee", "ankle"),
-    ("upper_arm", "shoulder", "elbow"),
-    ("forearm", "elbow", "wrist"),
-)
 
 
 #: A segment this far from the human's on a frame (degrees) departs from the pose.
@@ -258,13 +251,16 @@ def measure_robot(
     margin: float = 0.005,
     velocity: float | None = None,
     gathered: Gathered | None = None,
+    floor: bool = False,
 ) -> dict[str, float | int | list | dict]:
     """The robot measures of a trajectory against its human source (module docstring).
 
     ``source`` is the human clip the trajectory was made from (same frames, any
     unit and axes); ``margin`` the self-collision depth that counts (m);
     ``velocity`` a joint velocity limit (rad/s) for hinges the model gives none;
-    ``gathered`` the robot's hinges gathered (:func:`gather_hinges`, made when not given).
+    ``gathered`` the robot's hinges gathered (:func:`gather_hinges`, made when not given);
+    ``floor``: the least segment directions its limbs' ranges allow, too
+    (:func:`retarget.targets.robot.floor.direction_floor`: seconds on a long clip).
     """
     import mujoco
 
@@ -339,31 +335,13 @@ def measure_robot(
     src_jerk = src_jerk * source.fps**3
     jerk_ratio = float((body_jerk**2).sum(-1).mean() / max((src_jerk**2).sum(-1).mean(), 1e-300))
     joint_jerk = float(((np.diff(traj.dof_pos, n=3, axis=0) * traj.fps**3) ** 2).mean())
-    # segment directions
-    turn = world.axes_between(world.up_name(up), "z")
-    angles = []
-    by_segment: dict[str, float] = {}
-    per_frame: dict[str, Array] = {}
-    segment_dofs: dict[str, list[int]] = {}
-    g_roles = find_roles(gathered.skeleton)
-    for name, a, b in SEGMENTS:
-        for side in ("left", "right"):
-            ra, rb = r_roles.get(f"{side}_{a}"), r_roles.get(f"{side}_{b}")
-            sa, sb = s_roles.get(f"{side}_{a}"), s_roles.get(f"{side}_{b}")
-            if None in (ra, rb, sa, sb):
-                continue
-            dr = r_pos[:, rb] - r_pos[:, ra]
-            ds = quat.rotate(turn, s_pos[:, sb] - s_pos[:, sa])
-            cos = (dr * ds).sum(-1) / np.maximum(
-                np.linalg.norm(dr, axis=-1) * np.linalg.norm(ds, axis=-1), 1e-300
-            )
-            angles.append(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
-            by_segment[f"{side}_{name}"] = float(angles[-1].mean())
-            per_frame[f"{side}_{name}"] = angles[-1]
-            turned = set(gathered.members[g_roles[f"{side}_{a}"]])
-            segment_dofs[f"{side}_{name}"] = [
-                d for d, j in enumerate(robot.dof_joint) if int(j) in turned
-            ]
+    # segment directions, and the least the limbs' ranges allow
+    segments = limb_segments(robot, gathered, source)
+    angles = segment_angles(
+        segments, forward_kinematics(segments.rig, motion.root_position, motion.rotations)[0]
+    )
+    by_segment = {n: float(a.mean()) for n, a in zip(segments.names, angles, strict=True)}
+    floors = direction_floor(robot, gathered, traj, segments) if floor else None
     return {
         "frames": f,
         "robot_height_m": tall,
@@ -385,21 +363,31 @@ def measure_robot(
         ],
         "jerk_ratio": jerk_ratio,
         "joint_jerk": joint_jerk,
-        "segment_direction_deg": float(np.mean(angles)) if angles else float("nan"),
+        "segment_direction_deg": float(angles.mean()) if angles.size else float("nan"),
         "segment_directions_deg": by_segment,
+        **(
+            {
+                "segment_direction_floor_deg": float(floors.mean()) if floors.size else 0.0,
+                "segment_direction_floors_deg": {
+                    n: float(a.mean()) for n, a in zip(segments.names, floors, strict=True)
+                },
+            }
+            if floors is not None
+            else {}
+        ),
         "cannot_take": departures(
-            per_frame,
-            segment_dofs,
+            dict(zip(segments.names, angles, strict=True)),
+            dict(zip(segments.names, (list(d) for d in segments.dofs), strict=True)),
             robot,
             traj,
             vmax,
-            _touching(model, robot, hits, segment_dofs),
+            _touching(model, robot, hits, dict(zip(segments.names, segments.dofs, strict=True))),
         ),
     }
 
 
 def _touching(
-    model, robot: Robot, hits, segment_dofs: dict[str, list[int]]
+    model, robot: Robot, hits, segment_dofs: dict[str, tuple[int, ...]]
 ) -> dict[str, list[tuple[int, str, float]]]:
     """Per segment, (frame, the other body's name, depth m) of every contact of one of
     its links (the bodies its hinges move) with another link."""

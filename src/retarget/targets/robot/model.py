@@ -568,9 +568,12 @@ def _collision_geoms(model, bodies: list[int], path: Path) -> set[int]:
             f"group {top} read as the collision geometry",
             path=str(path),
         )
-    for g in chosen:
-        model.geom_contype[g] = 1
-        model.geom_conaffinity[g] = 1
+    for g in chosen:  # (and its body's masks, which MuJoCo's broad phase reads first:
+        model.geom_contype[g] = 1  # set on the geoms alone, Apollo's links went through
+        model.geom_conaffinity[g] = 1  # each other 1.6 cm deep while MuJoCo saw none)
+        b = int(model.geom_bodyid[g])
+        model.body_contype[b] |= 1
+        model.body_conaffinity[b] |= 1
     return chosen
 
 
