@@ -25,13 +25,12 @@ ranges to bring both segments' unit directions ``u(θ)`` nearest the human's ``h
     min_θ  Σ_segments |u(θ) − h|²  (= 2 Σ (1 − cos angle)),  lower ≤ θ ≤ upper,
 
 everything else of the body (its base, its trunk) as the trajectory has it, so the
-floor is the limb's own. Projected Levenberg-Marquardt, every frame at once, the
-Jacobian by forward differences of the robot's own kinematics; from three starts (the
-trajectory's angles, the zero configuration, the middle of the ranges), each frame
-keeping the best (its two segments' angles are the floor: the limb's sum is never above
-the trajectory's, one segment's may be, where the optimum trades it for the other); a
-hinge at a bound that its descent would cross is held there (the active set). A
-segment with no hinge to turn it (none found) has the floor 0. Units: degrees out; the
+floor is the limb's own (:func:`retarget.targets.robot.aim.aim_limb`: projected
+Levenberg-Marquardt, every frame at once) from three starts (the trajectory's angles,
+the zero configuration, the middle of the ranges), each frame keeping the best (its two
+segments' angles are the floor: the limb's sum is never above the trajectory's, one
+segment's may be, where the optimum trades it for the other). A segment with no hinge
+to turn it (none found) has the floor 0. Units: degrees out; the
 robot's radians in.
 """
 
@@ -50,6 +49,7 @@ from ...core.skeleton import Skeleton
 from ...humanoid import world
 from ...humanoid.roles import find_roles
 from ...io.trajectories import RobotTrajectory
+from .aim import aim_limb, chord_degrees
 from .hinges import Gathered
 from .model import Robot
 from .trajectories import robot_motion
@@ -192,7 +192,6 @@ def direction_floor(
     """The least angle (S, F), degrees, each segment can point from the human's with its
     limb's hinges within their ranges (module docstring)."""
     motion = robot_motion(robot, traj)
-    axes = quat.rotate(robot.skeleton.axes, np.array([1.0, 0.0, 0.0]))  # hinge axes
     floor = np.zeros((len(segments.names), traj.num_frames))
     for first, second in LIMBS:
         for side in ("left", "right"):
@@ -204,81 +203,40 @@ def direction_floor(
             dofs = sorted({d for s in which for d in segments.dofs[s]})
             if not which or not dofs:
                 continue
-            floor[which] = _limb_floor(
-                robot, gathered, motion, traj, segments, which, dofs, axes, iterations
-            )
+            floor[which] = _limb_floor(robot, motion, traj, segments, which, dofs, iterations)
     return floor
-
-
-def _rig(rig: Skeleton, motion: Motion, rotations: Array) -> Array:
-    pos, _ = forward_kinematics(rig, motion.root_position, rotations)
-    return pos
 
 
 def _limb_floor(
     robot: Robot,
-    gathered: Gathered,
     motion: Motion,
     traj: RobotTrajectory,
     segments: Segments,
     which: list[int],
     dofs: list[int],
-    axes: Array,
     iterations: int,
 ) -> Array:
-    """The floor (len(which), F) of one limb's segments: projected Levenberg-Marquardt
-    over its hinges ``dofs`` from three starts, every frame at once."""
-    joints = robot.dof_joint[dofs]
+    """The floor (len(which), F) of one limb's segments: :func:`aim_limb` over its
+    hinges ``dofs`` from three starts, each frame its best."""
     lower, upper = robot.lower[dofs], robot.upper[dofs]
-    human = segments.human[which]  # (k, F, 3)
-    ends = segments.ends[which]
-
-    def residual(theta: Array) -> Array:  # (F, 3k): u(θ) − h per segment
-        rot = motion.rotations.copy()
-        rot[:, joints] = quat.quat_from_rotvec(theta[..., None] * axes[joints])
-        pos = _rig(segments.rig, motion, rot)
-        d = pos[:, ends[:, 1]] - pos[:, ends[:, 0]]  # (F, k, 3)
-        d = d / np.maximum(np.linalg.norm(d, axis=-1, keepdims=True), 1e-300)
-        return (d - np.moveaxis(human, 0, 1)).reshape(len(theta), -1)
-
-    f, n = traj.num_frames, len(dofs)
+    f = traj.num_frames
     starts = [
         traj.dof_pos[:, dofs],
         np.tile(np.clip(0.0, lower, upper), (f, 1)),
         np.tile(np.where(np.isfinite(lower + upper), 0.5 * (lower + upper), 0.0), (f, 1)),
     ]
-    best_cost = np.full(f, np.inf)
-    best_r = np.zeros((f, 3 * len(which)))
-    for theta in starts:
-        theta = np.clip(theta, lower, upper)
-        r = residual(theta)
-        cost = (r**2).sum(-1)
-        damping = np.full(f, 1e-3)
-        for _ in range(iterations):
-            jac = np.empty((f, r.shape[1], n))
-            for c in range(n):  # forward differences
-                step = np.zeros(n)
-                step[c] = 1e-6
-                jac[:, :, c] = (residual(theta + step) - r) / 1e-6
-            # a hinge at a bound its descent would cross is held there (the active
-            # set): its column out, or the clipped step wastes the others' progress
-            grad = np.einsum("fri,fr->fi", jac, r)
-            held = ((theta <= lower + 1e-12) & (grad > 0)) | ((theta >= upper - 1e-12) & (grad < 0))
-            jac = np.where(held[:, None, :], 0.0, jac)
-            jt = np.swapaxes(jac, 1, 2)
-            normal = jt @ jac + damping[:, None, None] * np.eye(n)
-            delta = np.linalg.solve(normal, -(jt @ r[..., None]))[..., 0]
-            trial = np.clip(theta + delta, lower, upper)
-            r_trial = residual(trial)
-            c_trial = (r_trial**2).sum(-1)
-            better = c_trial < cost
-            theta = np.where(better[:, None], trial, theta)
-            r = np.where(better[:, None], r_trial, r)
-            cost = np.where(better, c_trial, cost)
-            damping = np.where(better, damping / 3.0, damping * 5.0)
-        keep = cost < best_cost
-        best_cost = np.where(keep, cost, best_cost)
-        best_r = np.where(keep[:, None], r, best_r)
-    # |u − h|² = 2 (1 − cos): each segment's angle from its part of the residual
-    chord = np.linalg.norm(best_r.reshape(f, len(which), 3), axis=-1).T  # (k, F)
-    return np.degrees(2.0 * np.arcsin(np.clip(chord / 2.0, 0.0, 1.0)))
+    found = aim_limb(
+        segments.rig,
+        motion.root_position,
+        motion.rotations,
+        robot.dof_joint[dofs],
+        lower,
+        upper,
+        segments.ends[which],
+        segments.human[which],
+        starts,
+        iterations=iterations,
+    )
+    best = np.argmin(np.stack([a.cost for a in found]), axis=0)
+    residual = np.stack([a.residual for a in found])[best, np.arange(f)]
+    return chord_degrees(residual, len(which))
