@@ -187,7 +187,9 @@ class Foot:
     """A foot's effectors, by index into the effector list (-1: absent).
 
     The toe tip is tracked while the foot swings; at rest it is held, and so
-    is the heel. The foot also follows the source's foot orientation: in the
+    is the heel. Where its leg has six degrees of freedom from the hip down (else
+    its orientation is left out: :func:`omr_plan`), the foot also follows the
+    source's foot orientation: in the
     swing, so the foot lands as the source's does; on one held point (the heel
     as the sole comes down, the toe as the heel rises) instead of the other
     point's position, as a rigid foot of the target's size cannot meet the
@@ -1090,6 +1092,13 @@ def omr_plan(
             goal_points.append(roles_s[f"{side}_ankle"])
             goal_ankles.append(roles_s[f"{side}_ankle"])
             goal_feet.append(k)
+        # the foot's orientation, where its leg can turn it anyhow with the ankle in place
+        # (six channels from the hip down): a leg of five (the H1's, one hinge at the
+        # ankle) met the ankle, the toe and the foot's roll only by turning the pelvis,
+        # 20° on average from the performer's, and the trunk and arms with it (LAFAN
+        # walk: body jerk 48 times the source's, limbs 13° from the performer's; without
+        # that row 1.1 times and 2.3°)
+        if hold_heels and _leg_channels(target, hip, ankle) >= 6:
             orient = len(effectors)
             effectors.append(
                 Effector(
@@ -1139,6 +1148,12 @@ def omr_plan(
         foot_ratios=foot_ratios,
         height=h_t,
     )
+
+
+def _leg_channels(target: Skeleton, hip: int, ankle: int) -> int:
+    """Channels (degrees of freedom) from ``hip`` down to ``ankle``, both included."""
+    chain = [int(j) for j in target.chain(ankle)]  # from the root down
+    return sum(len(target.euler_orders[j]) for j in chain[chain.index(hip) :])
 
 
 def _ratio(target: float, source: float, otherwise: float) -> float:
