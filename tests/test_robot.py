@@ -1126,3 +1126,17 @@ def test_the_g1s_limbs_can_point_as_the_performers_do(g1_path, data_dir):
     assert len(got["segment_directions_deg"]) == 8
     assert max(got["segment_direction_floors_deg"].values()) < 0.05
     assert got["segment_direction_deg"] > got["segment_direction_floor_deg"]
+
+
+def test_angles_in_a_range_past_half_a_turn_come_back_in_it(romeo):
+    """Romeo's wrist roll turns from -0.52 to 3.67 rad, past π: every angle in its
+    range (and every other hinge's) read back from the robot's motion is the angle
+    given, not the same turn less 2π outside the range."""
+    wide = np.flatnonzero(np.maximum(np.abs(romeo.lower), np.abs(romeo.upper)) > np.pi)
+    assert len(wide) >= 2
+    traj = _random_trajectory(romeo, 400, seed=3)
+    dof = traj.dof_pos.copy()
+    dof[:, wide] = np.linspace(romeo.lower[wide], romeo.upper[wide], 400)  # through ±π
+    traj = RobotTrajectory(traj.root_pos, traj.root_quat, dof, 30.0, romeo.joint_names)
+    got = joint_trajectories(romeo, robot_motion(romeo, traj))
+    np.testing.assert_allclose(got.dof_pos, dof, atol=1e-9)

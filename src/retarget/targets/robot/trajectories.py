@@ -28,12 +28,13 @@ def joint_trajectories(robot: Robot, motion: Motion) -> RobotTrajectory:
         ``root_pos`` (F, 3) the skeleton root's positions; ``root_quat`` (F, 4) the
         base body's world orientation (the root's rotation times
         :attr:`Robot.base_rotation`); ``dof_pos`` (F, D) radians in
-        :attr:`Robot.joint_names` order (each hinge's angle about its axis; a hinge
-        without a range unwrapped over time).
+        :attr:`Robot.joint_names` order (each hinge's angle about its axis, within its
+        range by whole turns where the range goes past ±π; a hinge without a range
+        unwrapped over time).
     """
     rot = np.asarray(motion.rotations, dtype=float)
     angles = channel_angles(robot.skeleton, rot)  # (F, J, 3): about x, y, z of the channel frame
-    dof = angles[:, robot.dof_joint, 0]
+    dof = _into_ranges(angles[:, robot.dof_joint, 0], robot.lower, robot.upper)
     endless = ~(np.isfinite(robot.lower) & np.isfinite(robot.upper))
     if len(dof) > 1 and endless.any():  # a continuous joint turns on past ±π
         dof[:, endless] = np.unwrap(dof[:, endless], axis=0)
@@ -45,6 +46,16 @@ def joint_trajectories(robot: Robot, motion: Motion) -> RobotTrajectory:
         motion.fps,
         robot.joint_names,
     )
+
+
+def _into_ranges(dof: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Angles (F, D) read in (-π, π] turned by whole turns into their ranges (D,) where
+    one takes them, else the turn that leaves them nearest: a hinge whose range goes past
+    π (Romeo's wrist roll, -0.52 to 3.67 rad) at 3.2 rad is read as -3.08, 2.6 rad
+    outside it, until turned back."""
+    turns = np.stack([dof - 2 * np.pi, dof, dof + 2 * np.pi])  # (3, F, D)
+    outside = np.maximum(np.maximum(lower - turns, turns - upper), 0.0)
+    return np.take_along_axis(turns, np.argmin(outside, axis=0)[None], axis=0)[0]
 
 
 def robot_motion(robot: Robot, trajectory: RobotTrajectory) -> Motion:
