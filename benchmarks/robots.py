@@ -129,6 +129,11 @@ def main(argv: list[str] | None = None) -> None:
     shared = clip_path.parent.parent
     n = source.num_frames
     rows, pairs = [], []
+    head = common.header(  # (the commit and load when the run starts: the code it runs)
+        f"Robots: {clip_path.name} ({n} frames) onto {len(args.robots.split(','))} robots",
+        "robots.py",
+        args.repeats,
+    )
     for name in args.robots.split(","):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RetargetWarning)
@@ -163,11 +168,7 @@ def main(argv: list[str] | None = None) -> None:
             pairs.append(f"- {name}, {method}: {top or 'none'}")
             print(f"{name} {method}: done", file=sys.stderr)
     lines = [
-        *common.header(
-            f"Robots: {clip_path.name} ({n} frames) onto {len(args.robots.split(','))} robots",
-            "robots.py",
-            args.repeats,
-        ),
+        *head,
         common.row(
             ["robot", "method", *(c for _, c, _ in COLUMNS), "frames/s (one core)"]
             + ["judge Δ"] * args.judge
