@@ -1140,3 +1140,31 @@ def test_angles_in_a_range_past_half_a_turn_come_back_in_it(romeo):
     traj = RobotTrajectory(traj.root_pos, traj.root_quat, dof, 30.0, romeo.joint_names)
     got = joint_trajectories(romeo, robot_motion(romeo, traj))
     np.testing.assert_allclose(got.dof_pos, dof, atol=1e-9)
+
+
+def test_how_far_a_shape_reaches_beyond_its_capsules():
+    """A sphere and a capsule are their capsules (0); a cylinder of radius r and
+    half-length h ≥ r, the capsule of radius r inside it, its rim (√2 − 1) r out; a box,
+    its row of capsules of its smallest half-extent s (the outer ones s in from its
+    sides and ends), its corners (√3 − 1) s out."""
+    from retarget.targets.robot.hinges import capsule_protrusions, geom_capsules
+
+    def geom(kind, size, points):
+        return Geom(0, kind, np.array(size, float), np.zeros(3), quat.identity(), points)
+
+    r, h = 0.04, 0.1
+    turn = np.linspace(0, 2 * np.pi, 8, endpoint=False)
+    rim = np.stack([r * np.cos(turn), r * np.sin(turn), np.full(8, h)], axis=1)
+    box = np.array([[x, y, z] for x in (-0.2, 0.2) for y in (-0.05, 0.05) for z in (-0.02, 0.02)])
+    shapes = [
+        geom("sphere", [0.05], 0.05 * np.eye(3)),
+        geom("capsule", [0.03, 0.1], np.array([[0, 0, 0.13], [0.03, 0, 0.0]])),
+        geom("cylinder", [r, h], np.concatenate([rim, rim * [1, 1, -1]])),
+        geom("box", [0.2, 0.05, 0.02], box),
+    ]
+    caps = geom_capsules(shapes)
+    out = capsule_protrusions(shapes)
+    assert len(out) == len(caps.joints) == 1 + 1 + 1 + 3  # (the box: a row of three)
+    np.testing.assert_allclose(out[:2], 0.0, atol=1e-12)
+    np.testing.assert_allclose(out[2], (np.sqrt(2) - 1) * r, atol=1e-12)
+    np.testing.assert_allclose(out[3:], (np.sqrt(3) - 1) * 0.02, atol=1e-12)

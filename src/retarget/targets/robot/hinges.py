@@ -32,7 +32,9 @@ each centre.
    gathered joint's frame turned as the method turned it (the twists); the feet's
    ends, the ankles' centres and frames firmly, the hands' ends softly; the soles'
    support points above the floor (:class:`~retarget.tasks.GroundTask`); the links
-   apart (:class:`~retarget.tasks.CollisionTask`, :func:`geom_capsules`); the joint
+   apart (:class:`~retarget.tasks.CollisionTask`, :func:`geom_capsules`, each pair
+   kept half of how far its shapes reach beyond their capsules further apart,
+   :data:`_PROTRUSION`); the joint
    ranges (:class:`~retarget.tasks.JointLimitTask`), with the root stiff (the
    method's root path is smooth; free, it jumped by centimetres where a limb met a
    range); the weights are :data:`_GROUND` … :data:`_SEGMENT`;
@@ -508,22 +510,66 @@ def _hinge_path(
     return _into_ranges(out, lower, upper)
 
 
+#: The share of two shapes' reach beyond their capsules (:func:`capsule_protrusions`)
+#: added to the gap the IK pass keeps between them. Whole LAFAN walk, hierarchical,
+#: links more than 0.5 cm into each other by MuJoCo, at shares 0 / 0.5 / 0.75 / 1: the N1
+#: 0.28 / 0.01 / 0 / 0 % of frames (its body jerk 0.91 / - / 0.94 / 0.94, its limbs
+#: 4.47 / - / 4.55 / 4.79° from the performer's), the Booster T1 17 / 1.4 / 0 / 0 % (jerk
+#: 1.30 / 1.52 / 1.74 / 2.33, directions 3.05 / 4.44 / 6.71 / 9.76°: its arms held out
+#: round its boxy trunk), the H1 22 / 12.9 / - / 7.5 %; by omr the N1 0.54 / 0.10 / 0 % (jerk
+#: 1.11 / 1.23 / 1.31), the T1 19 / 1.7 % (jerk 2.92 / 4.39), the H1 19 / 7.5 % (jerk 1.12 /
+#: 1.08). Half: most of the links kept apart, the limbs' directions and jerk little moved.
+_PROTRUSION = 0.5
+
+
 def geom_capsules(geoms: Sequence[Geom]) -> Capsules:
-    """Capsules of each collision geometry, in its joint's frame: a sphere or capsule as
-    it is; a cylinder its radius, its segment the cylinder's length less the caps; a
-    box a row of capsules along its longest axis, their radius its smallest
-    half-extent, as many as cover its middle one (one capsule round a box's corners
-    made IHMC's 0.27 × 0.33 × 0.42 m torso a ball of 0.22 m that every arm overlapped
-    at rest, so nothing was kept apart; one along its long axis, the radius the mean
-    of the others, left its edges out, the hip links 7.5 cm into the torso box's lower
-    edges on the whole walk, 3.7 cm with the row; the row still rounds the box's edges
-    off by 0.41 of its radius: Alexander's shoulder boxes reach 2.5 cm into the torso's
-    corners, measured on its boxes); an ellipsoid along its longest axis, the radius
-    the mean of the other two half-extents;
-    a mesh :func:`~retarget.tasks.fit_capsules` to its convex hull's vertices, the
-    radius their :data:`_HULL_SHARE` quantile."""
-    joints, a, b, radius = [], [], [], []
-    for g in geoms:
+    """:func:`_geom_capsules`'s capsules."""
+    return _geom_capsules(geoms)[0]
+
+
+def capsule_protrusions(geoms: Sequence[Geom]) -> Array:
+    """Per capsule of :func:`geom_capsules` (C,), how far its geometry reaches beyond
+    the capsules made of it at most (skeleton unit): over the geometry's surface points
+    (a cylinder's rims, a box's corners, a mesh's hull vertices), the largest distance
+    from the nearest of them less its radius. A cylinder's rim stands 0.41 of its radius
+    out of the capsule inside it (the N1's hands, cylinders, reached 1.5 cm into its
+    thighs, cylinders, while their capsules were kept a centimetre apart)."""
+    caps, owner = _geom_capsules(geoms)
+    out = np.zeros(len(caps.joints))
+    for k, g in enumerate(geoms):
+        mine = np.flatnonzero(owner == k)
+        if not len(mine) or not len(g.points):
+            continue
+        a, b = caps.a[mine], caps.b[mine]  # (n, 3) each, in the joint's frame
+        ab = b - a
+        t = np.einsum("pnd,nd->pn", g.points[:, None] - a, ab) / np.maximum(
+            (ab * ab).sum(-1), 1e-300
+        )
+        near = a + np.clip(t, 0.0, 1.0)[..., None] * ab  # (P, n, 3)
+        beyond = np.linalg.norm(g.points[:, None] - near, axis=-1) - caps.radius[mine]
+        out[mine] = max(float(beyond.min(axis=1).max()), 0.0)
+    return out
+
+
+def _geom_capsules(geoms: Sequence[Geom]) -> tuple[Capsules, NDArray[np.intp]]:
+    """Capsules of each collision geometry (and, per capsule, the geometry's number), in its
+    joint's frame: a sphere or capsule as it is; a cylinder its radius, its segment the
+    cylinder's length less the caps; a box a row of capsules along its longest axis,
+    their radius its smallest half-extent, as many as cover its middle one (one capsule
+    round a box's corners made IHMC's 0.27 × 0.33 × 0.42 m torso a ball of 0.22 m that
+    every arm overlapped at rest, so nothing was kept apart; one along its long axis,
+    the radius the mean of the others, left its edges out, the hip links 7.5 cm into the
+    torso box's lower edges on the whole walk, 3.7 cm with the row; the row still rounds
+    the box's edges off by 0.41 of its radius: Alexander's shoulder boxes reach 2.5 cm
+    into the torso's corners, measured on its boxes); an ellipsoid along its longest
+    axis, the radius the mean of the other two half-extents; a mesh
+    :func:`~retarget.tasks.fit_capsules` to its convex hull's vertices, the radius their
+    :data:`_HULL_SHARE` quantile."""
+    joints: list[int] = []
+    owner: list[int] = []
+    a, b, radius = [], [], []
+    for k, g in enumerate(geoms):
+        owner += [k - 1] * (len(joints) - len(owner))  # (the geom before: its capsules)
         if g.kind == "mesh":
             c = fit_capsules([(g.joint, g.points)], share=_HULL_SHARE)
             if len(c.joints):
@@ -561,12 +607,13 @@ def geom_capsules(geoms: Sequence[Geom]) -> Capsules:
         a.append(g.position - half * direction)
         b.append(g.position + half * direction)
         radius.append(r)
+    owner += [len(geoms) - 1] * (len(joints) - len(owner))
     return Capsules(
         np.asarray(joints, dtype=np.intp),
         np.asarray(a, dtype=np.float64).reshape(-1, 3),
         np.asarray(b, dtype=np.float64).reshape(-1, 3),
         np.asarray(radius, dtype=np.float64),
-    )
+    ), np.asarray(owner, dtype=np.intp)
 
 
 def _sole_points(joint: int, geoms: Sequence[Geom], tilt: float = 0.7) -> Array:
@@ -780,7 +827,11 @@ def to_robot(
     if geoms:  # links kept apart (the ones apart at the zero configuration)
         capsules = geom_capsules(geoms)
         rest = Pose.of(ik, np.zeros(3), np.tile(quat.identity(), (ik.num_joints, 1)))
-        pairs, gaps = separate_pairs(ik, capsules, rest, margin)
+        # each pair kept the margin apart plus a share of how far the two shapes reach
+        # out of their capsules (no further than at rest, where that is less)
+        pairs, rest_gaps = separate_pairs(ik, capsules, rest, np.inf)
+        reach = _PROTRUSION * capsule_protrusions(geoms)
+        gaps = np.minimum(margin + reach[pairs[:, 0]] + reach[pairs[:, 1]], rest_gaps)
         moves = [j not in fingers and len(sk.euler_orders[j]) > 0 for j in range(sk.num_joints)]
         keep = [
             any(moves[k] for k in set(sk.chain(a)) ^ set(sk.chain(b)))

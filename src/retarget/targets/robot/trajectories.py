@@ -50,10 +50,11 @@ def joint_trajectories(robot: Robot, motion: Motion) -> RobotTrajectory:
 
 def _into_ranges(dof: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     """Angles (F, D) read in (-π, π] turned by whole turns into their ranges (D,) where
-    one takes them, else the turn that leaves them nearest: a hinge whose range goes past
+    they are not in them and a turn takes them there (else the turn that leaves them
+    nearest; an angle in its range, or of a hinge with none, as read): a hinge whose range goes past
     π (Romeo's wrist roll, -0.52 to 3.67 rad) at 3.2 rad is read as -3.08, 2.6 rad
     outside it, until turned back."""
-    turns = np.stack([dof - 2 * np.pi, dof, dof + 2 * np.pi])  # (3, F, D)
+    turns = np.stack([dof, dof - 2 * np.pi, dof + 2 * np.pi])  # (3, F, D): as read first
     outside = np.maximum(np.maximum(lower - turns, turns - upper), 0.0)
     return np.take_along_axis(turns, np.argmin(outside, axis=0)[None], axis=0)[0]
 
