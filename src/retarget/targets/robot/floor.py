@@ -220,10 +220,13 @@ def _limb_floor(
     hinges ``dofs`` from three starts, each frame its best."""
     lower, upper = robot.lower[dofs], robot.upper[dofs]
     f = traj.num_frames
+    bounded = np.isfinite(lower) & np.isfinite(upper)
+    middle = np.zeros(len(dofs))  # (0 for a hinge with no range)
+    middle[bounded] = 0.5 * (lower[bounded] + upper[bounded])
     starts = [
         traj.dof_pos[:, dofs],
         np.tile(np.clip(0.0, lower, upper), (f, 1)),
-        np.tile(np.where(np.isfinite(lower + upper), 0.5 * (lower + upper), 0.0), (f, 1)),
+        np.tile(middle, (f, 1)),
     ]
     found = aim_limb(
         segments.rig,
