@@ -518,7 +518,11 @@ def _hinge_path(
 #: 1.30 / 1.52 / 1.74 / 2.33, directions 3.05 / 4.44 / 6.71 / 9.76°: its arms held out
 #: round its boxy trunk), the H1 22 / 12.9 / - / 7.5 %; by omr the N1 0.54 / 0.10 / 0 % (jerk
 #: 1.11 / 1.23 / 1.31), the T1 19 / 1.7 % (jerk 2.92 / 4.39), the H1 19 / 7.5 % (jerk 1.12 /
-#: 1.08). Half: most of the links kept apart, the limbs' directions and jerk little moved.
+#: 1.08). Half: most of the links kept apart, at a price in jerk where the arms are held
+#: out round a boxy trunk or the legs apart (whole walk at 0.5 against 0: the N1's omr
+#: 1.11 -> 1.23, the T1's 2.92 -> 4.39, iCub's hierarchical 0.95 -> 1.39, Alexander's
+#: 1.17 -> 1.23; benchmarks/results/2026-12-07-robots.md, the tables at 3e64ed8 and
+#: 3a1b751).
 _PROTRUSION = 0.5
 
 

@@ -34,7 +34,7 @@ def joint_trajectories(robot: Robot, motion: Motion) -> RobotTrajectory:
     """
     rot = np.asarray(motion.rotations, dtype=float)
     angles = channel_angles(robot.skeleton, rot)  # (F, J, 3): about x, y, z of the channel frame
-    dof = _into_ranges(angles[:, robot.dof_joint, 0], robot.lower, robot.upper)
+    dof = _each_into_range(angles[:, robot.dof_joint, 0], robot.lower, robot.upper)
     endless = ~(np.isfinite(robot.lower) & np.isfinite(robot.upper))
     if len(dof) > 1 and endless.any():  # a continuous joint turns on past ±π
         dof[:, endless] = np.unwrap(dof[:, endless], axis=0)
@@ -48,7 +48,7 @@ def joint_trajectories(robot: Robot, motion: Motion) -> RobotTrajectory:
     )
 
 
-def _into_ranges(dof: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+def _each_into_range(dof: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     """Angles (F, D) read in (-π, π] turned by whole turns into their ranges (D,) where
     they are not in them and a turn takes them there (else the turn that leaves them
     nearest; an angle in its range, or of a hinge with none, as read): a hinge whose range goes past
