@@ -99,9 +99,16 @@ def test_measures_on_synthetic_arrays():
                 "skate_ratio": "feet do not skate",
                 "smoothness": "no jerk",
                 "smoothness_literal": "no jerk",
+                "travel_ratio": "do not move along the floor",
             },
         ),
-        (np.array([100]), {"skate_ratio": "no foot planted over two consecutive frames"}),
+        (
+            np.array([100]),
+            {
+                "skate_ratio": "no foot planted over two consecutive frames",
+                "travel_ratio": "do not move along the floor",
+            },
+        ),
     ],
     ids=["still", "one frame"],
 )
@@ -237,4 +244,8 @@ def test_smoothness_leaves_the_source_cuts_out(lafan):
         joined, root_position=joined.root_position + rng.normal(0.0, 0.3, (200, 3))
     )
     m = evaluate(joined, noisy)
-    assert m["smoothness"] > 5.0 * m["smoothness_literal"]
+    pos_s, pos_r = positions(joined), positions(noisy)
+    h = height(joined.skeleton)
+    cuts_in = smoothness(Matched(pos_r, pos_s, h, h))
+    assert m["smoothness"] > 5.0 * cuts_in
+    assert m["smoothness_literal"] == pytest.approx(m["smoothness"])  # (the same body)

@@ -993,7 +993,11 @@ class ForMethod:
         where = whole.indices([result.skeleton.names[k] for k in ours])
         rotations = np.tile(quat.identity(), (result.num_frames, whole.num_joints, 1))
         rotations[:, where] = result.rotations[:, ours]
-        return Motion(whole, result.root_position, rotations, result.fps)
+        # joints above the method's root (:func:`_from_hips`) at rest, the root
+        # placed so that the method's root is where the method put it
+        top = whole.names.index(result.skeleton.names[0])
+        root = result.root_position - rest_pose(whole)[0][top]
+        return Motion(whole, root, rotations, result.fps)
 
     def finish(self, result: Motion) -> Motion:
         """A method's result on :attr:`whole` (its skeleton) in the target's axes."""
@@ -1156,7 +1160,8 @@ def needs_mapping(source: Motion, target: Skeleton) -> bool:
     run onto ``target``: another hierarchy, the same one standing otherwise at rest
     (:func:`same_rest`), or a target with segments inside its limb bones. Other world
     axes alone need no mapping: :func:`map_for_method` then only turns the source
-    upright."""
+    upright. Joints above the target's hips (a static reference, a floor-level root)
+    need it too: a method moves the body by its root (:func:`_from_hips`)."""
     if not same_hierarchy(source.skeleton, target) or not same_rest(source.skeleton, target):
         return True
     try:
@@ -1165,7 +1170,7 @@ def needs_mapping(source: Motion, target: Skeleton) -> bool:
         return False
     if not {"hips", "head"} <= set(roles):
         return False
-    return bool(_inner_joints(target, roles) or _site_ends(target, roles))
+    return bool(roles["hips"] > 0 or _inner_joints(target, roles) or _site_ends(target, roles))
 
 
 def map_for_method(
@@ -1238,14 +1243,61 @@ def map_for_method(
     mapped = transfer(source, jm_ext, rerig(jm_ext))  # (rerig keeps the Y-up record)
     rest = np.abs(mapped.rotations[..., 0]).min(axis=0) >= 1.0 - 1e-12  # (J,) at rest
     inner = [j for j in _inner_joints(ext, jm_ext.target_roles) if rest[j]]
-    if not inner:
-        return ForMethod(mapped, ext, jm, axes, target)
-    reduced = _without(ext, inner)
-    keep = [j for j in range(ext.num_joints) if j not in set(inner)]
-    mapped = Motion(
-        _without(mapped.skeleton, inner),
-        mapped.root_position,
-        mapped.rotations[:, keep],
-        mapped.fps,
+    hips_name = ext.point_names[jm_ext.target_roles["hips"]]
+    if inner:
+        keep = [j for j in range(ext.num_joints) if j not in set(inner)]
+        mapped = Motion(
+            _without(mapped.skeleton, inner),
+            mapped.root_position,
+            mapped.rotations[:, keep],
+            mapped.fps,
+        )
+        ext = _without(ext, inner)
+    hips = ext.names.index(hips_name)
+    if hips > 0:  # joints above the hips: the method's body starts at them
+        mapped, ext = _from_hips(mapped, hips), _below_hips(ext, hips)[0]
+    return ForMethod(mapped, ext, jm, axes, target)
+
+
+def _below_hips(sk: Skeleton, hips: int) -> tuple[Skeleton, NDArray[np.intp]]:
+    """The skeleton from the hips down (their subtree; the hips its root, their offset
+    their rest position) and its joints' indices in ``sk``."""
+    inside = np.zeros(sk.num_joints, dtype=bool)
+    inside[hips] = True
+    for j in range(hips + 1, sk.num_joints):
+        inside[j] = inside[int(sk.parents[j])]
+    keep = np.flatnonzero(inside)
+    new = np.full(sk.num_joints, -1, dtype=np.intp)
+    new[keep] = np.arange(len(keep))
+    sites = np.flatnonzero(inside[sk.site_parents])
+    offsets = sk.offsets[keep].copy()
+    offsets[0] = rest_pose(sk)[0][hips]
+    below = Skeleton(
+        tuple(sk.names[j] for j in keep),
+        np.array([new[int(sk.parents[j])] if j != hips else -1 for j in keep], dtype=np.intp),
+        offsets,
+        tuple(sk.channels[j] for j in keep),
+        site_names=tuple(sk.site_names[k] for k in sites),
+        site_parents=new[sk.site_parents[sites]],
+        site_offsets=sk.site_offsets[sites].reshape(-1, 3),
+        unit=sk.unit,
+        axes=sk.axes[keep],
+        limits=sk.limits[keep],
+        up=sk.up,
     )
-    return ForMethod(mapped, reduced, jm, axes, target)
+    return below, keep
+
+
+def _from_hips(motion: Motion, hips: int) -> Motion:
+    """``motion`` on :func:`_below_hips` of its skeleton: the hips' world position and
+    rotation on the root, every joint below them where ``motion`` puts it. A method
+    moves the body by its root: a joint above the hips (a static reference, a
+    floor-level root) would turn and carry the whole body about a point outside it.
+    :meth:`ForMethod.unfold` puts the joints above back, at rest."""
+    sk = motion.skeleton
+    below, keep = _below_hips(sk, hips)
+    pos, rot = forward_kinematics(sk, motion.root_position, motion.rotations, motion.translations)
+    rotations = motion.rotations[:, keep].copy()
+    rotations[:, 0] = rot[:, hips]
+    trans = None if motion.translations is None else motion.translations[:, keep]
+    return Motion(below, pos[:, hips], rotations, motion.fps, trans)

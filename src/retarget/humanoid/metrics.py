@@ -44,6 +44,7 @@ __all__ = [
     "smoothness",
     "source_on_result",
     "tracking_error",
+    "travel",
 ]
 
 
@@ -72,10 +73,16 @@ MEASURES: Mapping[str, str] = {
     "carried onto the result's body (its angles on the result's bones; the source itself "
     "across hierarchies: the points with a role in both), the source's cuts left out; None, "
     "with smoothness_note, when the source has no jerk",
-    "smoothness_literal": "the same over the source as it is, the cuts in",
+    "smoothness_literal": "the same over the source as it is (not carried onto the result's "
+    "body), the source's cuts left out",
     "pop": "largest one-frame step of a knee or ankle beyond the step of the source carried "
     "onto the result's body at that frame, % height, the source's cuts left out",
-    "pop_literal": "the same beyond the source's own step, the cuts in",
+    "pop_literal": "the same beyond the source's own step (not carried onto the result's "
+    "body), the source's cuts left out",
+    "travel_source": "horizontal path of the source's hips, in heights, the source's cuts left out",
+    "travel_result": "the same for the result's hips",
+    "travel_ratio": "travel_result / travel_source (None, with travel_ratio_note, when the "
+    "source's hips do not travel)",
     "tracking_error_max": "largest distance of a constrained end-effector from its goal, "
     "% height (with goals)",
     "tracking_error_mean": "mean of those distances, % height (with goals)",
@@ -101,6 +108,16 @@ def skate(pos: Array, mask: NDArray[np.bool_], fps: float, height: float) -> flo
         return 0.0
     step = np.linalg.norm(_horizontal(np.diff(pos, axis=0)), axis=-1)  # (F-1, K)
     return float(step[pairs].mean() * fps / height * 100.0)
+
+
+def travel(hips: Array, height: float, cuts: ArrayLike = ()) -> float:
+    """Horizontal path of the hips (F, 3) in heights: the sum of their one-frame steps
+    along the floor, the steps into the frames ``cuts`` left out (a jump to another
+    take is no travel)."""
+    step = np.linalg.norm(_horizontal(np.diff(hips, axis=0)), axis=-1)
+    across = np.asarray(cuts, dtype=np.intp) - 1
+    step[across[(across >= 0) & (across < len(step))]] = 0.0
+    return float(step.sum() / height)
 
 
 def sliding_ratio(
@@ -424,7 +441,7 @@ def evaluate(
         pos_c, h_c, pc = pos_s, h_s, ps
     for key, ref, h_ref, at in (
         ("smoothness", pos_c[:, pc], h_c, cuts),
-        ("smoothness_literal", pos_s[:, ps], h_s, ()),
+        ("smoothness_literal", pos_s[:, ps], h_s, cuts),
     ):
         jerk_ratio = smoothness(Matched(pos_r[:, pr], ref, h_r, h_ref, at))
         out[key] = jerk_ratio if np.isfinite(jerk_ratio) else None
@@ -441,7 +458,14 @@ def evaluate(
     kr = np.array([roles_r[r] for r in limbs], dtype=np.intp)
     kc = kr if carried is not None else ks
     out["pop"] = pop(Matched(pos_r[:, kr], pos_c[:, kc], h_r, h_c, cuts))
-    out["pop_literal"] = pop(Matched(pos_r[:, kr], pos_s[:, ks], h_r, h_s))
+    out["pop_literal"] = pop(Matched(pos_r[:, kr], pos_s[:, ks], h_r, h_s, cuts))
+    out["travel_source"] = travel(pos_s[:, roles_s["hips"]], h_s, cuts)
+    out["travel_result"] = travel(pos_r[:, roles_r["hips"]], h_r, cuts)
+    if out["travel_source"] > 0:
+        out["travel_ratio"] = out["travel_result"] / out["travel_source"]
+    else:
+        out["travel_ratio"] = None
+        out["travel_ratio_note"] = "the source's hips do not move along the floor: no ratio"
     if goals:
         names = list(goals)
         g = np.stack([np.asarray(goals[n], dtype=np.float64) for n in names], axis=1)

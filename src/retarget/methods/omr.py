@@ -27,8 +27,18 @@ source frame ``n`` and, for the floor and the origin of scaling, frame 0:
     path and the ankles' scaled by it about the first frame's root on the
     floor), and feet of the target's size: a toe tip's goal is its ankle's
     goal plus the source's ankle-to-toe-tip vector times the ratio of foot
-    lengths, the feet's heights above the floor scaled by that ratio; hand
-    goals keep the source's offset from the pelvis. With the paper's goals a
+    lengths; near the floor the feet's heights above it scaled by that ratio
+    (the sole meets the floor where the source's does), lifted as the leg puts
+    them: as far above the target's hips as the source's ankle is above its own
+    times the ratio of leg lengths (:meth:`retarget.online.omr.OMRPlan._reach`;
+    the lift the leg gave the foot when it left the floor is held off, so the
+    change has no step: :meth:`~retarget.online.omr.OMRRetargeter._lifted`).
+    Scaled by the foot, a kick behind (issue 40: the foot 30 % of height up,
+    the knee at 31°) lifted ``blubby``'s ankle 1.15 times as high for legs
+    0.65 times as long: the knee closed to 2.6° and snapped open (a step of
+    8.1 % of height); by the leg, it bends as the performer's. Hand goals: the
+    target's shoulder plus the source's hand from its shoulder times the ratio
+    of arm lengths. With the paper's goals a
     character with legs 65 % of the source's (``blubby``) must take strides
     1.5 times as long for its legs: they stay near full extension, the root
     drops and tilts to reach, and the toe tip of a foot 1.15 times the
@@ -49,6 +59,21 @@ the source's (on the real walks of issue 24: jerk ratio at most 1.45 and skate
 1.09 times the source's, against 1.50 and 1.18 with a translation as rigid as
 the rotation).
 
+Two guards, online like the rest (frame by frame, from the past only):
+
+* **glitches** (``glitch_speed``, 2,500°/s): a source joint whose bones turn
+  faster than a joint can in one frame is a capture glitch and is held where
+  it was (:class:`retarget.filters.glitch.GlitchGate`): a foot turned 70° for
+  three frames at 120 Hz and back moved its toe tip, an end-effector, 16 % of
+  height out and back, and the whole leg followed; held, the ankle steps no
+  farther than the source's. An input still away after 0.1 s is a real
+  movement and is followed at that speed;
+* **goals out of reach**: a limb whose goals lie beyond its reach on more than
+  half of the frames so far (after a second) is given up: its rows are not
+  tracked and it takes the performer's joint angles, the secondary task, until
+  the share falls under a quarter; the report gives each limb's share and the
+  limbs given up (``beyond_reach_share``, ``given_up``).
+
 Set-ups: ``"lower"`` is the paper's walking experiment (the legs and the root
 move: 30 DOF for a 3-DOF-joint lower body; the toe tips and the pelvis x, z
 are the end-effectors; the stance toe is the base). ``"full"`` moves every
@@ -57,12 +82,14 @@ joint and adds both hands.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
 from ..core.motion import Motion
 from ..core.result import Result
 from ..core.skeleton import Skeleton
+from ..filters.glitch import MAX_SPEED
 from ..humanoid.cuts import find_cuts
 from ..online.omr import OMRRetargeter, run_method
 from ._base import Option, check_same_hierarchy
@@ -90,6 +117,7 @@ def omr_retarget(
     single_base: bool = False,
     rest_speed: float = 0.15,
     release_speed: float = 0.3,
+    glitch_speed: float = math.degrees(MAX_SPEED),
 ) -> Result:
     """Retarget frame by frame by closed-loop inverse rate control.
 
@@ -112,6 +140,9 @@ def omr_retarget(
     root_rigidity : (float, float)
         Rigidity of the root's translation (per height) and rotation (per
         radian) against the joints' 1 (module docstring).
+    glitch_speed : float
+        Degrees per second: a source joint turning faster is a capture glitch, held
+        (:class:`retarget.filters.glitch.GlitchGate`); 0: none is.
 
     Returns
     -------
@@ -137,6 +168,7 @@ def omr_retarget(
         single_base=single_base,
         rest_speed=rest_speed,
         release_speed=release_speed,
+        glitch_speed=glitch_speed,
         damping=damping,
         gains=gains,
         min_dexterity=min_dexterity,
@@ -164,6 +196,12 @@ def omr_retarget(
             3 + 3 * (target.num_joints if active is None else len(active) + 1)
         ),
         "constraint_rows": 2 + 3 * len(names),  # plus 3 per held heel
+        **method.reach_report(),
+        "glitches": {  # source joints turning faster than a joint can: held
+            "speed_deg_per_s": glitch_speed,
+            "frames": method.gate.frames,
+            "joint_frames": method.gate.held,
+        },
         **filt.report(),
         "seconds": time.perf_counter() - t0,
     }
@@ -181,6 +219,13 @@ OPTIONS = (
         "--setup",
         "end-effectors toe tips + pelvis x,z (lower, the paper's walk) or + hands",
         choices=("lower", "full"),
+    ),
+    Option(
+        "glitch_speed",
+        "--glitch-speed",
+        "a source joint turning faster (degrees/s) is a capture glitch, held; 0: none",
+        type=float,
+        metavar="DEG_PER_S",
     ),
     Option(
         "scaled",

@@ -91,6 +91,7 @@ the paper's data enhancement (§5).
 from __future__ import annotations
 
 import inspect
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -106,6 +107,7 @@ from ..core.kinematics import Pose, forward_kinematics, positions
 from ..core.motion import Motion
 from ..core.result import Result, speed
 from ..core.skeleton import Skeleton
+from ..filters.glitch import MAX_SPEED, GlitchGate
 from ..humanoid.contacts import UP
 from ..humanoid.roles import find_roles, height, leg_length
 from ..ik.rate import rate_settings
@@ -860,6 +862,20 @@ class OnlineRetargeter:
 SETUPS = ("lower", "full")
 #: Goal mappings (:func:`omr_plan`).
 GOALS = ("reach", "source", "height")
+#: A foot is near the floor while its toe tip is under the first (share of the source's
+#: height), not from the second on (:meth:`OMRPlan._reach`).
+NEAR = (0.05, 0.12)
+#: Time constant (s) of a foot's lift offset while it is near the floor
+#: (:meth:`OMRRetargeter._lifted`).
+LIFT_LAG = 0.05
+_UP = np.eye(3)[UP]
+#: A goal farther from its limb's root than this times the limb's length is beyond reach.
+REACH_MARGIN = 1.02
+#: A limb whose goals have been beyond reach on more than this share of the frames so far
+#: (once a second has gone by) is given up: its rows are not tracked and the limb takes
+#: the performer's joint angles (Choi & Ko's secondary task), until the share falls
+#: under half of it.
+GIVE_UP = 0.5
 
 
 @dataclass(frozen=True)
@@ -885,6 +901,14 @@ class OMRPlan:
     ]  # (K,) source point per goal row; -1: no goal (orientation), -2: the root
     goal_ankles: NDArray[np.intp]  # (K,) a foot row's source ankle (-1: not a foot row)
     goal_feet: NDArray[np.intp]  # (K,) a foot row's side, index into foot_ratios (-1: none)
+    goal_roots: NDArray[np.intp]  # (K,) the source point at the row's limb's root (-1: none)
+    goal_root_targets: NDArray[np.intp]  # (K,) the target's point there
+    limb_ratios: NDArray[np.float64]  # (K,) the row's limb: target's length over the source's
+    reaches: NDArray[np.float64]  # (K,) the target's length from the row's limb root to it
+    hip_points: NDArray[np.intp]  # (2,) the source's hips, left and right
+    hip_targets: NDArray[np.intp]  # (2,) the target's
+    toe_tips: NDArray[np.intp]  # (2,) the source's toe tips, left and right
+    source_height: float
     floor: float
     origin: Array  # (3,)
     ratio: float
@@ -906,8 +930,59 @@ class OMRPlan:
             out[..., c] = self.origin[c] + self.stride * (out[..., c] - self.origin[c])
         return out
 
+    def _reach(self, k: int, pos_s: Array, pos_t: Array) -> tuple[Array, Array, Array]:
+        """Row ``k``'s goals (F, 3) of ``"reach"`` (module docstring) from the source's
+        points ``pos_s`` and the target's ``pos_t`` in the source's pose; for a foot's row,
+        its lift and how near the floor the foot is (:meth:`inputs_and_reach`), else 0.
+
+        A foot's: its ankle on the stride's path along the floor, the foot of the
+        target's size from there, its height the foot's scale about the floor (the sole
+        meets the floor where the source's does). Its lift: how much higher the leg
+        puts it, as far above the target's hips as the source's is above its own times
+        the ratio of the legs' lengths (the knee bends as the performer's: a kick behind
+        lifts the foot as far up the leg, not as far up the foot's scale). A hand's:
+        from the target's shoulder, the source's hand from its shoulder times the ratio
+        of the arms' lengths."""
+        p, r = self.goal_points[k], float(self.limb_ratios[k])
+        top_s = pos_s[:, self.goal_roots[k]]
+        top_t = pos_t[:, self.goal_root_targets[k]]
+        zero = np.zeros(len(pos_s))
+        if self.goal_feet[k] < 0:
+            return top_t + r * (pos_s[:, p] - top_s), zero, zero
+        side = self.goal_feet[k]
+        f = self.foot_ratios[side]
+        ankle = pos_s[:, self.goal_ankles[k]]
+        goal = self._strode(ankle) + f * (pos_s[:, p] - ankle)
+        goal[:, UP] = self.floor + f * (pos_s[:, p, UP] - self.floor)
+        hips_s = pos_s[:, self.hip_points, UP].mean(axis=1)
+        hips_t = pos_t[:, self.hip_targets, UP].mean(axis=1)
+        leg = hips_t + r * (ankle[:, UP] - hips_s) + f * (pos_s[:, p, UP] - ankle[:, UP])
+        toe = (pos_s[:, self.toe_tips[side], UP] - self.floor) / self.source_height
+        near = _ramp((NEAR[1] - toe) / (NEAR[1] - NEAR[0]))
+        return goal, leg - goal[:, UP], near
+
+    def _beyond(self, pos_t: Array, goals: Array) -> NDArray[np.bool_]:
+        """Which position goals (F, K) lie beyond their limb's reach: farther from the
+        limb's root in the target's points ``pos_t`` (F, P, 3) than :data:`REACH_MARGIN`
+        times the limb's length (NaN goals: not)."""
+        rows = np.flatnonzero(self.goal_root_targets >= 0)
+        out = np.zeros(goals.shape[:2], dtype=bool)
+        if len(rows):
+            far = np.linalg.norm(goals[:, rows] - pos_t[:, self.goal_root_targets[rows]], axis=-1)
+            out[:, rows] = far > REACH_MARGIN * self.reaches[rows]
+        return out
+
     def inputs(self, root: ArrayLike, rotations: ArrayLike) -> tuple[Array, Array, Array, Array]:
-        """The filter's inputs of source frames.
+        """The filter's inputs of source frames, the feet at their height near the floor
+        (:meth:`inputs_and_reach`'s first four: :class:`OMRRetargeter` adds a lifted
+        foot's lift)."""
+        return self.inputs_and_reach(root, rotations)[:4]
+
+    def inputs_and_reach(
+        self, root: ArrayLike, rotations: ArrayLike
+    ) -> tuple[Array, Array, Array, Array, NDArray[np.bool_], Array, Array]:
+        """The filter's inputs of source frames, which goals are beyond reach, and the
+        feet's lifts.
 
         Parameters
         ----------
@@ -922,6 +997,16 @@ class OMRPlan:
             Position goals per effector row (NaN for orientation rows).
         orientations : (F, K, 4)
             World orientation goals (NaN for position rows).
+        beyond : (F, K) bool
+            Goals beyond their limb's reach in the target's pose ``root``, ``rotations``
+            (:data:`REACH_MARGIN`), the feet lifted by all their lift.
+        lifts : (F, K)
+            Per foot row (0 for others), how much higher than ``goals`` the leg puts it
+            (:meth:`_reach`): :class:`OMRRetargeter` adds it less the part it had while
+            the foot was near the floor (:meth:`OMRRetargeter._lifted`).
+        near : (F, K)
+            Per foot row, 1 while its foot's toe tip is within :data:`NEAR` of the
+            floor, falling to 0 above (0 for other rows).
         """
         root = np.asarray(root, dtype=np.float64)
         rotations = np.asarray(rotations, dtype=np.float64)
@@ -936,6 +1021,10 @@ class OMRPlan:
         # stands in the first frame's pose scales by their length
         out_root[:, UP] = self.floor + self.stand + self.leg_ratio * (root[:, UP] - self.floor)
         goals = np.full((n, len(self.effectors), 3), np.nan)
+        lifts, near = np.zeros((n, len(self.effectors))), np.zeros((n, len(self.effectors)))
+        # the limbs' roots (hips, shoulders) of the target in the source's pose, where the
+        # root is placed for it: the goals of "reach" are taken about them
+        pos_t = forward_kinematics(target, out_root, out_rot)[0]
         for k, p in enumerate(self.goal_points):
             if p == -2:
                 goals[:, k] = out_root
@@ -943,14 +1032,8 @@ class OMRPlan:
                 continue
             elif not reach:
                 goals[:, k] = self._mapped(pos_s[:, p])
-            elif self.goal_feet[k] >= 0:  # a foot of the target's size at the stride's ankle
-                f = self.foot_ratios[self.goal_feet[k]]
-                ankle = pos_s[:, self.goal_ankles[k]]
-                goal = self._strode(ankle) + f * (pos_s[:, p] - ankle)
-                goal[:, UP] = self.floor + f * (pos_s[:, p, UP] - self.floor)
-                goals[:, k] = goal
-            else:  # a hand: where the source's is from its pelvis
-                goals[:, k] = out_root + (pos_s[:, p] - root)
+            else:
+                goals[:, k], lifts[:, k], near[:, k] = self._reach(k, pos_s, pos_t)
         orientations = np.full((n, len(self.effectors), 4), np.nan)
         # the feet's world orientations as the source pose would give them on the target
         turning = [f.orientation for f in self.feet if f.orientation >= 0]
@@ -958,7 +1041,8 @@ class OMRPlan:
             world = Pose.of(target, out_root, out_rot).world_rotations
             for k in turning:
                 orientations[:, k] = world[:, self.effectors[k].point]
-        return out_root, out_rot, goals, orientations
+        beyond = self._beyond(pos_t, goals + lifts[..., None] * _UP)
+        return out_root, out_rot, goals, orientations, beyond, lifts, near
 
     def retargeter(
         self,
@@ -1050,11 +1134,10 @@ def omr_plan(
     names = ["left_toe_tip", "right_toe_tip"]
     if setup == "full":
         names += ["left_hand_tip", "right_hand_tip"]
-    missing = [
-        n
-        for n in [*names, "left_ankle", "right_ankle", "left_hip", "right_hip"]
-        if n not in roles_s.points or n not in roles_t.points
-    ]
+    limbs = ["left_ankle", "right_ankle", "left_hip", "right_hip"]
+    if setup == "full":
+        limbs += ["left_shoulder", "right_shoulder"]
+    missing = [n for n in [*names, *limbs] if n not in roles_s.points or n not in roles_t.points]
     if missing:
         raise RetargetError(f"omr needs the roles {missing} on both skeletons")
     effectors = [Effector(roles_t[n], name=n) for n in names]
@@ -1118,6 +1201,29 @@ def omr_plan(
     goal_points.append(-2)
     goal_ankles.append(-1)
     goal_feet.append(-1)
+    # each position row's limb: its root (a hip, a shoulder), its length's ratio, its reach
+    goal_roots, goal_root_targets, limb_ratios, reaches = [], [], [], []
+    for e, p in zip(effectors, goal_points, strict=True):
+        side, hand = e.name.split("_")[0], e.name.endswith("hand_tip")
+        if p < 0:
+            goal_roots.append(-1)
+            goal_root_targets.append(-1)
+            limb_ratios.append(1.0)
+            reaches.append(np.inf)
+            continue
+        top, end = (
+            (f"{side}_shoulder", f"{side}_hand_tip") if hand else (f"{side}_hip", f"{side}_ankle")
+        )
+        goal_roots.append(roles_s[top])
+        goal_root_targets.append(roles_t[top])
+        reaches.append(target.path_length(roles_t[top], e.point))
+        limb_ratios.append(
+            _ratio(
+                target.path_length(roles_t[top], roles_t[end]),
+                source.path_length(roles_s[top], roles_s[end]),
+                h_t / h_s,
+            )
+        )
     active = None
     if setup == "lower":
         leg_roles = ("hip", "knee", "ankle", "toe")
@@ -1138,6 +1244,14 @@ def omr_plan(
         goal_points=np.array(goal_points, dtype=np.intp),
         goal_ankles=np.array(goal_ankles, dtype=np.intp),
         goal_feet=np.array(goal_feet, dtype=np.intp),
+        goal_roots=np.array(goal_roots, dtype=np.intp),
+        goal_root_targets=np.array(goal_root_targets, dtype=np.intp),
+        limb_ratios=np.array(limb_ratios),
+        reaches=np.array(reaches),
+        hip_points=np.array([roles_s[f"{s}_hip"] for s in sides], dtype=np.intp),
+        hip_targets=np.array([roles_t[f"{s}_hip"] for s in sides], dtype=np.intp),
+        toe_tips=np.array([roles_s[f"{s}_toe_tip"] for s in sides], dtype=np.intp),
+        source_height=h_s,
         floor=floor,
         origin=origin,
         ratio=h_t / h_s,
@@ -1148,6 +1262,12 @@ def omr_plan(
         foot_ratios=foot_ratios,
         height=h_t,
     )
+
+
+def _ramp(t: Array) -> Array:
+    """0 below 0, 1 above 1, ``t³ (10 − 15 t + 6 t²)`` between (C2)."""
+    t = np.clip(t, 0.0, 1.0)
+    return t**3 * (10.0 - 15.0 * t + 6.0 * t * t)
 
 
 def _leg_channels(target: Skeleton, hip: int, ankle: int) -> int:
@@ -1214,15 +1334,29 @@ class OMRRetargeter:
         are the goals the last step tracked, its ``report()`` the stream's.
     """
 
-    def __init__(self, source: Skeleton, target: Skeleton, *, fps: float, **options: Any) -> None:
+    def __init__(
+        self,
+        source: Skeleton,
+        target: Skeleton,
+        *,
+        fps: float,
+        glitch_speed: float = math.degrees(MAX_SPEED),
+        **options: Any,
+    ) -> None:
         target.indices(source.names)  # the target has the source's joints
         self.source = source
         self.target = target
         self.fps = float(fps)
+        self.gate = GlitchGate(source, self.fps, math.radians(glitch_speed))
         self._plan_options, self._filter_options = _split_options(options)
         self.plan: OMRPlan | None = None
         self.filter: OnlineRetargeter | None = None
         self._restart = False
+        self._frames = 0
+        self._beyond: Array = np.zeros(0)  # per row: frames its limb's goal was beyond reach
+        self.given_up: NDArray[np.bool_] = np.zeros(0, dtype=bool)  # per row, now
+        self._ever: NDArray[np.bool_] = np.zeros(0, dtype=bool)  # per row, at some frame
+        self._offsets: Array | None = None  # per row: the lift a foot had near the floor
 
     def reset(self, *, restart: bool = False) -> None:
         """Forget the past: the next :meth:`step` is the filter's first frame (the plan
@@ -1234,6 +1368,8 @@ class OMRRetargeter:
             The same stream goes on after a cut: the filter's report carries on
             (:meth:`OnlineRetargeter.reset`).
         """
+        self.gate.reset()
+        self._offsets = None
         if self.filter is not None:
             self.filter.reset(restart=restart)
 
@@ -1256,11 +1392,78 @@ class OMRRetargeter:
                 f"Expected `rotations` of shape ({self.source.num_joints}, 4), "
                 f"got {rotations.shape}"
             )
+        return self._gated(root, self.gate.step(rotations))
+
+    def _gated(self, root: Array, rotations: Array) -> PoseFrame:
+        """:meth:`step` on a source pose the gate has let through."""
         if self.plan is None or self.filter is None:
             self.plan = omr_plan(self.source, self.target, root, rotations, **self._plan_options)
             self.filter = self.plan.retargeter(self.fps, **self._filter_options)
-        r, q, goals, turns = self.plan.inputs(root[None], rotations[None])
-        return self.filter.step(GoalFrame(r[0], q[0], goals[0], turns[0]))
+            k = len(self.plan.effectors)
+            self._beyond = np.zeros(k)
+            self.given_up = self._ever = np.zeros(k, dtype=bool)
+        r, q, goals, turns, beyond, lifts, near = (
+            a[0] for a in self.plan.inputs_and_reach(root[None], rotations[None])
+        )
+        goals = self._reachable(self._lifted(goals, lifts, near), beyond)
+        return self.filter.step(GoalFrame(r, q, goals, turns))
+
+    def _lifted(self, goals: Array, lifts: Array, near: Array) -> Array:
+        """This frame's goals (K, 3) with each foot's lift (:meth:`OMRPlan.inputs_and_reach`)
+        less its offset: the lift it had while near the floor, followed there with the
+        time constant :data:`LIFT_LAG` and held while the foot is up. On the floor a foot
+        stands at its own scale (its leg would put it a little higher or lower: bones of
+        other ratios); lifted, it rises and falls as its leg puts it, from where it left
+        the floor, with no step at the change (the offset is continuous)."""
+        if self._offsets is None:
+            self._offsets = lifts.copy()
+        rate = 1.0 - math.exp(-1.0 / (LIFT_LAG * self.fps))
+        self._offsets += near * rate * (lifts - self._offsets)
+        out = goals.copy()
+        out[:, UP] += lifts - self._offsets
+        return out
+
+    def _reachable(self, goals: Array, beyond: NDArray[np.bool_]) -> Array:
+        """This frame's goals (K, 3), the rows of limbs given up NaN (not tracked: the
+        filter fades them out and the limb takes the performer's angles).
+
+        A limb (the rows that share its root) is given up when its goals have been
+        beyond reach (``beyond``, this frame's) on more than :data:`GIVE_UP` of the
+        frames so far, once a second has gone by; taken back when that share falls
+        under half of it. Chasing goals it cannot reach, the filter clamps its input
+        frame after frame and the limb chatters at full stretch (a source whose body
+        the mapping misread, a target far smaller than its goals)."""
+        assert self.plan is not None
+        roots = self.plan.goal_root_targets
+        self._frames += 1
+        for top in np.unique(roots[roots >= 0]):
+            limb = roots == top
+            self._beyond[limb] += float(beyond[limb].any())
+        share = self._beyond / self._frames
+        if self._frames >= self.fps:
+            self.given_up = np.where(self.given_up, share > 0.5 * GIVE_UP, share > GIVE_UP)
+            self._ever = self._ever | self.given_up
+        if not self.given_up.any():
+            return goals
+        out = goals.copy()
+        out[self.given_up] = np.nan
+        return out
+
+    def reach_report(self) -> dict[str, Any]:
+        """Per limb (named by its first row), the share of frames whose goal was beyond
+        reach, and the limbs given up (now, and at some frame)."""
+        if self.plan is None:
+            return {}
+        roots = self.plan.goal_root_targets
+        names = [e.name for e in self.plan.effectors]
+        share = self._beyond / max(self._frames, 1)
+        firsts = {
+            int(top): int(np.flatnonzero(roots == top)[0]) for top in np.unique(roots[roots >= 0])
+        }
+        return {
+            "beyond_reach_share": {names[k]: float(share[k]) for k in firsts.values()},
+            "given_up": [names[k] for k in firsts.values() if self._ever[k]],
+        }
 
 
 # -- the offline shape: loops over the online one; data enhancement (§5) ------------------
@@ -1295,18 +1498,25 @@ def run_method(
     tracked: list[Array] = []
     restarts = set(np.asarray(cuts, dtype=np.intp).tolist())
     method.reset()
-    inputs: tuple[Array, ...] = ()
+    rotations = np.empty_like(source.rotations)  # what the method's gate lets through
+    for f in range(n):
+        if f in restarts and f > 0:
+            method.gate.reset()
+        rotations[f] = method.gate.step(source.rotations[f])
+    inputs: list[Any] = []
     for f in range(n):
         if f in restarts and f > 0:
             method.reset(restart=True)
         if method.plan is None or method.filter is None:  # the first frame fixes the plan
-            pose = method.step(PoseFrame(source.root_position[f], source.rotations[f]))
+            pose = method._gated(source.root_position[f], rotations[f])
             assert method.plan is not None
             # each frame's inputs are the plan's of that frame alone (what ``step``
             # computes frame by frame): all at once
-            inputs = method.plan.inputs(source.root_position, source.rotations)
+            inputs = list(method.plan.inputs_and_reach(source.root_position, rotations))
         else:
-            pose = method.filter.step(GoalFrame(*(a[f] for a in inputs)))
+            r, q, goals, turns, beyond, lifts, near = (a[f] for a in inputs)
+            goals = method._reachable(method._lifted(goals, lifts, near), beyond)
+            pose = method.filter.step(GoalFrame(r, q, goals, turns))
         out_root[f], out_rot[f] = pose.root_position, pose.rotations
         assert method.filter is not None
         tracked.append(method.filter.goals)

@@ -6,8 +6,11 @@ and ``retarget demo`` do for each clip (:mod:`retarget.pipeline.job` adds the fi
 1. the target is opened (:func:`retarget.targets.open_target`: a file parsed, a model
    compiled, once) and prepares the skeleton the methods run on
    (:meth:`retarget.targets.Target.prepare`);
-2. the source is made ready for the method (:func:`retarget.humanoid.mapping.map_for_method`:
-   mapped by roles onto a target of another hierarchy, or only turned Y up);
+2. the source is made ready for the method: the body's travel on its root, wherever
+   the file puts it (:func:`retarget.humanoid.travel.travel_on_root`: a static
+   reference joint above the hips, a floor-level root), then
+   :func:`retarget.humanoid.mapping.map_for_method` (mapped by roles onto a target of
+   another hierarchy, or only turned Y up);
 3. the method runs with the options it declares (:attr:`retarget.methods.Method.options`,
    checked and converted here), the target's defaults and what the target knows of
    itself (:class:`retarget.targets.Prepared`);
@@ -42,6 +45,7 @@ from ..humanoid.mapping import (
     read_overrides,
 )
 from ..humanoid.roles import require_humanoid
+from ..humanoid.travel import travel_on_root
 from ..methods import Method, get_method, method_options
 from ..targets import Finished, Prepared, Target, open_target
 from .verdict import verdict
@@ -200,7 +204,8 @@ def retarget(
     else:
         named = roles.get("source") if roles else None
         require_humanoid(called, source.skeleton, named, side="source")
-    original = source = source[frame_slice(frames, source.num_frames)]
+    source = source[frame_slice(frames, source.num_frames)]
+    original = source = _travel_on_root(source, roles.get("source") if roles else None)
     prepared = target.prepare(source)
     if prepared.check_roles is not None:
         named = roles.get("target") if roles else None
@@ -271,6 +276,18 @@ def retarget(
             )
     stem = Path(name).stem if name else "retargeted"
     return Outcome(carried.output, report, result, target, original, stem)
+
+
+def _travel_on_root(source: Motion, named: Mapping[str, str] | None) -> Motion:
+    """The source with the body's travel on its root (:func:`travel_on_root`), its
+    hips as a ``--map`` file names them or as its body shows them; the source as it
+    is when its roles are not found (the mapping then says what is missing)."""
+    hips = (named or {}).get("hips")
+    names = source.skeleton.names
+    try:
+        return travel_on_root(source, names.index(hips) if hips in names else None)
+    except RetargetError:
+        return source
 
 
 def _mapping_report(original: Motion, whole: Motion, mapping: ForMethod) -> dict[str, Any]:

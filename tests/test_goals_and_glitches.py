@@ -1,0 +1,221 @@
+"""Online goals scaled by the limb they belong to, and capture glitches held out of them
+(issue 40, items 2 and 3): a kick behind bends the target's knee as the performer's;
+a foot that turns 70° in a hundredth of a second and back is not followed."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import made_clips
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from retarget.core import quat
+from retarget.core.kinematics import forward_kinematics, positions
+from retarget.core.skeleton import Skeleton
+from retarget.filters.glitch import MAX_SPEED, gate_rotations
+from retarget.humanoid.characters import make_character
+from retarget.humanoid.metrics import evaluate
+from retarget.humanoid.roles import find_roles, height
+from retarget.methods.omr import omr_retarget
+from retarget.online.omr import omr_plan
+
+KICK = 200  # made_clips.kick's start; it lasts 36 frames
+
+
+@pytest.fixture(scope="module")
+def walk(lafan):
+    return lafan[:600]
+
+
+@pytest.fixture(scope="module")
+def kicked(walk):
+    return made_clips.kick(walk, KICK)
+
+
+def _knee(motion, side="right"):
+    """Interior knee angle (degrees, F) and the ankle's height above the hip per height."""
+    r = find_roles(motion.skeleton)
+    p = positions(motion)
+    hip, knee, ankle = (p[:, r[f"{side}_{j}"]] for j in ("hip", "knee", "ankle"))
+    a, b = hip - knee, ankle - knee
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    return np.degrees(np.arccos(np.clip(cos, -1, 1))), (ankle - hip)[:, 1] / height(
+        motion.skeleton, r
+    )
+
+
+def test_the_made_kick_kicks(walk, kicked):
+    """The fixture: the knee closes to about 30° (from about 160°) with the foot high."""
+    knee, lift = _knee(kicked)
+    window = slice(KICK, KICK + 36)
+    assert knee[window].min() < 35.0 and _knee(walk)[0][window].min() > 100.0
+    assert lift[window].max() > -0.1  # the ankle nearly as high as the hip
+
+
+def test_foot_goals_rise_by_the_leg(walk, kicked):
+    """``"reach"``'s foot goals: near the floor at the foot's scale about the floor (the
+    sole meets it where the source's does); their lift, as far above the target's hips
+    as the source's ankle is above its own times the ratio of the legs (blubby's 0.65),
+    the foot of the target's size from there."""
+    target = make_character(walk.skeleton, preset="blubby")
+    plan = omr_plan(walk.skeleton, target, walk.root_position[0], walk.rotations[0])
+    root, rot, goals, _, _, lifts, near = plan.inputs_and_reach(
+        kicked.root_position, kicked.rotations
+    )
+    p_t = forward_kinematics(target, root, rot)[0]
+    p_s = positions(kicked)
+    rs, rt = find_roles(walk.skeleton), find_roles(target)
+    k = plan.names.index("right_toe_tip")
+    r, f = plan.limb_ratios[k], plan.foot_ratios[1]
+    assert r == pytest.approx(
+        target.path_length(rt["right_hip"], rt["right_ankle"])
+        / walk.skeleton.path_length(rs["right_hip"], rs["right_ankle"])
+    )
+    tip, ankle = p_s[:, rs["right_toe_tip"], 1], p_s[:, rs["right_ankle"], 1]
+    np.testing.assert_allclose(goals[:, k, 1], plan.floor + f * (tip - plan.floor))
+    hips_s = p_s[:, [rs["left_hip"], rs["right_hip"]], 1].mean(axis=1)
+    hips_t = p_t[:, [rt["left_hip"], rt["right_hip"]], 1].mean(axis=1)
+    leg = hips_t + r * (ankle - hips_s) + f * (tip - ankle)
+    np.testing.assert_allclose(goals[:, k, 1] + lifts[:, k], leg)
+    # near the floor on the walk's stance, not at the kick's top
+    assert near[KICK + 18, k] == 0.0 and near[:, k].max() == 1.0
+
+
+@pytest.mark.parametrize("preset", ["blubby", "sally"])
+def test_a_kick_behind_bends_the_knee_as_the_performer(walk, kicked, preset):
+    """The issue's kick: the knee's least angle within 12° of the performer's, the knee
+    opening no faster than the performer's by more than 30 %, and (blubby, legs 65 % of
+    the performer's) no knee or ankle stepping more than 1.5 % of height beyond the
+    source's in a frame. With the feet's heights scaled by the feet's ratio (before
+    issue 40), blubby's knee closed to 2.6° and snapped open."""
+    target = make_character(walk.skeleton, preset=preset)
+    result = omr_retarget(kicked, target).motion
+    window = slice(KICK, KICK + 36)
+    k_src, k_res = _knee(kicked)[0][window], _knee(result)[0][window]
+    assert abs(k_res.min() - k_src.min()) < 12.0
+    assert np.abs(np.diff(k_res)).max() <= 1.3 * np.abs(np.diff(k_src)).max()
+    m = evaluate(kicked, result)
+    if preset == "blubby":
+        assert m["pop_literal"] <= 1.5
+
+
+def test_hand_goals_about_the_shoulder_by_the_arm(walk):
+    """``setup="full"``: a hand goal is the target's shoulder plus the source's hand from
+    its shoulder times the ratio of the arms."""
+    target = make_character(walk.skeleton, preset="blubby")
+    plan = omr_plan(walk.skeleton, target, walk.root_position[0], walk.rotations[0], setup="full")
+    clip = walk[:50]
+    root, rot, goals, _ = plan.inputs(clip.root_position, clip.rotations)
+    p_t = forward_kinematics(target, root, rot)[0]
+    p_s = positions(clip)
+    rs, rt = find_roles(walk.skeleton), find_roles(target)
+    k = plan.names.index("left_hand_tip")
+    r = target.path_length(rt["left_shoulder"], rt["left_hand_tip"]) / walk.skeleton.path_length(
+        rs["left_shoulder"], rs["left_hand_tip"]
+    )
+    assert plan.limb_ratios[k] == pytest.approx(r)
+    expected = p_t[:, rt["left_shoulder"]] + r * (
+        p_s[:, rs["left_hand_tip"]] - p_s[:, rs["left_shoulder"]]
+    )
+    np.testing.assert_allclose(goals[:, k], expected, atol=1e-9)
+
+
+# -- the gate ------------------------------------------------------------------------------
+
+
+def test_the_gate_lets_a_real_clip_through(lafan):
+    """Nothing of a real walk is held: every frame as it is."""
+    out, gate = gate_rotations(lafan.skeleton, lafan.rotations, lafan.fps)
+    np.testing.assert_array_equal(out, lafan.rotations)
+    assert gate.held == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    start=st.integers(5, 40),
+    length=st.integers(1, 6),
+    degrees=st.floats(40.0, 170.0),
+    flip=st.booleans(),
+)
+def test_a_glitch_is_held_and_a_real_jump_followed(start, length, degrees, flip):
+    """At 120 Hz (20.8° a frame at most): a joint turned ``degrees`` for ``length``
+    frames (at most the hold, 12 frames) and back is held where it was, exactly; the
+    same turn kept is followed after the hold, never faster than the limit, and
+    reached. A quaternion's sign is no turn; a twist about the joint's bone is none."""
+    fps, n = 120.0, 80
+    chain = Skeleton(
+        ("a", "b"),
+        np.array([-1, 0]),
+        np.array([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0]]),
+        site_names=("tip",),
+        site_parents=np.array([1]),
+        site_offsets=np.array([[1.0, 0.0, 0.0]]),
+    )
+    rng = np.random.default_rng(start)
+    axis = rng.normal(size=3)
+    axis /= np.linalg.norm(axis)
+    base = np.tile(quat.quat_from_rotvec(0.3 * axis), (n, 2, 1))
+    kick = quat.quat_from_rotvec(math.radians(degrees) * np.array([0.0, 0.0, 1.0]))
+    glitched = base.copy()
+    glitched[start : start + length, 1] = quat.multiply(base[0, 1], kick)
+    if flip:
+        glitched[:, 0] *= -1.0
+    out, gate = gate_rotations(chain, glitched, fps)
+    np.testing.assert_allclose(out[:, 1], base[:, 1], atol=1e-12)
+    assert gate.held == length
+    twisted = base.copy()  # about the tip's bone, (1, 0, 0): nothing moves
+    twisted[start:, 1] = quat.multiply(
+        base[0, 1], quat.quat_from_rotvec(math.radians(degrees) * np.array([1.0, 0.0, 0.0]))
+    )
+    out, gate = gate_rotations(chain, twisted, fps)
+    np.testing.assert_array_equal(out, twisted)
+    kept = base.copy()
+    kept[start:, 1] = quat.multiply(base[0, 1], kick)
+    out, _ = gate_rotations(chain, kept, fps)
+    limit = MAX_SPEED / fps
+    tip = quat.rotate(out[:, 1], np.array([1.0, 0.0, 0.0]))
+    turns = np.arccos(np.clip((tip[1:] * tip[:-1]).sum(-1), -1.0, 1.0))
+    assert (turns <= limit + 1e-9).all()
+    hold = round(0.1 * fps)
+    np.testing.assert_allclose(out[start : start + hold, 1], base[start : start + hold, 1])
+    catch_up = hold + math.ceil(math.radians(degrees) / limit)
+    if start + catch_up < n:
+        assert quat.angle(out[start + catch_up, 1], kept[start + catch_up, 1]) < 1e-9
+
+
+def test_the_gate_is_causal(lafan):
+    made = made_clips.glitch(lafan[:200], 100, length=2, degrees=120.0)
+    a, _ = gate_rotations(made.skeleton, made.rotations[:120], made.fps)
+    b, _ = gate_rotations(made.skeleton, made.rotations, made.fps)
+    np.testing.assert_array_equal(a, b[:120])
+
+
+def test_omr_does_not_follow_a_glitch(data_dir):
+    """CMU at 120 Hz, the left foot turned 70° on three frames (its toe tip jumps 16 %
+    of height): omr's ankle steps no farther than the source's ankle (0.9 % of height
+    in the issue's capture, 4.1 % for omr then); its report counts the held joint-frames."""
+    from retarget.io import read_bvh
+
+    cmu = read_bvh(data_dir / "real" / "fairmotion_cmu_01_01.bvh")[:600]
+    glitched = made_clips.glitch(cmu, 300)
+    assert made_clips.toe_tip_jump(glitched, 300) > 0.1
+    target = make_character(cmu.skeleton, preset="blubby")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = omr_retarget(glitched, target)
+        off = omr_retarget(glitched, target, glitch_speed=0.0)
+    assert result.report["glitches"]["frames"] == 3  # (the foot, and the toe it carries)
+    r = find_roles(target)
+    rs = find_roles(cmu.skeleton)
+
+    def ankle_step(m, roles):
+        p = positions(m)[298:305, roles["left_ankle"]]
+        return np.linalg.norm(np.diff(p, axis=0), axis=1).max() / height(m.skeleton, roles)
+
+    src = ankle_step(glitched, rs)
+    assert ankle_step(result.motion, r) <= src + 0.005
+    assert ankle_step(off.motion, r) > src + 0.02  # without the gate: the pop
