@@ -219,3 +219,27 @@ def test_omr_does_not_follow_a_glitch(data_dir):
     src = ankle_step(glitched, rs)
     assert ankle_step(result.motion, r) <= src + 0.005
     assert ankle_step(off.motion, r) > src + 0.02  # without the gate: the pop
+
+
+def test_a_limb_whose_goals_are_out_of_reach_is_given_up(walk):
+    """The paper's goals (the source's own toe tips, unscaled) onto a body a third of
+    the source's size: beyond the legs' reach on nearly every frame. After a second
+    omr gives the legs up (the report says so, with the share of frames) and they take
+    the performer's joint angles, the secondary task; nothing is NaN."""
+    import dataclasses
+
+    small = make_character(walk.skeleton, preset="blubby")
+    small = dataclasses.replace(
+        small, offsets=small.offsets / 3.0, site_offsets=small.site_offsets / 3.0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = omr_retarget(walk[:300], small, goals="source")
+    rep = result.report
+    assert set(rep["given_up"]) == {"left_toe_tip", "right_toe_tip"}
+    assert min(rep["beyond_reach_share"].values()) > 0.8
+    assert np.isfinite(result.motion.rotations).all()
+    legs = [small.index(n) for n in ("LeftLeg", "RightLeg", "LeftUpLeg", "RightUpLeg")]
+    late = slice(150, 300)
+    turn = quat.angle(result.motion.rotations[late][:, legs], walk.rotations[late][:, legs])
+    assert np.degrees(turn).mean() < 5.0
