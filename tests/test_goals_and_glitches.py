@@ -243,3 +243,60 @@ def test_a_limb_whose_goals_are_out_of_reach_is_given_up(walk):
     late = slice(150, 300)
     turn = quat.angle(result.motion.rotations[late][:, legs], walk.rotations[late][:, legs])
     assert np.degrees(turn).mean() < 5.0
+
+
+def test_puppetry_does_not_follow_a_glitch(data_dir):
+    """The same glitch through the sensors (Shin et al.'s input): held ahead of the
+    Kalman filter (which spread it over a few frames), the ankle steps no farther than
+    the source's."""
+    from retarget.io import read_bvh
+    from retarget.methods.puppetry import puppetry_retarget
+
+    cmu = read_bvh(data_dir / "real" / "fairmotion_cmu_01_01.bvh")[:600]
+    glitched = made_clips.glitch(cmu, 300)
+    target = make_character(cmu.skeleton, preset="blubby")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = puppetry_retarget(glitched, target)
+        off = puppetry_retarget(glitched, target, glitch_speed=0.0)
+    assert result.report["glitches"]["frames"] == 3
+    r, rs = find_roles(target), find_roles(cmu.skeleton)
+
+    def ankle_step(m, roles):
+        p = positions(m)[298:310, roles["left_ankle"]]
+        return np.linalg.norm(np.diff(p, axis=0), axis=1).max() / height(m.skeleton, roles)
+
+    src = ankle_step(glitched, rs)
+    assert ankle_step(result.motion, r) <= src + 0.005
+    assert ankle_step(off.motion, r) > src + 0.01
+
+
+def test_the_sensor_gate_turns_the_held_subtree_rigidly(lafan):
+    """A foot glitched in the sensors: the foot's and the toe's sensors come back where
+    the last frame's foot puts them, each at its measured offset from its parent; every
+    other sensor is as measured, exactly; a frame with a lost sensor goes through."""
+    from retarget.filters.glitch import SensorGate
+
+    clip = lafan[:40]
+    glitched = made_clips.glitch(clip, 20, length=2, degrees=150.0)
+    pos, world = forward_kinematics(clip.skeleton, glitched.root_position, glitched.rotations)
+    j = clip.skeleton.num_joints
+    gate = SensorGate(clip.skeleton, clip.fps)
+    roles = find_roles(clip.skeleton)
+    foot = roles["left_ankle"]
+    below = [k for k in range(j) if foot in clip.skeleton.chain(k)]
+    for f in range(25):
+        p, q = gate.step(pos[f, :j], world[f, :j])
+        others = [k for k in range(j) if k not in below]
+        np.testing.assert_array_equal(p[others], pos[f, others])
+        if f in (20, 21):
+            # held: the foot's local rotation of frame 19 on this frame's leg
+            assert gate.gate.last_held[foot]
+            rot = clip.rotations[f].copy()
+            rot[foot] = clip.rotations[19, foot]
+            expected = forward_kinematics(clip.skeleton, clip.root_position[f], rot)[0]
+            np.testing.assert_allclose(p[below], expected[below], atol=1e-9)
+    lost = world[24, :j].copy()
+    lost[3] = np.nan
+    p, q = gate.step(pos[24, :j], lost)
+    assert np.isnan(q[3]).all() and not gate.gate.last_held.any()

@@ -35,14 +35,21 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from ..core import quat
 from ..core.arrays import Array
 from ..core.kinematics import forward_kinematics
 from ..core.skeleton import Skeleton
 
-__all__ = ["MAX_SPEED", "GlitchGate", "bones_of", "gate_rotations"]
+__all__ = [
+    "MAX_SPEED",
+    "GlitchGate",
+    "SensorGate",
+    "bones_of",
+    "gate_rotations",
+    "gate_sensors",
+]
 
 #: Fastest turn of a joint, radians per second (module docstring).
 MAX_SPEED = math.radians(2500.0)
@@ -71,6 +78,8 @@ class GlitchGate:
         Joint-frames held or slowed since the gate was made.
     frames : int
         Frames in which some joint was held or slowed.
+    last_held : ndarray of bool, shape (J,)
+        The joints held or slowed at the last :meth:`step`.
     """
 
     skeleton: Skeleton
@@ -83,9 +92,11 @@ class GlitchGate:
     _last_world: Array = field(default_factory=lambda: np.zeros((0, 4)), repr=False)
     _count: Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     _bones: Array = field(init=False, repr=False)
+    last_held: NDArray[np.bool_] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._bones = bones_of(self.skeleton)
+        self.last_held = np.zeros(self.skeleton.num_joints, dtype=bool)
 
     def reset(self) -> None:
         """Forget the past (a new stream, or the source cut to another pose): the next
@@ -117,6 +128,7 @@ class GlitchGate:
         n = self.skeleton.num_joints
         if q.shape != (n, 4):
             raise ValueError(f"Expected rotations of shape ({n}, 4), got {q.shape}")
+        self.last_held = np.zeros(n, dtype=bool)
         if not math.isfinite(self.limit):
             return q.copy()
         world = self._world(q)
@@ -125,7 +137,7 @@ class GlitchGate:
             self._count = np.zeros(n, dtype=np.int64)
             return q.copy()
         turn = self._swing(self._last_world, world)
-        fast = turn > self.limit
+        fast = turn > self.limit  # (NaN: not)
         if not fast.any():
             self._count[:] = 0
             self._last, self._last_world = q.copy(), world
@@ -141,8 +153,102 @@ class GlitchGate:
         self._count[~fast] = 0
         self.held += int(fast.sum())
         self.frames += 1
+        self.last_held = fast
         self._last, self._last_world = out, self._world(out)
         return out.copy()
+
+
+@dataclass
+class SensorGate:
+    """A :class:`GlitchGate` on a performer's sensors: world positions and orientations at
+    every joint (Shin et al. 2001's input), ahead of their Kalman filter, which would
+    spread a marker swap over a few frames rather than remove it.
+
+    Each frame's sensors give the joints' local rotations; a joint the gate holds keeps
+    its last local rotation, and it and every sensor below it are turned with it about
+    its own sensor: each keeps its measured offset from its parent, in its parent's
+    (corrected) frame. Sensors of joints nothing held are passed through as measured;
+    a frame with a lost sensor (a NaN row) is passed through whole, and the frame after
+    it is judged anew (the gate restarts).
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+        The performer's (a sensor per joint, in its joint order).
+    fps, max_speed, hold
+        As :class:`GlitchGate`.
+    """
+
+    skeleton: Skeleton
+    fps: float
+    max_speed: float = MAX_SPEED
+    hold: float = HOLD
+    gate: GlitchGate = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.gate = GlitchGate(self.skeleton, self.fps, self.max_speed, self.hold)
+
+    def reset(self) -> None:
+        """As :meth:`GlitchGate.reset`."""
+        self.gate.reset()
+
+    def step(self, positions: ArrayLike, orientations: ArrayLike) -> tuple[Array, Array]:
+        """The sensors (S, 3), (S, 4) let through for this frame's."""
+        p = np.array(positions, dtype=np.float64)
+        q = np.array(orientations, dtype=np.float64)
+        n = self.skeleton.num_joints
+        if p.shape != (n, 3):
+            raise ValueError(f"Expected `positions` of shape ({n}, 3), got {p.shape}")
+        if q.shape != (n, 4):
+            raise ValueError(f"Expected `orientations` of shape ({n}, 4), got {q.shape}")
+        parents = self.skeleton.parents
+        up = np.where(parents >= 0, parents, 0)
+        local = quat.multiply(quat.conjugate(q[up]), q)
+        local[0] = q[0]
+        if not np.isfinite(local).all():  # a sensor lost: through as it is, judged anew after
+            self.gate.reset()
+            self.gate.last_held = np.zeros(len(parents), dtype=bool)
+            return p, q
+        out = self.gate.step(local)
+        if not self.gate.last_held.any():
+            return p, q
+        moved = self.gate.last_held.copy()
+        for j in range(1, len(parents)):
+            moved[j] |= moved[int(parents[j])]
+        p_out, q_out = p.copy(), q.copy()
+        for j in np.flatnonzero(moved).tolist():
+            par = int(parents[j])
+            if par < 0:
+                q_out[j] = out[j]
+                continue
+            q_out[j] = quat.multiply(q_out[par], out[j] if self.gate.last_held[j] else local[j])
+            from_parent = quat.rotate(quat.conjugate(q[par]), p[j] - p[par])
+            p_out[j] = p_out[par] + quat.rotate(q_out[par], from_parent)
+        return p_out, q_out
+
+
+def gate_sensors(
+    skeleton: Skeleton,
+    positions: ArrayLike,
+    orientations: ArrayLike,
+    fps: float,
+    cuts: ArrayLike = (),
+    *,
+    max_speed: float = MAX_SPEED,
+    hold: float = HOLD,
+) -> tuple[Array, Array, GlitchGate]:
+    """A sensor stream (F, S, 3), (F, S, 4) through a :class:`SensorGate`, frame by
+    frame, restarted at ``cuts``. Returns the sensors and the gate (its counts)."""
+    p = np.asarray(positions, dtype=np.float64)
+    q = np.asarray(orientations, dtype=np.float64)
+    gate = SensorGate(skeleton, fps, max_speed, hold)
+    restarts = set(np.asarray(cuts, dtype=np.intp).tolist())
+    p_out, q_out = np.empty_like(p), np.empty_like(q)
+    for f in range(len(p)):
+        if f in restarts:
+            gate.reset()
+        p_out[f], q_out[f] = gate.step(p[f], q[f])
+    return p_out, q_out, gate.gate
 
 
 def bones_of(skeleton: Skeleton) -> Array:

@@ -145,6 +145,15 @@ FOOT_HOLD = Option(
     const=False,
 )
 
+#: Capture glitches held (:mod:`retarget.filters.glitch`): omr and puppetry take it.
+GLITCH_SPEED = Option(
+    "glitch_speed",
+    "--glitch-speed",
+    "a source joint turning faster (degrees/s) is a capture glitch, held; 0: none",
+    type=float,
+    metavar="DEG_PER_S",
+)
+
 
 def check_same_hierarchy(source: Skeleton, target: Skeleton) -> None:
     """Methods that copy rotations joint by joint need the target to have the

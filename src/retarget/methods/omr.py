@@ -92,7 +92,7 @@ from ..core.skeleton import Skeleton
 from ..filters.glitch import MAX_SPEED
 from ..humanoid.cuts import find_cuts
 from ..online.omr import OMRRetargeter, run_method
-from ._base import Option, check_same_hierarchy
+from ._base import GLITCH_SPEED, Option, check_same_hierarchy
 
 __all__ = ["omr_retarget"]
 
@@ -220,13 +220,7 @@ OPTIONS = (
         "end-effectors toe tips + pelvis x,z (lower, the paper's walk) or + hands",
         choices=("lower", "full"),
     ),
-    Option(
-        "glitch_speed",
-        "--glitch-speed",
-        "a source joint turning faster (degrees/s) is a capture glitch, held; 0: none",
-        type=float,
-        metavar="DEG_PER_S",
-    ),
+    GLITCH_SPEED,
     Option(
         "scaled",
         "--scaled-goals",

@@ -26,6 +26,7 @@ rounding, 1e-9, and some 60 times faster than frame by frame).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -41,6 +42,7 @@ from ..core.result import Result, speed
 from ..core.skeleton import Skeleton
 from ..environment import Floor, Shape
 from ..filters import KalmanParameters, SensorEstimate, filter_stream
+from ..filters.glitch import MAX_SPEED, gate_sensors
 from ..humanoid.contacts import detect_contacts
 from ..humanoid.cuts import find_cuts, segments
 from ..online.puppetry import (
@@ -54,7 +56,7 @@ from ..online.puppetry import (
     make_puppet,
     solve_frames,
 )
-from ._base import FOOT_HOLD, TERRAIN, Option, check_same_hierarchy
+from ._base import FOOT_HOLD, GLITCH_SPEED, TERRAIN, Option, check_same_hierarchy
 
 __all__ = ["parse_noise", "puppetry_retarget", "run_puppeteer", "sensor_stream"]
 
@@ -118,6 +120,7 @@ def puppetry_retarget(
     stride: float | None = None,
     smoothing: Smoothing = DEFAULT_SMOOTHING,
     parameters: KalmanParameters | None = None,
+    glitch_speed: float = math.degrees(MAX_SPEED),
 ) -> Result:
     """Retarget a clip as a puppeteer's performance (module docstring).
 
@@ -137,6 +140,10 @@ def puppetry_retarget(
         default the floor under the source's planted feet,
         :func:`retarget.humanoid.contacts.detect_contacts`), ``objects`` further shapes
         (boxes).
+    glitch_speed : float
+        Degrees per second: a sensor's joint whose bones turn faster is a capture
+        glitch, held ahead of the Kalman filter
+        (:class:`retarget.filters.glitch.SensorGate`); 0: none is.
     influence : float or array (4, m), optional
         ``D_ij`` of eq. 13; default 30 % of the source's height.
     lookahead : float
@@ -180,10 +187,15 @@ def puppetry_retarget(
     params = parameters if parameters is not None else filter_parameters(noise)
     # the Kalman filter and the foot hold restart where the source jumps to another
     # pose (a leading T-pose frame, joined takes): they would smear the jump
-    pieces = segments(clip.num_frames, find_cuts(clip))
+    cuts = find_cuts(clip)
+    pieces = segments(clip.num_frames, cuts)
+    # capture glitches held ahead of the filter, as the Puppeteer holds them frame by frame
+    gated_p, gated_q, gate = gate_sensors(
+        clip.skeleton, positions, orientations, clip.fps, cuts, max_speed=math.radians(glitch_speed)
+    )
     t0 = time.perf_counter()
     est = _concatenate_estimates(
-        [filter_stream(positions[p], orientations[p], clip.fps, params) for p in pieces]
+        [filter_stream(gated_p[p], gated_q[p], clip.fps, params) for p in pieces]
     )
     t_filter = time.perf_counter() - t0
     # calibration: the filtered take itself (the first frame for clearances, all of
@@ -206,7 +218,12 @@ def puppetry_retarget(
     )
     if frame_plan(puppet) is not None:
         puppeteer = Puppeteer(
-            clip.skeleton, target, fps=clip.fps, filter_parameters=params, puppet=puppet
+            clip.skeleton,
+            target,
+            fps=clip.fps,
+            filter_parameters=params,
+            puppet=puppet,
+            glitch_speed=glitch_speed,
         )
         frames = run_puppeteer(puppeteer, positions, orientations, pieces)
     else:  # Puppeteer.step's own fallback, for the frames of a piece at once
@@ -242,6 +259,11 @@ def puppetry_retarget(
                     if k != "root_stiffness"
                 },
                 "influence": np.asarray(puppet.influence).tolist(),
+            },
+            "glitches": {  # sensors' joints turning faster than a joint can: held
+                "speed_deg_per_s": glitch_speed,
+                "frames": gate.frames,
+                "joint_frames": gate.held,
             },
         }
     )
@@ -400,4 +422,5 @@ OPTIONS = (
     ),
     FOOT_HOLD,
     Option("seed", "--seed", "seed of the sensor noise", type=int),
+    GLITCH_SPEED,
 )

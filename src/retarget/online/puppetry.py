@@ -188,6 +188,7 @@ from ..core.motion import Motion
 from ..core.skeleton import Skeleton
 from ..environment import Floor, Shape, shape_arrays
 from ..filters import KalmanParameters, SensorEstimate, SensorFilter
+from ..filters.glitch import MAX_SPEED, SensorGate
 from ..humanoid.contacts import UP
 from ..humanoid.roles import find_roles, height, leg_length
 from ..ik.limb import Limb, free_joint, hinge_angle, limb_from_roles, limb_geometry, solve_limb
@@ -1144,6 +1145,10 @@ class Puppeteer:
         A take of the performer (its skeleton): clearances and hinge axes are
         measured on it (:func:`make_puppet`); without it, on the first frame
         after :meth:`reset`.
+    glitch_speed : float
+        Degrees per second: a sensor's joint whose bones turn faster is a capture
+        glitch, held ahead of the filter (:class:`retarget.filters.glitch.SensorGate`);
+        0: none is.
     puppet : Puppet, optional
         The set-up itself, made beforehand (:func:`make_puppet`; the offline
         :func:`retarget.methods.puppetry.puppetry_retarget` measures it on the whole
@@ -1172,9 +1177,11 @@ class Puppeteer:
         filter_parameters: KalmanParameters | None = None,
         calibration: Motion | None = None,
         puppet: Puppet | None = None,
+        glitch_speed: float = math.degrees(MAX_SPEED),
         **options: object,
     ) -> None:
         self.performer = performer
+        self.gate = SensorGate(performer, float(fps), math.radians(glitch_speed))
         self.character = character
         self.fps = float(fps)
         self._options: Mapping[str, object] = dict(options)
@@ -1196,6 +1203,7 @@ class Puppeteer:
         """Forget the past: the next frame re-initialises the filter and recalibrates (a
         set-up given as ``puppet`` is kept)."""
         self._filter.reset()
+        self.gate.reset()
         self.puppet, self._plan = self._given
         self._state = np.zeros(STATE_SIZE)
         self._seen = []
@@ -1228,8 +1236,8 @@ class Puppeteer:
         """
         if not isinstance(frame, SensorFrame):
             raise TypeError(f"Expected a SensorFrame, got {type(frame).__name__}")
-        positions, orientations = frame.positions, frame.orientations  # rows checked there
         t0 = time.perf_counter()
+        positions, orientations = self.gate.step(frame.positions, frame.orientations)
         sensors = self._filter.update_packed(positions, orientations)
         measured = self._measured(positions, orientations)
         t1 = time.perf_counter()
