@@ -102,6 +102,7 @@ def test_every_method_carries_the_travel_of_every_layout(layouts, method):
             warnings.simplefilter("ignore")
             out = retarget(layouts[name], "blubby", method)
         results[name] = out
+        assert out.report["source_travel"] == ("root" if name == "floor_root_all" else "Hips")
         ratio = out.report["measures"]["travel_ratio"]
         assert 0.5 <= ratio <= 2.0, (name, ratio)
         assert abs(_hips_path(out.output) / _hips_path(layouts[name]) - ratio) < 1e-6
@@ -128,3 +129,13 @@ def test_a_target_with_a_reference_joint_above_its_hips(layouts, tmp_path):
         assert out.report["measures"]["skate_ratio"] <= 1.2
         root = out.output.rotations[:, 0]
         assert np.allclose(np.abs(root[:, 0]), 1.0)  # the reference joint at rest
+
+
+def test_map_says_which_joint_moves_the_body(layouts, tmp_path, capsys):
+    from retarget.cli import main
+
+    for name, joint in (("reference", "Hips"), ("floor_root_all", "root")):
+        path = write_bvh(tmp_path / f"{name}.bvh", layouts[name])
+        assert main(["map", str(path), str(path)]) == 0
+        first = capsys.readouterr().out.splitlines()[0]
+        assert first.endswith(f"the body moves by {joint!r}"), first

@@ -241,6 +241,7 @@ def cmd_character(args: argparse.Namespace) -> int:
 def cmd_map(args: argparse.Namespace) -> int:
     from ..humanoid.mapping import MappingError, map_skeletons, read_overrides, standing_frame
     from ..humanoid.roles import height
+    from ..humanoid.travel import mover
     from ..humanoid.world import up_axis
     from ..targets import open_target
 
@@ -278,6 +279,9 @@ def cmd_map(args: argparse.Namespace) -> int:
             for r, p in roles.items()
             if r.split("_", 1)[-1] in ("wrist", "ankle") and p >= sk.num_joints
         ]
+        if which == "source":  # where the file puts the body's travel (humanoid.travel)
+            moves = mover(source, roles.get("hips"))
+            ends.append(f"the body moves by {sk.names[moves]!r}")
         print(
             f"{which} {path}: {sk.num_joints} joints, {tall}unit {sk.unit}, up {sk.up or '?'}, "
             f"{max(spine, 0)} joints between hips and head, {fingers} finger joints"

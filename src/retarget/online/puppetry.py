@@ -802,10 +802,18 @@ def solve_frames(
         w[:, owner] = 1.0 - (1.0 - w[:, owner]) * (1.0 - imp.weights[:, k])
     goals = points.copy()
     goals[..., UP] += puppet.character_clearance - puppet.clearance
+    # each foot under the character's own hip: moved along the floor by where that hip
+    # is from the performer's (a wider pelvis stands wider; issue 40: a foot landing
+    # from a kick was pulled 6 % of height inward as its importance rose)
+    pos, _ = forward_kinematics(ch, captured_root, captured)
+    feet = puppet.uppers[:2]
+    hips = pos[:, feet] - sensors.positions[:, puppet.sensor_of[feet]]
+    hips[..., UP] = 0.0
+    goals[:, :2] += hips
     if len(puppet.contacts) > 4:  # feet: pivot on the toe as much as it is the planted point
         toe_w = imp.weights[:, 4:]
         share = toe_w / np.maximum(toe_w + imp.weights[:, :2], 1e-9)
-        toe = sensors.positions[:, puppet.contacts[4:]]
+        toe = sensors.positions[:, puppet.contacts[4:]] + hips
         toe_c = puppet.contact_clearance[4:] * puppet.foot_scale[:2]
         toe[..., UP] += toe_c - puppet.contact_clearance[4:]
         ankle_world = sensors.orientations[:, puppet.effectors[:2]]
@@ -854,7 +862,6 @@ def solve_frames(
     slack = puppet.smoothing.root_slack
     radii += slack * puppet.lengths  # where the root may go (module docstring)
     w[:, :2] = w_r[:, :2]  # a foot's importance falls through the lags for its limb too
-    pos, _ = forward_kinematics(ch, captured_root, captured)
     lowers = np.array([limb.lower for limb in puppet.limbs])
     uppers = puppet.uppers
     if puppet.root_estimation:

@@ -45,7 +45,7 @@ from ..humanoid.mapping import (
     read_overrides,
 )
 from ..humanoid.roles import require_humanoid
-from ..humanoid.travel import travel_on_root
+from ..humanoid.travel import mover, travel_on_root
 from ..methods import Method, get_method, method_options
 from ..targets import Finished, Prepared, Target, open_target
 from .verdict import verdict
@@ -205,7 +205,8 @@ def retarget(
         named = roles.get("source") if roles else None
         require_humanoid(called, source.skeleton, named, side="source")
     source = source[frame_slice(frames, source.num_frames)]
-    original = source = _travel_on_root(source, roles.get("source") if roles else None)
+    moved_by, original = _travel_on_root(source, roles.get("source") if roles else None)
+    source = original
     prepared = target.prepare(source)
     if prepared.check_roles is not None:
         named = roles.get("target") if roles else None
@@ -233,6 +234,7 @@ def retarget(
             "source": name,
             "frames": ready.num_frames,
             "target": target.name,
+            "source_travel": moved_by,  # the joint that moves the source's body
             "world": {
                 "source_unit": original.skeleton.unit,
                 "source_up": original.skeleton.up,
@@ -278,16 +280,18 @@ def retarget(
     return Outcome(carried.output, report, result, target, original, stem)
 
 
-def _travel_on_root(source: Motion, named: Mapping[str, str] | None) -> Motion:
-    """The source with the body's travel on its root (:func:`travel_on_root`), its
-    hips as a ``--map`` file names them or as its body shows them; the source as it
-    is when its roles are not found (the mapping then says what is missing)."""
+def _travel_on_root(source: Motion, named: Mapping[str, str] | None) -> tuple[str, Motion]:
+    """The joint that moves the source's body (:func:`mover`) and the source with the
+    body's travel on its root (:func:`travel_on_root`), its hips as a ``--map`` file
+    names them or as its body shows them; the root and the source as it is when its
+    roles are not found (the mapping then says what is missing)."""
     hips = (named or {}).get("hips")
     names = source.skeleton.names
+    index = names.index(hips) if hips in names else None
     try:
-        return travel_on_root(source, names.index(hips) if hips in names else None)
+        return names[mover(source, index)], travel_on_root(source, index)
     except RetargetError:
-        return source
+        return names[0], source
 
 
 def _mapping_report(original: Motion, whole: Motion, mapping: ForMethod) -> dict[str, Any]:

@@ -201,9 +201,13 @@ def _goals(
     toe_offsets,
     weights,
     goals,
+    hips,
 ):  # pragma: no cover - jitted
     """Stage 4: ``goals`` (1, 4, 3) ← the performer's ankles and wrists, raised by
-    ``goal_shift`` (4,) (character's less performer's clearance); each foot's goal
+    ``goal_shift`` (4,) (character's less performer's clearance), each foot's moved
+    along the floor by ``hips`` (2, 3): where the character's hip is from the
+    performer's (its foot under its own hip: ``puppetry.solve_frames``' stage 4); each
+    foot's goal
     then moves toward the ankle position that puts the character's toe (``toe_offsets``
     (T, 3) in the ankle frame) on the performer's, raised by ``toe_shift`` (T,), by the
     toe's share of the foot's importance ``w_toe / (w_toe + w_ankle)`` (T = 0 or 2).
@@ -213,11 +217,14 @@ def _goals(
         for c in range(3):
             goals[0, i, c] = sensors[s, c]
         goals[0, i, 1] += goal_shift[i]
+        if i < 2:
+            goals[0, i, 0] += hips[i, 0]
+            goals[0, i, 2] += hips[i, 2]
     for k in range(toe_shift.shape[0]):
         toe_w = weights[4 + k]
         share = toe_w / max(toe_w + weights[k], 1e-9)
         s = contacts[4 + k]
-        toe = (sensors[s, 0], sensors[s, 1] + toe_shift[k], sensors[s, 2])
+        toe = (sensors[s, 0] + hips[k, 0], sensors[s, 1] + toe_shift[k], sensors[s, 2] + hips[k, 2])
         a = effectors[k]
         ankle = (sensors[a, 3], sensors[a, 4], sensors[a, 5], sensors[a, 6])
         from_toe = _sub(toe, _rotate(ankle, _vrow(toe_offsets, k)))
@@ -966,7 +973,15 @@ def _frame(
     weights = np.empty(contacts.shape[0])
     gaps = np.empty(contacts.shape[0])
     _importance(sensors, contact, objects, weights, gaps, importance)
-    _goals(sensors, effectors, contacts, goal_shift, toe_shift, toe_offsets, weights, goals)
+    pos = np.empty((1, n_points, 3))
+    world = np.empty((1, n_points, 4))
+    _fk_kernel(captured_root, captured, parents, offsets, num_joints, pos, world)
+    hips = np.zeros((2, 3))  # the character's hips from the performer's, along the floor
+    for i in range(2):
+        upper = limb_joints[i, 0]
+        for c in (0, 2):
+            hips[i, c] = pos[0, upper, c] - sensors[sensor_of[upper], c]
+    _goals(sensors, effectors, contacts, goal_shift, toe_shift, toe_offsets, weights, goals, hips)
     # (4b) the foot hold, and a planted foot's importance
     planted[0, 0], planted[0, 1] = 0.0, 0.0
     if hold:
@@ -1010,9 +1025,6 @@ def _frame(
     radii = np.empty((1, 4))
     for i in range(4):
         radii[0, i] = (reach[0, i] / w_r[0, i] if w_r[0, i] > 0.0 else np.inf) + slack[i]
-    pos = np.empty((1, n_points, 3))
-    world = np.empty((1, n_points, 4))
-    _fk_kernel(captured_root, captured, parents, offsets, num_joints, pos, world)
     if root_estimation:
         estimate = np.empty((1, 3))
         _estimate_root(captured_root, pos, limb_joints, goals, reach[0], w_r[0], estimate)
