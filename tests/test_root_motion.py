@@ -139,3 +139,25 @@ def test_map_says_which_joint_moves_the_body(layouts, tmp_path, capsys):
         assert main(["map", str(path), str(path)]) == 0
         first = capsys.readouterr().out.splitlines()[0]
         assert first.endswith(f"the body moves by {joint!r}"), first
+
+
+@pytest.mark.parametrize("layout", ["reference", "floor_root"])
+def test_renamed_joints_move_the_body_alike(layouts, layout):
+    """Every joint renamed to a meaningless name: the joint that moves the body is found
+    from the motion and the hierarchy, not the names, and the result is the same."""
+    import dataclasses
+
+    m = layouts[layout]
+    sk = m.skeleton
+    renamed = dataclasses.replace(
+        sk,
+        names=tuple(f"j{k}" for k in range(sk.num_joints)),
+        site_names=tuple(f"s{k}" for k in range(sk.num_sites)),
+    )
+    other = m.replace(skeleton=renamed)
+    assert mover(other) == mover(m) and mover(m) == sk.index("Hips")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = retarget(m, "blubby", "omr").output
+        b = retarget(other, "blubby", "omr").output
+    np.testing.assert_allclose(positions(b), positions(a), atol=1e-9)
