@@ -161,3 +161,31 @@ def test_renamed_joints_move_the_body_alike(layouts, layout):
         a = retarget(m, "blubby", "omr").output
         b = retarget(other, "blubby", "omr").output
     np.testing.assert_allclose(positions(b), positions(a), atol=1e-9)
+
+
+def test_a_live_stream_of_a_floor_root_rig(layouts):
+    """``retarget serve --method omr`` (:class:`OMRLive`) with a performer whose travel is
+    on a floor-level root above the hips: its frames retarget as the same motion on a
+    hips-rooted rig does, and the character's root comes back under its hips."""
+    from retarget.core.frames import PoseFrame
+    from retarget.humanoid.characters import make_character
+    from retarget.online.stream import OMRLive
+
+    def live(motion):
+        character = make_character(motion.skeleton, preset="blubby")
+        method = OMRLive(motion.skeleton, character, fps=motion.fps)
+        frames = [
+            method.step(PoseFrame(motion.root_position[f], motion.rotations[f])) for f in range(120)
+        ]
+        root = np.array([r for r, _, _ in frames])
+        rot = np.array([q for _, q, _ in frames])
+        from retarget.core.motion import Motion
+
+        return positions(Motion(character, root, rot, motion.fps)), character
+
+    a, ca = live(layouts["original"])
+    b, cb = live(layouts["floor_root_all"])
+    names = ["Hips", "LeftFoot", "RightToe", "Head", "LeftHand"]
+    ia = [ca.point_names.index(n) for n in names]
+    ib = [cb.point_names.index(n) for n in names]
+    assert np.abs(a[:, ia] - b[:, ib]).max() < 1e-3 * height(ca)

@@ -73,6 +73,7 @@ from ..core.skeleton import Skeleton
 from . import world
 from .plausible import implausible
 from .roles import Roles, find_roles, leg_length
+from .travel import below_hips, from_hips, root_above
 
 __all__ = [
     "REQUIRED_ROLES",
@@ -993,10 +994,9 @@ class ForMethod:
         where = whole.indices([result.skeleton.names[k] for k in ours])
         rotations = np.tile(quat.identity(), (result.num_frames, whole.num_joints, 1))
         rotations[:, where] = result.rotations[:, ours]
-        # joints above the method's root (:func:`_from_hips`) at rest, the root
-        # placed so that the method's root is where the method put it
-        top = whole.names.index(result.skeleton.names[0])
-        root = result.root_position - rest_pose(whole)[0][top]
+        # joints above the method's root (:func:`retarget.humanoid.travel.from_hips`) at
+        # rest, the root placed so that the method's root is where the method put it
+        root = root_above(whole, result.skeleton.names[0], result.root_position)
         return Motion(whole, root, rotations, result.fps)
 
     def finish(self, result: Motion) -> Motion:
@@ -1161,7 +1161,8 @@ def needs_mapping(source: Motion, target: Skeleton) -> bool:
     (:func:`same_rest`), or a target with segments inside its limb bones. Other world
     axes alone need no mapping: :func:`map_for_method` then only turns the source
     upright. Joints above the target's hips (a static reference, a floor-level root)
-    need it too: a method moves the body by its root (:func:`_from_hips`)."""
+    need it too: a method moves the body by its root
+    (:func:`retarget.humanoid.travel.from_hips`)."""
     if not same_hierarchy(source.skeleton, target) or not same_rest(source.skeleton, target):
         return True
     try:
@@ -1255,49 +1256,5 @@ def map_for_method(
         ext = _without(ext, inner)
     hips = ext.names.index(hips_name)
     if hips > 0:  # joints above the hips: the method's body starts at them
-        mapped, ext = _from_hips(mapped, hips), _below_hips(ext, hips)[0]
+        mapped, ext = from_hips(mapped, hips), below_hips(ext, hips)[0]
     return ForMethod(mapped, ext, jm, axes, target)
-
-
-def _below_hips(sk: Skeleton, hips: int) -> tuple[Skeleton, NDArray[np.intp]]:
-    """The skeleton from the hips down (their subtree; the hips its root, their offset
-    their rest position) and its joints' indices in ``sk``."""
-    inside = np.zeros(sk.num_joints, dtype=bool)
-    inside[hips] = True
-    for j in range(hips + 1, sk.num_joints):
-        inside[j] = inside[int(sk.parents[j])]
-    keep = np.flatnonzero(inside)
-    new = np.full(sk.num_joints, -1, dtype=np.intp)
-    new[keep] = np.arange(len(keep))
-    sites = np.flatnonzero(inside[sk.site_parents])
-    offsets = sk.offsets[keep].copy()
-    offsets[0] = rest_pose(sk)[0][hips]
-    below = Skeleton(
-        tuple(sk.names[j] for j in keep),
-        np.array([new[int(sk.parents[j])] if j != hips else -1 for j in keep], dtype=np.intp),
-        offsets,
-        tuple(sk.channels[j] for j in keep),
-        site_names=tuple(sk.site_names[k] for k in sites),
-        site_parents=new[sk.site_parents[sites]],
-        site_offsets=sk.site_offsets[sites].reshape(-1, 3),
-        unit=sk.unit,
-        axes=sk.axes[keep],
-        limits=sk.limits[keep],
-        up=sk.up,
-    )
-    return below, keep
-
-
-def _from_hips(motion: Motion, hips: int) -> Motion:
-    """``motion`` on :func:`_below_hips` of its skeleton: the hips' world position and
-    rotation on the root, every joint below them where ``motion`` puts it. A method
-    moves the body by its root: a joint above the hips (a static reference, a
-    floor-level root) would turn and carry the whole body about a point outside it.
-    :meth:`ForMethod.unfold` puts the joints above back, at rest."""
-    sk = motion.skeleton
-    below, keep = _below_hips(sk, hips)
-    pos, rot = forward_kinematics(sk, motion.root_position, motion.rotations, motion.translations)
-    rotations = motion.rotations[:, keep].copy()
-    rotations[:, 0] = rot[:, hips]
-    trans = None if motion.translations is None else motion.translations[:, keep]
-    return Motion(below, pos[:, hips], rotations, motion.fps, trans)

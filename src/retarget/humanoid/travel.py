@@ -27,8 +27,10 @@ them that carries the travel when the hips' own position is fixed.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from ..core.kinematics import forward_kinematics
+from ..core.arrays import Array
+from ..core.kinematics import forward_kinematics, rest_pose
 from ..core.motion import Motion
 from ..core.skeleton import Skeleton
 from .roles import find_roles
@@ -105,3 +107,55 @@ def travel_on_root(motion: Motion, hips: int | None = None) -> Motion:
     rest = np.broadcast_to(sk.offsets, fixed.shape)
     keep = None if np.array_equal(fixed[:, 1:], rest[:, 1:]) else fixed
     return Motion(sk, root, motion.rotations, motion.fps, keep)
+
+
+def below_hips(sk: Skeleton, hips: int) -> tuple[Skeleton, NDArray[np.intp]]:
+    """The skeleton from the hips down (their subtree; the hips its root, their offset
+    their rest position) and its joints' indices in ``sk``."""
+    inside = np.zeros(sk.num_joints, dtype=bool)
+    inside[hips] = True
+    for j in range(hips + 1, sk.num_joints):
+        inside[j] = inside[int(sk.parents[j])]
+    keep = np.flatnonzero(inside)
+    new = np.full(sk.num_joints, -1, dtype=np.intp)
+    new[keep] = np.arange(len(keep))
+    sites = np.flatnonzero(inside[sk.site_parents])
+    offsets = sk.offsets[keep].copy()
+    offsets[0] = rest_pose(sk)[0][hips]
+    below = Skeleton(
+        tuple(sk.names[j] for j in keep),
+        np.array([new[int(sk.parents[j])] if j != hips else -1 for j in keep], dtype=np.intp),
+        offsets,
+        tuple(sk.channels[j] for j in keep),
+        site_names=tuple(sk.site_names[k] for k in sites),
+        site_parents=new[sk.site_parents[sites]],
+        site_offsets=sk.site_offsets[sites].reshape(-1, 3),
+        unit=sk.unit,
+        axes=sk.axes[keep],
+        limits=sk.limits[keep],
+        up=sk.up,
+    )
+    return below, keep
+
+
+def from_hips(motion: Motion, hips: int) -> Motion:
+    """``motion`` on :func:`below_hips` of its skeleton: the hips' world position and
+    rotation on the root, every joint below them where ``motion`` puts it. A method
+    moves the body by its root: a joint above the hips (a static reference, a
+    floor-level root) would turn and carry the whole body about a point outside it.
+    :func:`root_above` puts the joints above back, at rest
+    (:meth:`retarget.humanoid.mapping.ForMethod.unfold`)."""
+    sk = motion.skeleton
+    below, keep = below_hips(sk, hips)
+    pos, rot = forward_kinematics(sk, motion.root_position, motion.rotations, motion.translations)
+    rotations = motion.rotations[:, keep].copy()
+    rotations[:, 0] = rot[:, hips]
+    trans = None if motion.translations is None else motion.translations[:, keep]
+    return Motion(below, pos[:, hips], rotations, motion.fps, trans)
+
+
+def root_above(whole: Skeleton, top: str, position: ArrayLike) -> Array:
+    """Where ``whole``'s root goes (..., 3) for its joint ``top`` (the hips a method's
+    body starts at, :func:`from_hips`) to be at ``position`` (..., 3), the joints above
+    ``top`` at rest (their local rotations the identity)."""
+    return np.asarray(position, dtype=np.float64) - rest_pose(whole)[0][whole.index(top)]

@@ -52,6 +52,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..core import quat
 from ..core.arrays import Array
 from ..core.errors import FormatError, RetargetError
 from ..core.frames import PoseFrame, SensorFrame
@@ -59,6 +60,8 @@ from ..core.kinematics import forward_kinematics
 from ..core.motion import Motion
 from ..core.skeleton import Skeleton
 from ..core.strict_json import strict_json
+from ..humanoid.roles import find_roles
+from ..humanoid.travel import below_hips, root_above
 from ..io.sensors import frame_time, pose_frame, sensor_frame, skeleton_message
 from .omr import OMRRetargeter
 from .puppetry import EFFECTORS, Puppeteer
@@ -154,6 +157,12 @@ class OMRLive:
     filter's inputs exactly as :func:`~retarget.methods.omr.omr_retarget`
     maps a whole clip (a loop over the same object), so a stream of a clip's
     frames gives the same motion. ``options``: :class:`OMRRetargeter`'s.
+
+    A performer or character with joints above its hips (a static reference joint, a
+    floor-level ``root``) is retargeted from the hips down, as ``retarget run`` does
+    (:func:`retarget.humanoid.travel.from_hips`): each frame's hips are put on the
+    root, and the character's joints above its hips come back at rest, its root
+    placed under the hips.
     """
 
     method = "omr"
@@ -161,19 +170,34 @@ class OMRLive:
     def __init__(
         self, source: Skeleton, character: Skeleton, *, fps: float, **options: Any
     ) -> None:
-        self.retargeter = OMRRetargeter(source, character, fps=fps, **options)
         self._options = options
         self.source = source
         self.character = character
         self.fps = float(fps)
+        hips_s, hips_c = find_roles(source)["hips"], find_roles(character)["hips"]
+        self._cut = hips_s > 0 or hips_c > 0
+        self._hips = hips_s
+        self._below_s, self._keep_s = below_hips(source, hips_s)
+        self._below_c, self._keep_c = below_hips(character, hips_c)
+        body = (self._below_s, self._below_c) if self._cut else (source, character)
+        self.retargeter = OMRRetargeter(*body, fps=fps, **options)
 
     def parse(self, data: dict[str, Any], where: tuple[str, int]) -> tuple[int | None, Any]:
         frame, root, rotations = pose_frame(data, self.source.num_joints, where=where)
         return frame, PoseFrame(root, rotations)
 
     def step(self, frame: PoseFrame) -> tuple[Array, Array, dict[str, Any]]:
-        pose = self.retargeter.step(frame)
-        return pose.root_position, pose.rotations, {}
+        if not self._cut:
+            pose = self.retargeter.step(frame)
+            return pose.root_position, pose.rotations, {}
+        pos, world = forward_kinematics(self.source, frame.root_position, frame.rotations)
+        rotations = frame.rotations[self._keep_s].copy()
+        rotations[0] = world[self._hips]
+        pose = self.retargeter.step(PoseFrame(pos[self._hips], rotations))
+        out = np.tile(quat.identity(), (self.character.num_joints, 1))
+        out[self._keep_c] = pose.rotations
+        root = root_above(self.character, self._below_c.names[0], pose.root_position)
+        return root, out, {}
 
     def predict(self) -> None:
         """Closed-loop: the next frame's step catches up (nothing to do)."""
@@ -185,8 +209,9 @@ class OMRLive:
         """Step a retargeter of the same options once on the source's rest pose
         (:meth:`PuppetryLive.warm_up`): this one's plan is fixed by its first frame,
         which must be the stream's."""
-        rest = Motion.at_rest(self.source)
-        spare = OMRRetargeter(self.source, self.character, fps=self.fps, **self._options)
+        source, character = self.retargeter.source, self.retargeter.target
+        rest = Motion.at_rest(source)
+        spare = OMRRetargeter(source, character, fps=self.fps, **self._options)
         spare.step(PoseFrame(rest.root_position[0], rest.rotations[0]))
 
 
