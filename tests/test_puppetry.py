@@ -275,16 +275,20 @@ def test_plant_weight_ramps_in_and_out():
 
 
 def test_radius_weights_rise_at_once_and_fall_through_the_lags():
-    """The importance that sizes the balls (stage 5a): a rise passes at once (a foot
-    coming down gets its ball back now), a fall only as the three lags release it, and
-    the reach is ``l (1 − w_r + w_r²)``: ``l`` at 1 with zero slope, the radius
-    ``reach / w_r`` growing without bound as ``w_r`` falls."""
+    """The importance that sizes the balls (stage 5a): a hand's rise passes at once, a
+    foot's through the three lags (a foot coming down fast from a kick no longer turns
+    its limb to its goal in two frames), a fall only as the lags release it, and the
+    reach is ``l (1 − w_r + w_r²)``: ``l`` at 1 with zero slope, the radius ``reach /
+    w_r`` growing without bound as ``w_r`` falls."""
     w = np.zeros((80, 4))
     w[5:40] = 1.0
     w[:, 3] = np.linspace(1.0, 0.0, 80)  # a steady fall: the lags trail it
     state, w_r, reach = np.zeros(STATE_SIZE), np.empty_like(w), np.empty_like(w)
     radius_weights(w, np.full(4, 2.0), 0.3, state, w_r, reach)
-    assert np.array_equal(w_r[:40, :3], w[:40, :3])
+    assert np.array_equal(w_r[:40, 2], w[:40, 2])  # a hand: at once
+    feet = w_r[:40, :2]
+    assert (np.diff(feet[4:], axis=0) >= 0.0).all() and 0.0 < feet[5, 0] < 0.1
+    assert feet[39, 0] > 0.99 and np.array_equal(feet[:, 0], feet[:, 1])
     assert (np.diff(w_r[39:, 0]) < 0.0).all() and w_r[40, 0] > 0.97 and w_r[-1, 0] < 0.01
     assert (w_r[1:, 3] > w[1:, 3]).all()
     assert np.allclose(reach, 2.0 * (1.0 - w_r + w_r**2))

@@ -79,9 +79,12 @@ only. The stages, in the paper's order:
    (beyond the paper; below, "The smooth root"):
 
    a. the balls' importance ``w_r = max(w, lag(w))``, ``lag`` three
-      first-order lags of time constant ``radius_release`` (50 ms): a rising
-      importance acts at once, a falling one only as fast as the lags let it
-      go. A foot's limb blends (stage 8) with this ``w_r`` too;
+      first-order lags of time constant ``radius_release`` (50 ms): a hand's
+      rising importance acts at once, a falling one only as fast as the lags let
+      it go; a foot's ``w_r = lag(w)``, rising through the lags too (a foot
+      coming down fast from a kick turned its limb from the captured posture to
+      its goal in two frames: issue 40). A foot's limb blends (stage 8) with
+      this ``w_r`` too;
    b. the paper's estimate, :func:`retarget.ik.root.estimate_root` (eq. 16's
       offset, then the closest point of the balls), with the radius
       ``r_i = l_i (1 − w_r + w_r²) / w_r`` instead of eq. 17's ``l_i / w_r``:
