@@ -496,8 +496,9 @@ def radius_weights(importance, lengths, alpha, state, weights, reach):  # pragma
     too: a foot coming down fast from a kick raised its importance from 0.07 to 0.77
     in two frames, and its limb turned from the captured posture to its goal in them
     (issue 40: a knee step of 3 % of height on sally); a landing foot is held by the
-    foot hold (stage 4b), whose own lags engage it. The radius is ``l (1 − w_r + w_r²) / w_r``: ``l`` at
-    ``w_r = 1`` with zero slope there, ``+∞`` at ``w_r = 0`` as eq. 17's ``l / w``.
+    foot hold (stage 4b), whose own lags engage it. The radius is
+    ``l (1 − w_r + w_r²) / w_r``: ``l`` at ``w_r = 1`` with zero slope there, ``+∞`` at
+    ``w_r = 0`` as eq. 17's ``l / w``.
 
     Parameters
     ----------
