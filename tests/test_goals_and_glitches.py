@@ -300,3 +300,22 @@ def test_the_sensor_gate_turns_the_held_subtree_rigidly(lafan):
     lost[3] = np.nan
     p, q = gate.step(pos[24, :j], lost)
     assert np.isnan(q[3]).all() and not gate.gate.last_held.any()
+
+
+@settings(max_examples=60, deadline=None)
+@given(y=st.floats(-1.0, 1.0), band=st.floats(0.001, 0.1))
+def test_the_soft_floor_of_stage_9(y, band):
+    """Stage 9's soft floor for the feet: the gap given is never less than the foot's
+    own, never deeper than ``band`` under the clearance, the foot's own from the
+    clearance up, and continuous with its slope there (no step where a foot crosses
+    it); ``band`` 0, a hand's: exactly on the clearance."""
+    from retarget.online._kernels.puppetry import penetration_gap
+
+    g = penetration_gap(y, band)
+    assert g >= y - 1e-15 and g > -band
+    if y >= 0:
+        assert g == y
+    h = 1e-7 * band
+    slope = (penetration_gap(h, band) - penetration_gap(-h, band)) / (2 * h)
+    assert abs(slope - 1.0) < 1e-4
+    assert penetration_gap(min(y, -1e-12), 0.0) == 0.0

@@ -204,6 +204,7 @@ from ._kernels.puppetry import (
     _frame,
     hold_feet,
     lag_coefficient,
+    penetration_gap,
     radius_weights,
     smooth_root,
 )
@@ -227,6 +228,10 @@ __all__ = [
 #: The end-effectors, in the order of every per-end-effector array.
 EFFECTORS = ("left_foot", "right_foot", "left_hand", "right_hand")
 _LIMBS = (("left", "leg"), ("right", "leg"), ("left", "arm"), ("right", "arm"))
+#: Stage 9's soft band, a share of the character's height: a foot under its clearance
+#: is lifted toward it smoothly, and never left deeper than this (a hand exactly onto
+#: it: :func:`retarget.online._kernels.puppetry.penetration_gap`).
+PENETRATION_BAND = 0.005
 STAGES = ("filter", "captured", "importance", "root", "posture", "limbs", "penetration")
 
 
@@ -742,7 +747,7 @@ def _surface_hit(
         nearest = np.argmin([s.distance(end) for s in objects], axis=0)
         for k, shape in enumerate(objects):
             c = shape.closest(end)
-            out = c.point + clearance * c.normal
+            out = c.point + np.asarray(clearance)[..., None] * c.normal
             hit = np.where((trapped & (nearest == k))[..., None], out, hit)
     return hit
 
@@ -946,12 +951,13 @@ def solve_frames(
             continue
         effector = pos[:, limb.lower]
         depth = np.min([s.distance(effector) for s in mine], axis=0)
-        inside = np.flatnonzero(depth < puppet.character_clearance[i] - tolerance)
+        band = PENETRATION_BAND * puppet.character_height if i < 2 else 0.0  # feet only
+        clear = puppet.character_clearance[i]
+        inside = np.flatnonzero(depth < clear)
         if not len(inside):
             continue
-        hit = _surface_hit(
-            mine, pos[inside, limb.upper], effector[inside], puppet.character_clearance[i]
-        )
+        want = clear + np.array([penetration_gap(y, band) for y in depth[inside] - clear])
+        hit = _surface_hit(mine, pos[inside, limb.upper], effector[inside], want)
         sol = solve_limb(
             ch,
             limb,
@@ -1060,6 +1066,7 @@ def frame_plan(puppet: Puppet) -> FramePlan | None:
         _frozen(puppet.lengths, f),
         _frozen(puppet.character_clearance, f),
         1e-9 * puppet.character_height,
+        PENETRATION_BAND * puppet.character_height,
         bool(puppet.root_estimation),
         float(puppet.softness),
         bool(puppet.hold_feet),

@@ -818,6 +818,21 @@ def _solve_limb(
 
 
 @numba.njit(cache=True, nogil=True)
+def penetration_gap(y, band):  # pragma: no cover - jitted
+    """Stage 9's soft floor: the gap an end-effector ``y`` above its clearance (below:
+    negative) is given: ``y`` from 0 up, ``band (exp(y / band) − 1)`` under it (C1 at 0,
+    never under ``y``, never deeper than ``band``). A fix that put the effector on its
+    clearance wherever it was under it moved the foot in the frame it crossed, and
+    its knee back the next (at 120 Hz, one knee's jerk 13 times copy's). ``band`` 0:
+    on the clearance exactly (the hands: what they touch they do not go into)."""
+    if y >= 0.0:
+        return y
+    if band <= 0.0:
+        return 0.0
+    return band * (math.exp(y / band) - 1.0)
+
+
+@numba.njit(cache=True, nogil=True)
 def _gap(i, influence, objects, p, clearance):  # pragma: no cover - jitted
     """The least signed distance of ``p`` to the objects of end-effector ``i``
     (``influence[i, j] > 0``), less ``clearance``."""
@@ -879,6 +894,7 @@ def _frame(
     lengths,
     character_clearance,
     tolerance,
+    band,
     root_estimation,
     softness,
     hold,
@@ -937,8 +953,9 @@ def _frame(
     lengths, character_clearance : (4,)
         ``l_i`` (eq. 17) and the character's end-effector clearances.
     tolerance : float
-        ``1e-9`` character heights: a goal this far out of its ball, an
-        end-effector this deep in an object, count.
+        ``1e-9`` character heights: a goal this far out of its ball counts.
+    band : float
+        Stage 9's soft band (:func:`penetration_gap`), length unit.
     root_estimation : bool
     softness : float
     hold, arms, gates, pivot_eps, decay : bool, (2, 3), (4,), float, float
@@ -1077,9 +1094,10 @@ def _frame(
         effector = _vrow(pos[0], lo)
         clearance = character_clearance[i]
         depth = _gap(i, influence, objects, effector, 0.0)
-        if not depth < clearance - tolerance:  # also no objects (depth = inf)
+        if not depth < clearance:  # also no objects (depth = inf)
             continue
-        hit = _surface_hit(i, influence, objects, _vrow(pos[0], u), effector, clearance)
+        want = clearance + penetration_gap(depth - clearance, band if i < 2 else 0.0)
+        hit = _surface_hit(i, influence, objects, _vrow(pos[0], u), effector, want)
         now = np.empty((1, n_points, 3))  # the upper joint's frame in the current pose
         now_world = np.empty((1, n_points, 4))
         _fk_kernel(root, rotations, parents, offsets, num_joints, now, now_world)
