@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from retarget.core import quat
 from retarget.core.kinematics import forward_kinematics, positions
 from retarget.core.skeleton import Skeleton
-from retarget.filters.glitch import MAX_SPEED, gate_rotations
+from retarget.filters.glitch import MAX_SPEED, GlitchGate, through_gate
 from retarget.humanoid.characters import make_character
 from retarget.humanoid.metrics import evaluate
 from retarget.humanoid.roles import find_roles, height
@@ -129,7 +129,8 @@ def test_hand_goals_about_the_shoulder_by_the_arm(walk):
 
 def test_the_gate_lets_a_real_clip_through(lafan):
     """Nothing of a real walk is held: every frame as it is."""
-    out, gate = gate_rotations(lafan.skeleton, lafan.rotations, lafan.fps)
+    gate = GlitchGate(lafan.skeleton, lafan.fps)
+    (out,) = through_gate(gate, lafan.rotations)
     np.testing.assert_array_equal(out, lafan.rotations)
     assert gate.held == 0
 
@@ -164,18 +165,19 @@ def test_a_glitch_is_held_and_a_real_jump_followed(start, length, degrees, flip)
     glitched[start : start + length, 1] = quat.multiply(base[0, 1], kick)
     if flip:
         glitched[:, 0] *= -1.0
-    out, gate = gate_rotations(chain, glitched, fps)
+    gate = GlitchGate(chain, fps)
+    (out,) = through_gate(gate, glitched)
     np.testing.assert_allclose(out[:, 1], base[:, 1], atol=1e-12)
     assert gate.held == length
     twisted = base.copy()  # about the tip's bone, (1, 0, 0): nothing moves
     twisted[start:, 1] = quat.multiply(
         base[0, 1], quat.quat_from_rotvec(math.radians(degrees) * np.array([1.0, 0.0, 0.0]))
     )
-    out, gate = gate_rotations(chain, twisted, fps)
+    (out,) = through_gate(GlitchGate(chain, fps), twisted)
     np.testing.assert_array_equal(out, twisted)
     kept = base.copy()
     kept[start:, 1] = quat.multiply(base[0, 1], kick)
-    out, _ = gate_rotations(chain, kept, fps)
+    (out,) = through_gate(GlitchGate(chain, fps), kept)
     limit = MAX_SPEED / fps
     tip = quat.rotate(out[:, 1], np.array([1.0, 0.0, 0.0]))
     turns = np.arccos(np.clip((tip[1:] * tip[:-1]).sum(-1), -1.0, 1.0))
@@ -189,8 +191,8 @@ def test_a_glitch_is_held_and_a_real_jump_followed(start, length, degrees, flip)
 
 def test_the_gate_is_causal(lafan):
     made = made_clips.glitch(lafan[:200], 100, length=2, degrees=120.0)
-    a, _ = gate_rotations(made.skeleton, made.rotations[:120], made.fps)
-    b, _ = gate_rotations(made.skeleton, made.rotations, made.fps)
+    (a,) = through_gate(GlitchGate(made.skeleton, made.fps), made.rotations[:120])
+    (b,) = through_gate(GlitchGate(made.skeleton, made.fps), made.rotations)
     np.testing.assert_array_equal(a, b[:120])
 
 

@@ -42,14 +42,7 @@ from ..core.arrays import Array
 from ..core.kinematics import forward_kinematics
 from ..core.skeleton import Skeleton
 
-__all__ = [
-    "MAX_SPEED",
-    "GlitchGate",
-    "SensorGate",
-    "bones_of",
-    "gate_rotations",
-    "gate_sensors",
-]
+__all__ = ["MAX_SPEED", "GlitchGate", "SensorGate", "bones_of", "through_gate"]
 
 #: Fastest turn of a joint, radians per second (module docstring).
 MAX_SPEED = math.radians(2500.0)
@@ -227,30 +220,6 @@ class SensorGate:
         return p_out, q_out
 
 
-def gate_sensors(
-    skeleton: Skeleton,
-    positions: ArrayLike,
-    orientations: ArrayLike,
-    fps: float,
-    cuts: ArrayLike = (),
-    *,
-    max_speed: float = MAX_SPEED,
-    hold: float = HOLD,
-) -> tuple[Array, Array, GlitchGate]:
-    """A sensor stream (F, S, 3), (F, S, 4) through a :class:`SensorGate`, frame by
-    frame, restarted at ``cuts``. Returns the sensors and the gate (its counts)."""
-    p = np.asarray(positions, dtype=np.float64)
-    q = np.asarray(orientations, dtype=np.float64)
-    gate = SensorGate(skeleton, fps, max_speed, hold)
-    restarts = set(np.asarray(cuts, dtype=np.intp).tolist())
-    p_out, q_out = np.empty_like(p), np.empty_like(q)
-    for f in range(len(p)):
-        if f in restarts:
-            gate.reset()
-        p_out[f], q_out[f] = gate.step(p[f], q[f])
-    return p_out, q_out, gate.gate
-
-
 def bones_of(skeleton: Skeleton) -> Array:
     """Per joint, the unit directions (J, B, 3) of the offsets to its children, joints
     and end sites (zero rows pad a joint with fewer than B, and stand for children at
@@ -269,25 +238,22 @@ def bones_of(skeleton: Skeleton) -> Array:
     return out
 
 
-def gate_rotations(
-    skeleton: Skeleton,
-    rotations: ArrayLike,
-    fps: float,
-    cuts: ArrayLike = (),
-    *,
-    max_speed: float = MAX_SPEED,
-    hold: float = HOLD,
-) -> tuple[Array, GlitchGate]:
-    """A clip's local rotations (F, J, 4) on ``skeleton`` through a :class:`GlitchGate`,
-    frame by frame (restarted at ``cuts``, the frames where the source jumps to another
-    pose): what an online method stepping the gate sees. Returns the rotations and the
-    gate (its counts)."""
-    q = np.asarray(rotations, dtype=np.float64)
-    gate = GlitchGate(skeleton, fps, max_speed, hold)
+def through_gate(
+    gate: GlitchGate | SensorGate, *streams: ArrayLike, cuts: ArrayLike = ()
+) -> list[Array]:
+    """A clip's frames through ``gate`` one at a time, what an online method stepping it
+    sees: ``streams`` the arrays its :meth:`~GlitchGate.step` takes, a leading frame
+    axis each (local rotations (F, J, 4) for a :class:`GlitchGate`; positions (F, S, 3)
+    and orientations (F, S, 4) for a :class:`SensorGate`), the gate restarted at
+    ``cuts`` (the frames where the source jumps to another pose). Returns the arrays
+    let through, in the order of ``streams``; the gate keeps its counts."""
+    arrays = [np.asarray(a, dtype=np.float64) for a in streams]
+    outs = [np.empty_like(a) for a in arrays]
     restarts = set(np.asarray(cuts, dtype=np.intp).tolist())
-    out = np.empty_like(q)
-    for f in range(len(q)):
+    for f in range(len(arrays[0])):
         if f in restarts:
             gate.reset()
-        out[f] = gate.step(q[f])
-    return out, gate
+        got = gate.step(*(a[f] for a in arrays))
+        for out, row in zip(outs, got if isinstance(got, tuple) else (got,), strict=True):
+            out[f] = row
+    return outs

@@ -42,7 +42,7 @@ from ..core.result import Result, speed
 from ..core.skeleton import Skeleton
 from ..environment import Floor, Shape
 from ..filters import KalmanParameters, SensorEstimate, filter_stream
-from ..filters.glitch import MAX_SPEED, gate_sensors
+from ..filters.glitch import MAX_SPEED, SensorGate, through_gate
 from ..humanoid.contacts import detect_contacts
 from ..humanoid.cuts import find_cuts, segments
 from ..online.puppetry import (
@@ -190,9 +190,9 @@ def puppetry_retarget(
     cuts = find_cuts(clip)
     pieces = segments(clip.num_frames, cuts)
     # capture glitches held ahead of the filter, as the Puppeteer holds them frame by frame
-    gated_p, gated_q, gate = gate_sensors(
-        clip.skeleton, positions, orientations, clip.fps, cuts, max_speed=math.radians(glitch_speed)
-    )
+    sensor_gate = SensorGate(clip.skeleton, clip.fps, math.radians(glitch_speed))
+    gated_p, gated_q = through_gate(sensor_gate, positions, orientations, cuts=cuts)
+    gate = sensor_gate.gate
     t0 = time.perf_counter()
     est = _concatenate_estimates(
         [filter_stream(gated_p[p], gated_q[p], clip.fps, params) for p in pieces]

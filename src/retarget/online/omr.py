@@ -107,7 +107,7 @@ from ..core.kinematics import Pose, forward_kinematics, positions
 from ..core.motion import Motion
 from ..core.result import Result, speed
 from ..core.skeleton import Skeleton
-from ..filters.glitch import MAX_SPEED, GlitchGate
+from ..filters.glitch import MAX_SPEED, GlitchGate, through_gate
 from ..humanoid.contacts import UP
 from ..humanoid.roles import find_roles, height, leg_length
 from ..ik.rate import rate_settings
@@ -1498,11 +1498,8 @@ def run_method(
     tracked: list[Array] = []
     restarts = set(np.asarray(cuts, dtype=np.intp).tolist())
     method.reset()
-    rotations = np.empty_like(source.rotations)  # what the method's gate lets through
-    for f in range(n):
-        if f in restarts and f > 0:
-            method.gate.reset()
-        rotations[f] = method.gate.step(source.rotations[f])
+    # what the method's gate lets through (it restarts at the cuts, as the filter does)
+    (rotations,) = through_gate(method.gate, source.rotations, cuts=sorted(restarts))
     inputs: list[Any] = []
     for f in range(n):
         if f in restarts and f > 0:
