@@ -38,7 +38,15 @@ only. The stages, in the paper's order:
 4. **goals**: the performer's end-effector positions, each foot's raised or
    lowered by the difference of the character's and the performer's ankle
    clearance so the character's sole meets the floor where the performer's
-   does;
+   does; each foot's under the character's own hip (moved along the floor by
+   where that hip is from the performer's), toward the ankle position that
+   puts the character's toe on the performer's by the toe's share
+   ``w_toe / max(w_toe + w_ankle, 1)`` (:func:`toe_share`), and (beyond the
+   paper) on a flat floor its rise above the clearance taken at the legs'
+   scale beyond 5-15 % of the height (:data:`LIFT_BAND`,
+   :func:`~retarget.online._kernels.puppetry.leg_lift`): a kick behind bends
+   a short-legged character's knee as the performer's instead of swinging its
+   thigh back to reach the performer's height (issue 40);
 
    4b. **foot hold** (beyond the paper; ``hold_feet=False`` turns it off):
    the paper's goals follow the performer's feet wherever they go, so a
@@ -120,7 +128,11 @@ only. The stages, in the paper's order:
    (a foot's ``w_i`` is stage 5's ``w_r``);
 9. **penetration fix** (end of section 5.3): an end-effector inside one of its
    objects moves to where the ray from its upper joint to it meets the
-   object's surface, by the limb IK again.
+   object's surface, by the limb IK again, exactly (the point is on the
+   segment the limb already spans: the soft reach of stage 7 a second time
+   bent a near-straight knee some 4° more on the frames a foot was under its
+   clearance, and it sprang back the frame it was not); a foot under a soft
+   floor (:data:`PENETRATION_BAND`).
 
 **The smooth root.** The paper argues (section 6) that continuous importance
 gives continuous motion. Continuous, but not continuous in velocity: the
@@ -204,6 +216,7 @@ from ._kernels.puppetry import (
     _frame,
     hold_feet,
     lag_coefficient,
+    leg_lift,
     penetration_gap,
     radius_weights,
     smooth_root,
@@ -232,6 +245,11 @@ _LIMBS = (("left", "leg"), ("right", "leg"), ("left", "arm"), ("right", "arm"))
 #: is lifted toward it smoothly, and never left deeper than this (a hand exactly onto
 #: it: :func:`retarget.online._kernels.puppetry.penetration_gap`).
 PENETRATION_BAND = 0.005
+#: Stage 4's lift band, shares of the character's height above a foot's clearance: up
+#: to the first a foot goal is the performer's height (the clearances put the sole on
+#: the floor), beyond the second each rise is taken at the legs' scale ``lift``, with a
+#: smooth turn between (:func:`retarget.online._kernels.puppetry.leg_lift`).
+LIFT_BAND = (0.05, 0.15)
 STAGES = ("filter", "captured", "importance", "root", "posture", "limbs", "penetration")
 
 
@@ -375,6 +393,10 @@ class Puppet:
         horizontal velocities are taken times it (1: the paper's, unscaled).
     origin : ndarray, shape (3,)
         Where the scaling is about (its vertical coordinate is not used).
+    lift : float
+        ``k`` of :func:`~retarget.online._kernels.puppetry.leg_lift`: each foot goal's
+        rise above the character's clearance beyond :data:`LIFT_BAND` is taken times
+        it (stage 4; 1: the paper's, unscaled).
     """
 
     performer: Skeleton
@@ -408,6 +430,7 @@ class Puppet:
     smoothing: Smoothing = field(default_factory=Smoothing)
     stride: float = 1.0
     origin: Array = field(default_factory=lambda: np.zeros(3))
+    lift: float = 1.0
     uppers: NDArray[np.intp] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -468,6 +491,22 @@ class PuppetFrames:
 
 
 # -- set-up --------------------------------------------------------------------------------
+
+
+def toe_share(toe: ArrayLike, ankle: ArrayLike) -> Array:
+    """How far a foot's goal moves toward the ankle position that puts the toe on the
+    performer's: ``w_toe / max(w_toe + w_ankle, 1)``, importances (…,) in [0, 1].
+
+    The toe's share of the foot's importance where the two add up to 1 or more
+    (both planted: half-way; the toe alone: all of it), and the toe's own
+    importance below that, so the share fades with the foot's importance. Taken
+    as ``w_toe / (w_toe + w_ankle)`` it was 0/0 as a foot left the floor: 1 while
+    the toe's importance was the last to fall, 0 the frame it did, and a kicking
+    foot's goal jumped 4.5 % of height sideways while the foot still weighed 0.6
+    (issue 40).
+    """
+    toe, ankle = np.asarray(toe, np.float64), np.asarray(ankle, np.float64)
+    return toe / np.maximum(toe + ankle, 1.0)
 
 
 def _limb_length(skeleton: Skeleton, limb: Limb) -> float:
@@ -560,6 +599,7 @@ def make_puppet(
     smoothing: Smoothing = DEFAULT_SMOOTHING,
     stride: float | None = None,
     origin: ArrayLike | None = None,
+    lift: float | None = None,
 ) -> Puppet:
     """A :class:`Puppet` for a performer and a character with the same joint names.
 
@@ -601,6 +641,9 @@ def make_puppet(
     origin : array_like, shape (3,), optional
         See :class:`Puppet`. Default: the first of ``calibration_positions``' root
         positions, else 0.
+    lift : float, optional
+        See :class:`Puppet`. Default: the ratio of the character's leg length to the
+        performer's when every object is a :class:`Floor`; else 1.
     """
     missing = [n for n in character.names if n not in set(performer.names)]
     if missing:
@@ -665,12 +708,16 @@ def make_puppet(
     foot_scale = np.where(shape_p > 0.0, shape_c / np.where(shape_p > 0.0, shape_p, 1.0), 1.0)
     char_clear = np.concatenate([clearance[:2] * foot_scale, [0.0, 0.0]])
     big_d.setflags(write=False)
+    flat = all(type(shape) is Floor for shape in objects)
+    legs = float(leg_length(character) / leg_length(performer))
     if stride is None:
-        flat = all(type(shape) is Floor for shape in objects)
-        legs = float(leg_length(character) / leg_length(performer))
         stride = min(1.0, legs) if flat else 1.0
     if not (math.isfinite(stride) and stride > 0):
         raise ValueError(f"Expected a finite stride > 0, got {stride}")
+    if lift is None:
+        lift = legs if flat else 1.0
+    if not (math.isfinite(lift) and lift > 0):
+        raise ValueError(f"Expected a finite lift > 0, got {lift}")
     if origin is None:
         origin = (
             np.zeros(3)
@@ -716,6 +763,7 @@ def make_puppet(
         smoothing=smoothing,
         stride=float(stride),
         origin=centre,
+        lift=float(lift),
     )
 
 
@@ -820,13 +868,22 @@ def solve_frames(
     goals[:, :2] += hips
     if len(puppet.contacts) > 4:  # feet: pivot on the toe as much as it is the planted point
         toe_w = imp.weights[:, 4:]
-        share = toe_w / np.maximum(toe_w + imp.weights[:, :2], 1e-9)
+        share = toe_share(toe_w, imp.weights[:, :2])
         toe = sensors.positions[:, puppet.contacts[4:]] + hips
         toe_c = puppet.contact_clearance[4:] * puppet.foot_scale[:2]
         toe[..., UP] += toe_c - puppet.contact_clearance[4:]
         ankle_world = sensors.orientations[:, puppet.effectors[:2]]
         from_toe = toe - quat.rotate(ankle_world, puppet.toe_offsets)
         goals[:, :2] += share[..., None] * (from_toe - goals[:, :2])
+    if puppet.lift != 1.0:  # each foot's lift at the legs' scale (leg_lift)
+        k, low, high = lift_arguments(puppet)
+        for i in range(2):
+            mine = [s for s, d in zip(puppet.objects, puppet.influence[i], strict=True) if d > 0]
+            if not mine:
+                continue
+            y = np.min([s.distance(goals[:, i]) for s in mine], axis=0)
+            y -= puppet.character_clearance[i]
+            goals[:, i, UP] += np.array([leg_lift(v, k, low, high) for v in y]) - y
     # (4b) the foot hold, and a planted foot's importance
     state = np.zeros(STATE_SIZE) if state is None else np.array(state, dtype=np.float64)
     if state.shape != (STATE_SIZE,):
@@ -965,7 +1022,7 @@ def solve_frames(
             rotations[inside],
             hit,
             swivel_mode="nearest",
-            softness=puppet.softness,
+            softness=0.0,  # hit lies on the segment to the effector: within the soft reach
         )
         rotations[inside] = sol.rotations
         fixed[inside, i] = True
@@ -1078,8 +1135,17 @@ def frame_plan(puppet: Puppet) -> FramePlan | None:
         float(puppet.smoothing.root_stiffness),
         float(puppet.stride),
         _frozen(puppet.origin, f),
+        _frozen(lift_arguments(puppet), f),
     )
     return FramePlan(arguments, ch.num_joints)
+
+
+def lift_arguments(puppet: Puppet) -> Array:
+    """``(k, low, high)`` of :func:`~retarget.online._kernels.puppetry.leg_lift` for a
+    puppet (length unit)."""
+    low, high = LIFT_BAND
+    h = puppet.character_height
+    return np.array([puppet.lift, low * h, high * h])
 
 
 def hold_arguments(

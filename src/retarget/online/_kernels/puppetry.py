@@ -210,7 +210,8 @@ def _goals(
     foot's goal
     then moves toward the ankle position that puts the character's toe (``toe_offsets``
     (T, 3) in the ankle frame) on the performer's, raised by ``toe_shift`` (T,), by the
-    toe's share of the foot's importance ``w_toe / (w_toe + w_ankle)`` (T = 0 or 2).
+    toe's share ``w_toe / max(w_toe + w_ankle, 1)`` (T = 0 or 2:
+    :func:`retarget.online.puppetry.toe_share`).
     """
     for i in range(4):
         s = effectors[i]
@@ -222,7 +223,7 @@ def _goals(
             goals[0, i, 2] += hips[i, 2]
     for k in range(toe_shift.shape[0]):
         toe_w = weights[4 + k]
-        share = toe_w / max(toe_w + weights[k], 1e-9)
+        share = toe_w / max(toe_w + weights[k], 1.0)
         s = contacts[4 + k]
         toe = (sensors[s, 0] + hips[k, 0], sensors[s, 1] + toe_shift[k], sensors[s, 2] + hips[k, 2])
         a = effectors[k]
@@ -818,6 +819,33 @@ def _solve_limb(
 
 
 @numba.njit(cache=True, nogil=True)
+def leg_lift(y, k, low, high):  # pragma: no cover - jitted
+    r"""A foot goal's height ``y`` above the character's clearance (length unit) with
+    its lift taken at the legs' scale ``k``:
+
+    .. math:: F(y) = y + (k - 1) \int_0^{y} S\Big(\frac{u - y_0}{y_1 - y_0}\Big) du
+
+    with ``S`` the smootherstep from 0 at ``low`` (``y_0``) to 1 at ``high``
+    (``y_1``): the performer's own height near the floor (``F(y) = y`` up to
+    ``low``, where the clearances already put the sole on it), ``k`` times each
+    further rise from ``high`` up, C2 and rising everywhere (``F' = 1 + (k − 1) S``,
+    between 1 and ``k``). A kick 30 % of the performer's height up asks a character
+    whose legs are 65 % of the performer's for about 20 %: its knee bends as the
+    performer's (issue 40; unscaled, blubby's knee swung its thigh back to reach).
+    ``k = 1``: ``y``."""
+    if k == 1.0 or y <= low:
+        return y
+    width = high - low
+    if width <= 0.0:
+        return low + k * (y - low)
+    t = min((y - low) / width, 1.0)
+    ramp = width * t**4 * (2.5 - 3.0 * t + t * t)  # ∫ S over [low, min(y, high)]
+    if y > high:
+        ramp += y - high
+    return y + (k - 1.0) * ramp
+
+
+@numba.njit(cache=True, nogil=True)
 def penetration_gap(y, band):  # pragma: no cover - jitted
     """Stage 9's soft floor: the gap an end-effector ``y`` above its clearance (below:
     negative) is given: ``y`` from 0 up, ``band (exp(y / band) − 1)`` under it (C1 at 0,
@@ -910,6 +938,7 @@ def _frame(
     stiffness,
     stride,
     origin,
+    lift,
 ):  # pragma: no cover - jitted
     """Stages 2-9 of one filtered sensor frame (module docstring).
 
@@ -970,6 +999,9 @@ def _frame(
     stride, origin : float, (3,)
         The sensors' horizontal positions about ``origin`` and their horizontal
         velocities are taken times ``stride`` (:func:`_stride`).
+    lift : (3,)
+        ``(k, low, high)`` of :func:`leg_lift`: each foot goal's height above the
+        character's clearance goes through it (``k = 1``: unchanged).
 
     Returns
     -------
@@ -1004,6 +1036,11 @@ def _frame(
         for c in (0, 2):
             hips[i, c] = pos[0, upper, c] - sensors[sensor_of[upper], c]
     _goals(sensors, effectors, contacts, goal_shift, toe_shift, toe_offsets, weights, goals, hips)
+    if lift[0] != 1.0:  # each foot's lift at the legs' scale (:func:`leg_lift`)
+        for i in range(2):
+            y = _gap(i, influence, objects, _vrow(goals[0], i), character_clearance[i])
+            if math.isfinite(y):
+                goals[0, i, 1] += leg_lift(y, lift[0], lift[1], lift[2]) - y
     # (4b) the foot hold, and a planted foot's importance
     planted[0, 0], planted[0, 1] = 0.0, 0.0
     if hold:
@@ -1103,8 +1140,8 @@ def _frame(
         _fk_kernel(root, rotations, parents, offsets, num_joints, now, now_world)
         _solve_limb(
             root, rotations, now, now_world, i, limbs, hit, (1.0, 0.0, 0.0, 0.0), False,
-            softness, solved,
-        )  # fmt: skip
+            0.0, solved,
+        )  # fmt: skip  # softness 0: hit is on the segment to the effector (in reach)
         for k in range(3):
             for c in range(4):
                 rotations[0, limb_joints[i, k], c] = solved[k, c]
