@@ -28,7 +28,8 @@ leaves (:mod:`retarget.humanoid.names`):
    feet point from the legs' tops (a robot's soles reach forward of its ankles);
    where the feet point nowhere, the names say, else the body is not read.
 6. **Joints in a limb**, along its main chain: the knee (elbow) is the joint
-   nearest the middle of the chain's bone path from the limb's top to its end
+   nearest the middle of the leg's drop from its top to its lowest point (of the
+   arm's bone path from its top to its end)
    (:func:`_middle`: not a twist hinge, whose axis runs along its bone, nor a bone
    segment; a one-way hinge, then the name, where two are as near). Above it, the
    hip (shoulder) is the top of the **run** of hinges that make one joint
@@ -242,12 +243,21 @@ def _one_way(sk: Skeleton, j: int) -> bool:
     return bool((lo >= -0.2 and hi >= 1.0) or (hi <= 0.2 and lo <= -1.0))
 
 
-def _middle(t: _Tree, chain: list[int], kind: str) -> int | None:
-    """The index of the knee (elbow) in a limb's main chain (module docstring, 6.)."""
+def _middle(t: _Tree, chain: list[int], kind: str, up: Array | None = None) -> int | None:
+    """The index of the knee (elbow) in a limb's main chain (module docstring, 6.): the
+    joint nearest the middle of the chain's bone path, a leg's (``up`` given) of its drop
+    from its top to its lowest point. Along the path a long foot drew the middle down
+    past the knee (a robot's foot 1.7 times a person's for its height: its shin read as
+    the thigh, with the names gone)."""
     sk, nj = t.sk, t.sk.num_joints
-    steps = np.linalg.norm(np.diff(t.pos[chain], axis=0), axis=1)
-    reach = np.concatenate([[0.0], np.cumsum(steps)])
-    total = float(reach[-1])
+    if kind == "leg" and up is not None:
+        h = t.pos[chain] @ up
+        reach = h[0] - h
+        total = float(reach.max())
+    else:
+        steps = np.linalg.norm(np.diff(t.pos[chain], axis=0), axis=1)
+        reach = np.concatenate([[0.0], np.cumsum(steps)])
+        total = float(reach[-1])
     if total <= 0.0:
         return None
     pattern = naming.KNEE if kind == "leg" else naming.ELBOW
@@ -336,13 +346,16 @@ def _lower_run(t: _Tree, chain: list[int], low: int, mid: int) -> list[int]:
     return run
 
 
-def _limb(t: _Tree, top: int, kind: str) -> tuple[dict[str, int], list[tuple[int, ...]]] | None:
-    """A limb's roles along its main chain from ``top`` and its hinge runs."""
+def _limb(
+    t: _Tree, top: int, kind: str, up: Array | None = None
+) -> tuple[dict[str, int], list[tuple[int, ...]]] | None:
+    """A limb's roles along its main chain from ``top`` and its hinge runs (``up``: the
+    body's, for a leg's knee)."""
     sk, nj = t.sk, t.sk.num_joints
     chain = main_chain(sk, top)
     if len(chain) < 3:
         return None
-    mid = _middle(t, chain, kind)
+    mid = _middle(t, chain, kind, up)
     if mid is None:
         return None
     upper, middle, lower, tip = (
@@ -469,7 +482,7 @@ def _read(t: _Tree, up: Array, named: Mapping[int, str]) -> Anatomy | None:
     }
     for side in ("left", "right"):  # (no arms: a pair of legs with a trunk)
         for kind, top in limbs_of[side]:
-            found = _limb(t, top, kind)
+            found = _limb(t, top, kind, up)
             if found is None:
                 return None
             roles, limb_runs = found

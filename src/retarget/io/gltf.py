@@ -165,8 +165,8 @@ class _Doc:
         self.buffers: list[bytes] = []
         for k, buf in enumerate(self.json.get("buffers", [])):
             uri = buf.get("uri")
-            if uri is None:
-                self.buffers.append(chunk)
+            if uri is None:  # the GLB's chunk is buffer 0's; another is a meshopt fallback
+                self.buffers.append(chunk if k == 0 else b"")
             elif uri.startswith("data:"):
                 self.buffers.append(base64.b64decode(uri.split(",", 1)[1]))
             else:
@@ -178,6 +178,27 @@ class _Doc:
         self.skins = self.json.get("skins", [])
         self.meshes = self.json.get("meshes", [])
         self.animations = self.json.get("animations", [])
+        self._decoded: dict[int, bytes] = {}
+
+    def view(self, path: Path, index: int) -> tuple[bytes, int, int | None]:
+        """Buffer view ``index``: the bytes holding it, where it starts in them, and its
+        byte stride (``EXT_meshopt_compression`` views decoded, once)."""
+        try:
+            view = self.json["bufferViews"][index]
+            ext = (view.get("extensions") or {}).get("EXT_meshopt_compression")
+            if ext is None:
+                return (
+                    self.buffers[view["buffer"]],
+                    int(view.get("byteOffset", 0)),
+                    (view.get("byteStride")),
+                )
+            if index not in self._decoded:
+                from .meshopt import decode_view
+
+                self._decoded[index] = decode_view(path, index, ext, self.buffers[ext["buffer"]])
+            return self._decoded[index], 0, int(ext["byteStride"])
+        except (KeyError, IndexError, TypeError):
+            raise _fail(path, f"buffer view {index}: not a glTF buffer view") from None
 
 
 def _accessor(path: Path, doc: _Doc, index: int) -> Array:
@@ -189,28 +210,78 @@ def _accessor(path: Path, doc: _Doc, index: int) -> Array:
         count = int(acc["count"])
     except (KeyError, IndexError, TypeError):
         raise _fail(path, f"accessor {index}: not a glTF accessor") from None
-    if "sparse" in acc:
-        raise _fail(path, f"accessor {index}: sparse accessors are not read")
-    if "bufferView" not in acc:
-        return np.zeros((count, width))
-    view = doc.json["bufferViews"][acc["bufferView"]]
-    blob = doc.buffers[view["buffer"]]
-    start = view.get("byteOffset", 0) + acc.get("byteOffset", 0)
+    if count < 0:
+        raise _fail(path, f"accessor {index}: count {count}")
+    if "bufferView" in acc:
+        out = _elements(
+            path, doc, index, acc["bufferView"], acc.get("byteOffset", 0), dtype, count, width
+        )
+    else:
+        out = np.zeros((count, width))
+    if "sparse" in acc:  # glTF 2.0 §3.6.2.3: some elements replaced
+        try:
+            sp = acc["sparse"]
+            n = int(sp["count"])
+            kind = np.dtype(_DTYPES[sp["indices"]["componentType"]])
+            at = _elements(
+                path,
+                doc,
+                index,
+                sp["indices"]["bufferView"],
+                sp["indices"].get("byteOffset", 0),
+                kind,
+                n,
+                1,
+            )
+            values = _elements(
+                path,
+                doc,
+                index,
+                sp["values"]["bufferView"],
+                sp["values"].get("byteOffset", 0),
+                dtype,
+                n,
+                width,
+            )
+        except (KeyError, TypeError):
+            raise _fail(
+                path, f"accessor {index}: a sparse accessor needs count, indices, values"
+            ) from None
+        rows = at[:, 0].astype(np.int64)
+        if kind.kind != "u" or (n and (rows.min() < 0 or rows.max() >= count)):
+            raise _fail(path, f"accessor {index}: sparse indices beyond its {count} elements")
+        out[rows] = values
+    if acc.get("normalized") and dtype.kind in "iu":
+        out = out / float(np.iinfo(dtype.type).max)  # type: ignore[type-var]
+        if dtype.kind == "i":
+            out = np.maximum(out, -1.0)
+    return out
+
+
+def _elements(
+    path: Path,
+    doc: _Doc,
+    index: int,
+    view: int,
+    offset: int,
+    dtype: np.dtype,
+    count: int,
+    width: int,
+) -> Array:
+    """``count`` elements of ``width`` components of ``dtype`` at ``offset`` in buffer view
+    ``view`` (for accessor ``index``), as float64 (count, width)."""
+    blob, at, stride = doc.view(path, view)
+    start = at + int(offset)
     item = width * dtype.itemsize
-    stride = view.get("byteStride") or item
-    if count and start + stride * (count - 1) + item > len(blob):
+    stride = stride or item
+    if start < 0 or stride < item or (count and start + stride * (count - 1) + item > len(blob)):
         raise _fail(path, f"accessor {index} reaches past its buffer")
     raw = np.lib.stride_tricks.as_strided(
         np.frombuffer(blob, dtype=np.uint8, count=len(blob) - start, offset=start),
         shape=(count, item),
         strides=(stride, 1),
     )
-    out = np.ascontiguousarray(raw).view(dtype).reshape(count, width).astype(np.float64)
-    if acc.get("normalized") and dtype.kind in "iu":
-        out = out / float(np.iinfo(dtype.type).max)  # type: ignore[type-var]
-        if dtype.kind == "i":
-            out = np.maximum(out, -1.0)
-    return out
+    return np.ascontiguousarray(raw).view(dtype).reshape(count, width).astype(np.float64)
 
 
 def _local(node: dict) -> tuple[Array, Array, Array]:
@@ -244,6 +315,20 @@ def read_character(path: str | os.PathLike) -> Character:
     doc = _Doc(path)
     if not doc.skins:
         raise _fail(path, "no skin: a rigged character's file has its joints in a skin")
+    for m, mesh in enumerate(doc.meshes):
+        for prim in mesh.get("primitives", []):
+            accessors = doc.json.get("accessors", [])
+            if "KHR_draco_mesh_compression" in (prim.get("extensions") or {}) and any(
+                "bufferView" not in accessors[a]
+                for a in (prim.get("attributes") or {}).values()
+                if isinstance(a, int) and 0 <= a < len(accessors)
+            ):
+                raise _fail(
+                    path,
+                    f"mesh {m}: its vertices are only in a Draco stream "
+                    "(KHR_draco_mesh_compression), which is not decoded here; export it "
+                    "without Draco compression (Blender: untick Compression)",
+                )
     n = len(doc.nodes)
     parent = np.full(n, -1, np.intp)
     for i, node in enumerate(doc.nodes):
@@ -293,6 +378,21 @@ def read_character(path: str | os.PathLike) -> Character:
     keep = [j for j in joints if j not in control]
     if not keep:
         raise _fail(path, "no vertex is weighted to any joint of its skins")
+    trees: dict[int, list[int]] = {}  # the kept joints by the scene root above them
+    for j in keep:
+        trees.setdefault(_ancestors(j, parent)[-1], []).append(j)
+    if len(trees) > 1:  # joints under several roots: the body is the largest tree
+        body = max(trees.values(), key=len)
+        apart = [j for j in keep if j not in set(body)]
+        warnings.warn(
+            f"{path}: the skins' joints hang from {len(trees)} roots; the skeleton is the "
+            f"tree of {len(body)} joints, left out: "
+            f"{', '.join(_name(doc, j) for j in apart[:8])}{' …' if len(apart) > 8 else ''}",
+            RetargetWarning,
+            stacklevel=2,
+        )
+        control += apart
+        keep = body
     keep_set = set(keep)
     ancestors = [set(_ancestors(j, parent)) for j in keep]
     common = set.intersection(*ancestors) if ancestors else set()
@@ -391,11 +491,11 @@ def _foot_tips(character: Character) -> Character:
         roles = find_roles(sk)
     except RetargetError:
         return character
-    feet = [
+    feet = sorted(  # (in the skeleton's order: the same sites whichever side is read)
         roles[f"{side}_ankle"]
         for side in ("left", "right")
         if f"{side}_toe_tip" in roles and roles[f"{side}_ankle"] == roles[f"{side}_toe_tip"]
-    ]
+    )
     if not feet:
         return character
     points = skin_points(character)
@@ -785,6 +885,7 @@ def write_character(
         blob += _pad(data)
         return len(views) - 1
 
+    _decompressed(character.path, doc, js, add_view)
     for image in js.get("images", []):
         uri = image.get("uri")
         if uri is not None and not uri.startswith("data:"):
@@ -877,10 +978,113 @@ def write_character(
 
         return {"name": name, "channels": channels, "samplers": samplers}
 
+    for node in {int(j) for j in character.nodes}:  # keyed nodes: TRS (§5.25: no matrix)
+        if "matrix" in js["nodes"][node]:
+            t, r, s = local[node]
+            del js["nodes"][node]["matrix"]
+            js["nodes"][node].update(
+                translation=t.tolist(), rotation=r[[1, 2, 3, 0]].tolist(), scale=s.tolist()
+            )
+    _normalised_weights(character.path, doc, js, add_accessor)
+    _one_root(js)
     anims = [] if replace else js.get("animations", [])
     anims += [animation(n, m) for n, m in ((name, motion), *also)]
     js["animations"] = anims
     return atomic_write(path, _glb(js, bytes(blob)), inputs=(character.path, *inputs))
+
+
+def _decompressed(path: Path, doc: _Doc, js: dict, add_view) -> None:
+    """Every ``EXT_meshopt_compression`` view of ``js`` (a copy of ``doc``'s document being
+    written) rewritten as its decoded bytes in a view of its own (``add_view``), the
+    extension dropped (with a warning naming it): what every reader loads, and no
+    compressed stream pointing into a buffer that the one binary chunk replaced."""
+    views = js.get("bufferViews", [])
+    count = 0
+    for k, view in enumerate(views):
+        ext = (view.get("extensions") or {}).get("EXT_meshopt_compression")
+        if ext is None:
+            continue
+        data, _, stride = doc.view(path, k)
+        new = views[add_view(data)]
+        views.pop()
+        view.update(buffer=0, byteOffset=new["byteOffset"], byteLength=new["byteLength"])
+        if view.get("byteStride") is not None or view.get("target") == 34962:
+            view["byteStride"] = stride
+        del view["extensions"]["EXT_meshopt_compression"]
+        if not view["extensions"]:
+            del view["extensions"]
+        count += 1
+    if count:
+        for key in ("extensionsUsed", "extensionsRequired"):
+            if "EXT_meshopt_compression" in js.get(key, []):
+                js[key].remove("EXT_meshopt_compression")
+                if not js[key]:
+                    del js[key]
+        warnings.warn(
+            f"{path}: EXT_meshopt_compression: {count} buffer views written decompressed",
+            RetargetWarning,
+            stacklevel=3,
+        )
+
+
+def _normalised_weights(path: Path, doc: _Doc, js: dict, add_accessor) -> None:
+    """Skin weights whose sets do not add up to 1 on a vertex (glTF 2.0 §3.7.3.1), which
+    readers accept and the Khronos validator does not, written normalised (float) in
+    accessors of their own (``add_accessor(values, kind)``), with a warning."""
+    fixed = 0
+    for mesh in js.get("meshes", []):
+        for prim in mesh.get("primitives", []):
+            attrs = prim.get("attributes", {})
+            keys = [f"WEIGHTS_{k}" for k in range(8) if f"WEIGHTS_{k}" in attrs]
+            if not keys:
+                continue
+            sets = [_accessor(path, doc, attrs[key]) for key in keys]
+            if len({len(w) for w in sets}) != 1:
+                continue
+            total = np.sum([w.sum(axis=1) for w in sets], axis=0)
+            if np.all(np.abs(total - 1.0) <= 2e-3) or not np.all(total > 0):
+                continue
+            for key, w in zip(keys, sets, strict=True):
+                attrs[key] = add_accessor(w / total[:, None], "VEC4")
+            fixed += 1
+    if fixed:
+        warnings.warn(
+            f"{path}: skin weights not adding up to 1 in {fixed} primitives: written normalised",
+            RetargetWarning,
+            stacklevel=3,
+        )
+
+
+def _one_root(js: dict) -> None:
+    """The skins' joints under one root node (the Khronos validator's SKIN_NO_COMMON_ROOT):
+    where they hang from several scene roots, a node with no transform is put above
+    those, in their place in the scene (and made the skin's ``skeleton`` if it names
+    one); no node moves."""
+    nodes = js.get("nodes", [])
+    parent = {c: i for i, node in enumerate(nodes) for c in node.get("children", [])}
+
+    def top(j: int) -> int:
+        seen = set()
+        while j in parent and j not in seen:
+            seen.add(j)
+            j = parent[j]
+        return j
+
+    for skin in js.get("skins", []):
+        tops = sorted({top(j) for j in skin.get("joints", [])})
+        if len(tops) < 2:
+            continue
+        nodes.append({"name": "retarget_root", "children": tops})
+        root = len(nodes) - 1
+        if "skeleton" in skin:  # (the skin's skeleton: the joints' common root)
+            skin["skeleton"] = root
+        for scene in js.get("scenes", []):
+            listed = scene.get("nodes", [])
+            if any(t in listed for t in tops):
+                at = min(listed.index(t) for t in tops if t in listed)
+                rest = [n for n in listed if n not in tops]
+                scene["nodes"] = [*rest[:at], root, *rest[at:]]
+        parent.update({t: root for t in tops})
 
 
 def _glb(js: dict, body: bytes) -> bytes:
