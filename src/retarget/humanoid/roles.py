@@ -482,9 +482,11 @@ def require_humanoid(
     overrides: Mapping[str, str] | None = None,
     *,
     side: str | None = None,
+    arms: bool = False,
 ) -> None:
     """Refuse, naming the file, a skeleton without the humanoid roles a retargeting
-    command needs (hips, head, two arms and two legs: :func:`find_roles`).
+    command needs (hips, head, two legs, and with ``arms`` two arms: a performer has
+    them; a target may be a pair of legs with a trunk: :func:`find_roles`).
 
     A motion file that is not a humanoid (a joint chain, a rig cut to a few joints)
     can still be read, converted and viewed; ``run``, ``physics``, ``eval``, ``map``
@@ -512,7 +514,17 @@ def require_humanoid(
     if overrides:
         return
     try:
-        find_roles(skeleton)
+        roles = find_roles(skeleton)
+        lost = [
+            f"{s} arm"
+            for s in ("left", "right")
+            if arms and not all(f"{s}_{r}" in roles.points for r in ("shoulder", "elbow", "wrist"))
+        ]
+        if lost:
+            raise RetargetError(
+                f"cannot find the humanoid limbs of this skeleton: missing {' and '.join(lost)} "
+                f"(roles found: {', '.join(roles.points)})"
+            )
     except RetargetError as exc:
         hint = ""
         if side is not None:

@@ -160,8 +160,11 @@ class _Doc:
                 self.json = json.loads(data.decode("utf-8-sig"))
         except (ValueError, UnicodeDecodeError, struct.error) as exc:
             raise _fail(path, f"not a glTF 2.0 file ({exc})") from None
-        if not str(self.json.get("asset", {}).get("version", "")).startswith("2"):
+        if not isinstance(self.json, dict) or not str(
+            (self.json.get("asset") or {}).get("version", "")
+        ).startswith("2"):
             raise _fail(path, "not a glTF 2.0 file (asset.version is not 2.x)")
+        _check_document(path, self.json)
         self.buffers: list[bytes] = []
         for k, buf in enumerate(self.json.get("buffers", [])):
             uri = buf.get("uri")
@@ -199,6 +202,101 @@ class _Doc:
             return self._decoded[index], 0, int(ext["byteStride"])
         except (KeyError, IndexError, TypeError):
             raise _fail(path, f"buffer view {index}: not a glTF buffer view") from None
+
+
+_LISTS = (
+    "nodes", "skins", "meshes", "animations", "accessors", "bufferViews", "buffers", "scenes",
+)  # fmt: skip
+_INTERPOLATIONS = ("LINEAR", "STEP", "CUBICSPLINE")
+
+
+def _check_document(path: Path, js: dict) -> None:
+    """The document's structure as glTF 2.0 §5 has it, as far as reading a character
+    needs: lists of objects, indices that point at something, node transforms of
+    finite numbers (a rotation that is one), known interpolations and component types;
+    else one :class:`FormatError` saying what and where. (A reader that trusted them
+    ended in a traceback on 7 of 40 broken files: issue 41.)"""
+
+    def bad(what: str) -> FormatError:
+        return _fail(path, what)
+
+    for key in _LISTS:
+        items = js.get(key, [])
+        if not isinstance(items, list) or not all(isinstance(x, dict) for x in items):
+            raise bad(f"'{key}' is not a list of objects")
+    n = {key: len(js.get(key, [])) for key in _LISTS}
+
+    def index(value, key: str, where: str) -> None:
+        if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < n[key]):
+            raise bad(f"{where}: {value!r} is not one of the {n[key]} {key}")
+
+    def numbers(value, count: int, where: str) -> Array:
+        try:
+            out = np.asarray(value, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            out = np.zeros(0)
+        if out.size != count or not np.isfinite(out).all():
+            raise bad(f"{where}: {value!r} is not {count} finite numbers")
+        return out
+
+    for i, node in enumerate(js.get("nodes", [])):
+        where = f"node {i}"
+        children = node.get("children", [])
+        if not isinstance(children, list):
+            raise bad(f"{where}: children is not a list")
+        for c in children:
+            index(c, "nodes", f"{where}, a child")
+        for key, count in (("translation", 3), ("scale", 3), ("matrix", 16)):
+            if key in node:
+                numbers(node[key], count, f"{where}, {key}")
+        if (
+            "rotation" in node
+            and not np.linalg.norm(numbers(node["rotation"], 4, f"{where}, rotation")) > 0
+        ):
+            raise bad(f"{where}: rotation {node['rotation']} is not a rotation (a zero quaternion)")
+        for key, of in (("mesh", "meshes"), ("skin", "skins")):
+            if key in node:
+                index(node[key], of, f"{where}, {key}")
+    for k, skin in enumerate(js.get("skins", [])):
+        joints = skin.get("joints", [])
+        if not isinstance(joints, list) or not joints:
+            raise bad(f"skin {k}: no joints")
+        for j in joints:
+            index(j, "nodes", f"skin {k}, a joint")
+        if "inverseBindMatrices" in skin:
+            index(skin["inverseBindMatrices"], "accessors", f"skin {k}, inverseBindMatrices")
+    for k, acc in enumerate(js.get("accessors", [])):
+        if acc.get("componentType") not in _DTYPES or acc.get("type") not in _WIDTH:
+            raise bad(
+                f"accessor {k}: component type {acc.get('componentType')!r}, type "
+                f"{acc.get('type')!r} not glTF's"
+            )
+        count = acc.get("count")
+        if not isinstance(count, int) or count < 0:
+            raise bad(f"accessor {k}: count {count!r}")
+        if "bufferView" in acc:
+            index(acc["bufferView"], "bufferViews", f"accessor {k}, bufferView")
+    for k, view in enumerate(js.get("bufferViews", [])):
+        index(view.get("buffer"), "buffers", f"buffer view {k}, buffer")
+    for a, anim in enumerate(js.get("animations", [])):
+        samplers, channels = anim.get("samplers", []), anim.get("channels", [])
+        if not isinstance(samplers, list) or not isinstance(channels, list):
+            raise bad(f"animation {a}: samplers and channels are not lists")
+        for s, sampler in enumerate(samplers):
+            where = f"animation {a}, sampler {s}"
+            if not isinstance(sampler, dict):
+                raise bad(f"{where}: not an object")
+            index(sampler.get("input"), "accessors", f"{where}, input")
+            index(sampler.get("output"), "accessors", f"{where}, output")
+            if sampler.get("interpolation", "LINEAR") not in _INTERPOLATIONS:
+                raise bad(f"{where}: interpolation {sampler.get('interpolation')!r} is not glTF's")
+        for c, channel in enumerate(channels):
+            if not isinstance(channel, dict) or not isinstance(channel.get("target"), dict):
+                raise bad(f"animation {a}, channel {c}: no target")
+            if not (
+                isinstance(channel.get("sampler"), int) and 0 <= channel["sampler"] < len(samplers)
+            ):
+                raise bad(f"animation {a}, channel {c}: sampler {channel.get('sampler')!r}")
 
 
 def _accessor(path: Path, doc: _Doc, index: int) -> Array:
@@ -336,6 +434,12 @@ def read_character(path: str | os.PathLike) -> Character:
             if not 0 <= c < n or parent[c] >= 0:
                 raise _fail(path, f"node {i}: child {c} is not a node or has two parents")
             parent[c] = i
+    for i in range(n):  # (a node its own ancestor: a cycle, which no parent check sees)
+        k, steps = i, 0
+        while k >= 0 and steps <= n:
+            k, steps = int(parent[k]), steps + 1
+        if steps > n:
+            raise _fail(path, f"node {i}: the nodes' children make a cycle")
     local = [_local(node) for node in doc.nodes]
     # rest world transforms: rotation, uniform scale, position, from the scene roots down
     w_rot = np.tile(quat.identity(), (n, 1))
@@ -587,7 +691,8 @@ def _mime(image: bytes) -> str:
 
 
 def _name(doc, j: int) -> str:
-    return doc.nodes[j].get("name") or f"node{j}"
+    name = doc.nodes[j].get("name")
+    return name if isinstance(name, str) and name else f"node{j}"
 
 
 def _names(doc, order: list[int]) -> tuple[str, ...]:
@@ -666,6 +771,14 @@ def _sample(path: Path, doc, sampler, times: Array, rotation: bool) -> Array:
     keys = _accessor(path, doc, sampler["input"])[:, 0]
     values = _accessor(path, doc, sampler["output"])
     kind = sampler.get("interpolation", "LINEAR")
+    where = f"the sampler of accessors {sampler['input']} -> {sampler['output']}"
+    if not len(keys) or not np.isfinite(keys).all() or (np.diff(keys) < 0).any():
+        raise _fail(path, f"{where}: key times are not finite and increasing")
+    per = 3 if kind == "CUBICSPLINE" else 1
+    if values.size % (per * len(keys)) or not np.isfinite(values).all():
+        raise _fail(
+            path, f"{where}: {len(values)} finite values wanted for {len(keys)} {kind} keys"
+        )
     if kind == "CUBICSPLINE":
         values = values.reshape(len(keys), 3, -1)  # in-tangent, value, out-tangent
         v, a, b = values[:, 1], values[:, 0], values[:, 2]
@@ -692,9 +805,13 @@ def _sample(path: Path, doc, sampler, times: Array, rotation: bool) -> Array:
             + (h[3] * dt)[:, None] * a[k + 1]
         )
     elif rotation:
-        out = quat.slerp(v[k], v[k + 1], u)
+        if not (np.linalg.norm(v, axis=1) > 0).all():
+            raise _fail(path, f"{where}: a rotation key of zeros")
+        out = quat.slerp(quat.normalize(v[k]), quat.normalize(v[k + 1]), u)
     else:
         out = v[k] + u[:, None] * (v[k + 1] - v[k])
+    if rotation and not (np.linalg.norm(out, axis=1) > 0).all():
+        raise _fail(path, f"{where}: a rotation of zeros")
     return quat.normalize(out) if rotation else out
 
 
@@ -715,6 +832,9 @@ def character_motion(
     inputs = {
         c["sampler"]: _accessor(path, doc, samplers[c["sampler"]]["input"])[:, 0] for c in channels
     }
+    for s, t in inputs.items():
+        if not np.isfinite(t).all():
+            raise _fail(path, f"animation {anim.get('name')!r}, sampler {s}: key times not finite")
     end = max((float(t.max()) for t in inputs.values() if len(t)), default=0.0)
     start = min((float(t.min()) for t in inputs.values() if len(t)), default=0.0)
     if fps is None:
@@ -987,6 +1107,9 @@ def write_character(
             )
     _normalised_weights(character.path, doc, js, add_accessor)
     _one_root(js)
+    if not replace:
+        js["animations"] = _playable(character.path, doc, js.get("animations", []))
+    _finite_bounds(character.path, doc, js)
     anims = [] if replace else js.get("animations", [])
     anims += [animation(n, m) for n, m in ((name, motion), *also)]
     js["animations"] = anims
@@ -1055,6 +1178,51 @@ def _normalised_weights(path: Path, doc: _Doc, js: dict, add_accessor) -> None:
         )
 
 
+def _playable(path: Path, doc: _Doc, animations: list[dict]) -> list[dict]:
+    """The file's animations that a player can play (every sampler's keys finite and in
+    order, as many finite values as keys: :func:`_sample`'s checks); the others dropped,
+    with a warning naming them, not written on into a file no reader takes."""
+    keep, dropped = [], []
+    for a, anim in enumerate(animations):
+        turns = {
+            c.get("sampler")
+            for c in anim.get("channels", [])
+            if c["target"].get("path") == "rotation"
+        }
+        try:
+            for s, sampler in enumerate(anim.get("samplers", [])):
+                _sample(path, doc, sampler, np.zeros(1), rotation=s in turns)
+            keep.append(anim)
+        except FormatError:
+            dropped.append(anim.get("name") or f"animation{a}")
+    if dropped:
+        warnings.warn(
+            f"{path}: animations not written, their keys broken: {', '.join(map(str, dropped))}",
+            RetargetWarning,
+            stacklevel=3,
+        )
+    return keep
+
+
+def _finite_bounds(path: Path, doc: _Doc, js: dict) -> None:
+    """Accessors' ``min``/``max`` of finite numbers: recomputed from the data where they
+    are not (and it is), else left out (an accessor no animation or position reads)."""
+    for k, acc in enumerate(js.get("accessors", [])):
+        if k >= len(doc.json.get("accessors", [])):
+            break  # (the accessors written here have theirs)
+        bounds = [acc.get("min"), acc.get("max")]
+        if all(b is None or np.isfinite(np.asarray(b, dtype=np.float64)).all() for b in bounds):
+            continue
+        try:
+            data = _accessor(path, doc, k)
+        except FormatError:
+            data = np.full((1, 1), np.nan)
+        acc.pop("min", None)
+        acc.pop("max", None)
+        if data.size and np.isfinite(data).all():
+            acc["min"], acc["max"] = data.min(axis=0).tolist(), data.max(axis=0).tolist()
+
+
 def _one_root(js: dict) -> None:
     """The skins' joints under one root node (the Khronos validator's SKIN_NO_COMMON_ROOT):
     where they hang from several scene roots, a node with no transform is put above
@@ -1091,7 +1259,13 @@ def _glb(js: dict, body: bytes) -> bytes:
     """A GLB of the document ``js`` and its one buffer's bytes (glTF 2.0 §4.4)."""
     js["buffers"] = [{"byteLength": len(body)}]
     js.setdefault("asset", {"version": "2.0"})["generator"] = "retarget"
-    text = _pad(json.dumps(js, separators=(",", ":")).encode("utf-8"), b" ")
+    try:
+        text = _pad(json.dumps(js, separators=(",", ":"), allow_nan=False).encode("utf-8"), b" ")
+    except ValueError:  # (a number that is not finite left in the file's own JSON)
+        raise RetargetError(
+            "the character's file has numbers that are not finite (NaN or infinity) "
+            "outside what is read; a GLB cannot carry them"
+        ) from None
     body = _pad(body)
     return (
         struct.pack("<III", 0x46546C67, 2, 12 + 8 + len(text) + 8 + len(body))

@@ -200,10 +200,10 @@ def retarget(
     )
     called = name or "the source"
     if target.from_source:  # (made from the source's roles: a map cannot name them)
-        require_humanoid(called, source.skeleton)
+        require_humanoid(called, source.skeleton, arms=True)
     else:
         named = roles.get("source") if roles else None
-        require_humanoid(called, source.skeleton, named, side="source")
+        require_humanoid(called, source.skeleton, named, side="source", arms=True)
     source = source[frame_slice(frames, source.num_frames)]
     moved_by, original = _travel_on_root(source, roles.get("source") if roles else None)
     source = original
