@@ -12,8 +12,10 @@ process.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -89,6 +91,7 @@ def convert(
 @functools.lru_cache(maxsize=16)
 def _cached(path: str, mtime: float, size: int) -> Path:
     folder = Path(tempfile.mkdtemp(prefix="retarget-fbx-"))
+    atexit.register(shutil.rmtree, folder, True)  # (gone with the process, not left in /tmp)
     return convert(path, folder / (Path(path).stem + ".glb"), source="fbx", written="glb")
 
 
