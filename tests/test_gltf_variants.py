@@ -289,3 +289,42 @@ def test_a_draco_only_mesh_is_refused_in_one_line(command, made, data_dir, tmp_p
     lines = [ln for ln in run.stderr.splitlines() if ln.startswith("retarget: error")]
     assert len(lines) == 1 and "KHR_draco_mesh_compression" in lines[0], run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_batch_onto_a_folder_of_characters(made, data_dir, tmp_path):
+    """``retarget batch CLIPS --targets FOLDER --out DIR``: every clip onto every
+    character of the folder, each into ``DIR/<character>/`` (a GLB per clip, or with
+    ``--one-file`` one GLB of every clip), each passing the validator; a character that
+    cannot be read (a Draco-only mesh) is one line and exit 1, the others done."""
+    from retarget.io import write_bvh
+
+    walk = read_motion(data_dir / "lafan_walk.bvh")
+    clips, folder = tmp_path / "clips", tmp_path / "characters"
+    clips.mkdir()
+    folder.mkdir()
+    write_bvh(clips / "a.bvh", walk[:40])
+    write_bvh(clips / "b.bvh", walk[300:340])
+    for character in CHARACTERS[:2]:
+        src = made(character, "renamed")
+        (folder / f"{Path(character).stem}.glb").write_bytes(src.read_bytes())
+    (folder / "broken.glb").write_bytes(made(CHARACTERS[0], "draco_declared").read_bytes())
+    (folder / "notes.txt").write_text("not a character")
+    base = [sys.executable, "-m", "retarget.cli", "batch", str(clips / "*.bvh"), "--targets"]
+    base += [str(folder), "--method", "copy", "--workers", "1", "--no-progress"]
+    for out, extra in ((tmp_path / "each", []), (tmp_path / "one", ["--one-file"])):
+        run = subprocess.run([*base, "--out", str(out), *extra], capture_output=True, text=True)
+        assert run.returncode == 1, run.stderr
+        failed = [ln for ln in run.stderr.splitlines() if ln.strip().startswith("failed:")]
+        assert len(failed) == 1 and "broken.glb" in failed[0] and "Draco" in failed[0]
+        assert "Traceback" not in run.stderr
+    stems = [Path(c).stem for c in CHARACTERS[:2]]
+    files = [tmp_path / "each" / s / f"{c}.glb" for s in stems for c in ("a", "b")]
+    files += [tmp_path / "one" / s / f"{s}.glb" for s in stems]
+    assert all(f.is_file() for f in files), [f for f in files if not f.is_file()]
+    assert not (tmp_path / "each" / "broken").exists() or not any(
+        (tmp_path / "each" / "broken").glob("*.glb")
+    )
+    one = _read(tmp_path / "one" / stems[0] / f"{stems[0]}.glb")
+    assert one.animations[-2:] == ("a", "b")
+    reports = _khronos(*files)
+    assert [r["errors"] for r in reports] == [0] * len(files)

@@ -40,6 +40,62 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
+    if args.targets:
+        return _batch_targets(args)
+    return _batch(args)
+
+
+def _target_files(patterns: list[str]) -> list[str]:
+    """``--targets``: the files the globs match, a folder's files, that are targets (a
+    character, a robot, a skeleton's file: :func:`retarget.targets.registry.kind_of`)."""
+    import glob
+
+    from ..targets.registry import kind_of
+
+    found: set[str] = set()
+    for pattern in patterns:
+        for p in glob.glob(pattern, recursive=True):
+            path = Path(p)
+            files = sorted(path.rglob("*")) if path.is_dir() else [path]
+            found |= {str(f) for f in files if f.is_file() and kind_of(f) is not None}
+    return sorted(found)
+
+
+def _batch_targets(args: argparse.Namespace) -> int:
+    """``batch --targets GLOB ...``: the clips onto every target the globs match, each
+    into ``DIR/<target's name>/`` with its own manifest (and, with ``--one-file``, its
+    own ``DIR/<name>/<name>.glb`` of every clip); a target that cannot be opened is
+    listed with its one-line reason and the others go on."""
+    import copy
+
+    if args.target or args.target_preset or args.target_from:
+        raise RetargetError("give the characters by --targets or one by --target, not both")
+    targets = _target_files(args.targets)
+    if not targets:
+        raise RetargetError(
+            f"no character, robot or skeleton file matches {' '.join(args.targets)}"
+        )
+    stems = [Path(t).stem for t in targets]
+    names = [s if stems.count(s) == 1 else f"{s}_{k}" for k, s in enumerate(stems)]
+    failed = 0
+    for target, name in zip(targets, names, strict=True):
+        one = copy.copy(args)
+        one.target, one.targets = target, None
+        one.out = str(Path(args.out) / name)
+        one.manifest = None
+        try:
+            code = _batch(one)
+        except RetargetError as exc:
+            print(f"  failed: {target}: {exc}".splitlines()[0], file=sys.stderr)
+            code = 1
+        failed += code != 0
+    print(
+        f"batch: {len(targets) - failed} of {len(targets)} targets without a failure -> {args.out}"
+    )
+    return 1 if failed else 0
+
+
+def _batch(args: argparse.Namespace) -> int:
     import glob
 
     from ..io.formats import is_motion_file, readable
@@ -365,6 +421,13 @@ def _batch_options(p: argparse.ArgumentParser) -> None:
         "animation in it (each clip's motion kept in DIR/.clips for reruns)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--targets",
+        nargs="+",
+        metavar="TARGET_GLOB",
+        help="onto every character, robot or skeleton file these globs (or folders) hold, "
+        "each into DIR/<its name>/ with its own manifest (instead of --target)",
+    )
     run_options(p)
     method_options(p)
 
