@@ -63,11 +63,13 @@ from ..core.skeleton import Skeleton
 
 __all__ = [
     "Character",
+    "SkinMesh",
     "character_motion",
     "gltf_rotations",
     "mannequin",
     "one_file",
     "read_character",
+    "skin_mesh",
     "skin_points",
     "write_character",
 ]
@@ -1466,14 +1468,74 @@ def _matrix(t: Array, r: Array, s: Array) -> Array:
     return m
 
 
-def skin_points(character: Character, *, rigid: bool = True) -> dict[int, Array]:
-    """The body's surface by joint: every skinned vertex at the rest pose, given to
-    the skeleton joint it is weighted to most (a control bone's to the joint above
-    it), and (``rigid``) every vertex of a mesh hanging from a joint (a robot's
-    parts, a helmet, a sword) to that joint; each (V, 3) in
-    the joint's (baked, world-aligned) frame, metres. Linear blend skinning of the
-    rest nodes (their world matrices by the skin's inverse bind matrices), as glTF
-    2.0 §3.7.3 defines it."""
+@dataclass(frozen=True)
+class SkinMesh:
+    """A character's surface as triangles skinned to its skeleton (:func:`skin_mesh`).
+
+    Attributes
+    ----------
+    vertices : (V, 3)
+        At the rest pose, world, metres.
+    joints, weights : (V, 4) int, (V, 4)
+        The skeleton joints each vertex follows and how much (adding up to 1; a vertex
+        of a rigid mesh follows the joint it hangs from alone; -1 with weight 0: none).
+    triangles : (T, 3) int
+    rigid : (V,) bool
+        The vertex is a rigid mesh's, hung from a bone (a prop, armour, a robot's part).
+    """
+
+    vertices: Array
+    joints: NDArray[np.intp]
+    weights: Array
+    triangles: NDArray[np.intp]
+    rigid: NDArray[np.bool_] | None = None
+
+    def posed(self, positions: Array, rotations: Array, rest: Array) -> Array:
+        """The vertices (F, V, 3) at joint world positions (F, J, 3) and rotations (F, J, 4)
+        of the baked skeleton (rest rotations identity), ``rest`` its rest positions (J, 3):
+        linear blend skinning, ``Σ w_k (p_k + R_k (v − p̄_k))``."""
+        j = np.maximum(self.joints, 0)
+        out = np.zeros((positions.shape[0], len(self.vertices), 3))
+        for k in range(self.joints.shape[1]):
+            w = np.where(self.joints[:, k] >= 0, self.weights[:, k], 0.0)
+            if not w.any():
+                continue
+            arm = self.vertices - rest[j[:, k]]
+            moved = positions[:, j[:, k]] + quat.rotate(rotations[:, j[:, k]], arm)
+            out += w[None, :, None] * moved
+        return out
+
+
+def skin_mesh(character: Character) -> SkinMesh:
+    """Every triangle of the character's meshes (skinned, and rigid ones hung from a
+    joint), its vertices at the rest pose following the skeleton's joints (a control
+    bone's vertices its joint above), as :func:`skin_points` places them."""
+    verts: list[Array] = []
+    joints: list[NDArray[np.intp]] = []
+    weights: list[Array] = []
+    tris: list[NDArray[np.intp]] = []
+    rigid: list[NDArray[np.bool_]] = []
+    for out, idx, w, prim_tris in _skinned(character, rigid=True, triangles=True):
+        tris.append(prim_tris + int(sum(len(v) for v in verts)))
+        verts.append(out)
+        joints.append(idx)
+        weights.append(w)
+        rigid.append(np.full(len(out), bool((idx[:, 1:] < 0).all() and (w[:, 0] == 1).all())))
+    if not verts:
+        raise _fail(character.path, "no mesh")
+    return SkinMesh(
+        np.concatenate(verts),
+        np.concatenate(joints).astype(np.intp),
+        np.concatenate(weights),
+        np.concatenate(tris).astype(np.intp),
+        np.concatenate(rigid),
+    )
+
+
+def _skinned(character: Character, *, rigid: bool, triangles: bool = False):
+    """Per mesh primitive: its vertices at rest (V, 3), the skeleton joints (V, 4) and
+    weights (V, 4) they follow, and (``triangles``) its triangles (T, 3) (none for a
+    primitive that is not of triangles)."""
     assert character._gltf is not None
     doc: _Doc = character._gltf[0]
     parent = character._gltf[1]
@@ -1495,8 +1557,6 @@ def skin_points(character: Character, *, rigid: bool = True) -> dict[int, Array]
             node = int(parent[node])
         return index.get(node, -1)
 
-    rest, _ = rest_pose(character.skeleton)
-    found: dict[int, list[Array]] = {}
     for i, node in enumerate(doc.nodes):
         if "mesh" not in node:
             continue
@@ -1514,19 +1574,49 @@ def skin_points(character: Character, *, rigid: bool = True) -> dict[int, Array]
                     if "inverseBindMatrices" in skin
                     else np.tile(np.eye(4), (len(joints), 1, 1))
                 ).transpose(0, 2, 1)  # (column-major)
-                mats = np.array([matrix(j) for j in joints]) @ ibm  # (J, 4, 4)
+                if len(ibm) < len(joints):
+                    raise _fail(path, f"skin {node['skin']}: fewer bind matrices than joints")
+                mats = np.array([matrix(j) for j in joints]) @ ibm[: len(joints)]  # (J, 4, 4)
                 idx = _accessor(path, doc, attrs["JOINTS_0"]).astype(np.intp)
                 w = _accessor(path, doc, attrs["WEIGHTS_0"])
+                if idx.shape != w.shape or len(idx) != len(v) or (idx >= len(joints)).any():
+                    raise _fail(path, f"mesh {node['mesh']}: joints and weights do not fit")
                 w = w / np.maximum(w.sum(axis=1, keepdims=True), 1e-12)
                 out = np.einsum("vk,vkab,vb->va", w, mats[idx], v)[:, :3]
-                best = np.array(
-                    [owner(int(joints[k])) for k in idx[np.arange(len(idx)), w.argmax(1)]]
-                )
+                mapped = np.array([owner(int(j)) for j in joints], np.intp)[idx]
             elif rigid and "skin" not in node:
                 out = (v @ matrix(i).T)[:, :3]
-                best = np.full(len(out), owner(i))
+                mapped = np.full((len(out), 4), -1, np.intp)
+                mapped[:, 0] = owner(i)
+                w = np.zeros((len(out), 4))
+                w[:, 0] = 1.0
             else:
                 continue
-            for k in np.unique(best[best >= 0]):
-                found.setdefault(int(k), []).append(out[best == k] - rest[int(k)])
+            tris = np.zeros((0, 3), np.intp)
+            if triangles and prim.get("mode", 4) == 4:
+                order = (
+                    _accessor(path, doc, prim["indices"])[:, 0].astype(np.intp)
+                    if "indices" in prim
+                    else np.arange(len(out))
+                )
+                tris = order[: len(order) // 3 * 3].reshape(-1, 3)
+                if len(tris) and (tris.max() >= len(out) or tris.min() < 0):
+                    raise _fail(path, f"mesh {node['mesh']}: an index past its vertices")
+            yield out, mapped, w, tris
+
+
+def skin_points(character: Character, *, rigid: bool = True) -> dict[int, Array]:
+    """The body's surface by joint: every skinned vertex at the rest pose, given to
+    the skeleton joint it is weighted to most (a control bone's to the joint above
+    it), and (``rigid``) every vertex of a mesh hanging from a joint (a robot's
+    parts, a helmet, a sword) to that joint; each (V, 3) in
+    the joint's (baked, world-aligned) frame, metres. Linear blend skinning of the
+    rest nodes (their world matrices by the skin's inverse bind matrices), as glTF
+    2.0 §3.7.3 defines it."""
+    rest, _ = rest_pose(character.skeleton)
+    found: dict[int, list[Array]] = {}
+    for out, joints, w, _ in _skinned(character, rigid=rigid):
+        best = joints[np.arange(len(joints)), w.argmax(axis=1)]
+        for k in np.unique(best[best >= 0]):
+            found.setdefault(int(k), []).append(out[best == k] - rest[int(k)])
     return {k: np.concatenate(v) for k, v in found.items()}

@@ -27,11 +27,12 @@ from ...io.formats import (
     write_character,
     write_motion,
 )
-from ...io.gltf import Character
+from ...io.gltf import Character, SkinMesh, skin_mesh
 from ...tasks.collision import Capsules
 from ..base import Carried, Prepared
 from ..skeleton import MotionTarget
 from .skin import character_capsules, hands_in_body, keep_hands_out
+from .surface import SurfaceDepth, hands_in_surface
 
 if TYPE_CHECKING:
     from ...core.arrays import Array
@@ -80,6 +81,14 @@ class CharacterTarget(MotionTarget):
         return Prepared(self.character.skeleton, check_roles=self.path)
 
     @cached_property
+    def _surface(self) -> SkinMesh | None:
+        """The character's triangles skinned to its skeleton (None: no mesh to read)."""
+        try:
+            return skin_mesh(self.character)
+        except RetargetError:
+            return None
+
+    @cached_property
     def _body(self) -> tuple[Capsules, dict[int, Array]] | RetargetError:
         """The body's capsules and skinned vertices by joint, fitted once; or why none
         (no roles, no skin)."""
@@ -101,23 +110,41 @@ class CharacterTarget(MotionTarget):
         capsules, skinned = body
         try:
             before = hands_in_body(motion, skinned, capsules)
+            surface_before = self._in_surface(motion)
         except RetargetError as exc:
             return motion, {"hands_in_body_note": str(exc)}
         if self.body_collision:
             motion = keep_hands_out(motion, capsules)
         now = hands_in_body(motion, skinned, capsules)
-        return motion, {
-            "hands_in_body": {
-                "kept_out": self.body_collision,
-                "share_of_frames": now.share,
-                "deepest": float(now.depth.max(initial=0.0)),
-                "before": {
-                    "share_of_frames": before.share,
-                    "deepest": float(before.depth.max(initial=0.0)),
-                },
-                "depth_counted": now.limit,
-            }
+        surface_now = self._in_surface(motion)
+        report: dict[str, Any] = {
+            "kept_out": self.body_collision,
+            "share_of_frames": now.share,
+            "deepest": float(now.depth.max(initial=0.0)),
+            "before": {
+                "share_of_frames": before.share,
+                "deepest": float(before.depth.max(initial=0.0)),
+            },
+            "depth_counted": now.limit,
         }
+        if surface_now is not None and surface_before is not None:
+            report["surface"] = {  # the measure on the posed surface itself (surface.py)
+                "share_of_frames": surface_now.share,
+                "deepest": float(surface_now.depth.max(initial=0.0)),
+                "before": {
+                    "share_of_frames": surface_before.share,
+                    "deepest": float(surface_before.depth.max(initial=0.0)),
+                },
+                "every": int(surface_now.frames[1] - surface_now.frames[0])
+                if len(surface_now.frames) > 1
+                else 1,
+            }
+        return motion, {"hands_in_body": report}
+
+    def _in_surface(self, motion: Motion) -> SurfaceDepth | None:
+        """The hands' depth in the posed surface (:func:`hands_in_surface`), if a mesh."""
+        mesh = self._surface
+        return None if mesh is None else hands_in_surface(motion, mesh)
 
     def write(
         self,

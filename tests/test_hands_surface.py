@@ -1,0 +1,105 @@
+"""The hands' depth in the posed body surface (issue 41, item 3).
+
+Checked on shapes whose answer is known (a closed box and one open at both ends, with
+points at known depths inside and outside), on the artists' own walks (which score 0)
+and against the capsule measure of the run's report (the knight's hands go into its
+chest armour, which no capsule covers: the report says so now).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from conftest import missing
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from retarget.targets.character.surface import depths_inside
+
+
+def _box(size=(2.0, 3.0, 1.0), open_ends: bool = False) -> np.ndarray:
+    """A box centred on 0 as (T, 3, 3) outward-wound triangles (its ±y faces left out
+    with ``open_ends``: a trunk cut at the neck and the hips)."""
+    h = np.asarray(size) / 2
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * h
+    faces = {  # outward: counter-clockwise seen from outside
+        "-x": (0, 1, 3, 2), "+x": (4, 6, 7, 5), "-y": (0, 4, 5, 1),
+        "+y": (2, 3, 7, 6), "-z": (0, 2, 6, 4), "+z": (1, 5, 7, 3),
+    }  # fmt: skip
+    tris = []
+    for name, (a, b, c, d) in faces.items():
+        if open_ends and name in ("-y", "+y"):
+            continue
+        tris += [corners[[a, b, c]], corners[[a, c, d]]]
+    return np.array(tris)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    x=st.floats(-0.99, 0.99), y=st.floats(-1.49, 1.49), z=st.floats(-0.49, 0.49),
+    far=st.floats(0.01, 3.0),
+)  # fmt: skip
+def test_depths_inside_a_closed_box(x, y, z, far):
+    """Inside: winding number 1 and the depth the distance to the nearest face; outside
+    (moved past a face): winding number 0 and depth 0."""
+    box = _box()
+    w, d = depths_inside(np.array([[x, y, z]]), box)
+    assert w[0] == pytest.approx(1.0, abs=1e-9)
+    assert d[0] == pytest.approx(min(1 - abs(x), 1.5 - abs(y), 0.5 - abs(z)), abs=1e-9)
+    w, d = depths_inside(np.array([[1.0 + far, y, z]]), box)
+    assert abs(w[0]) < 1e-9 and d[0] == 0.0
+
+
+def test_depths_inside_a_trunk_open_at_both_ends():
+    """A box open at its ends (a trunk without neck and legs): its middle is inside
+    (winding number over one half), a point beyond an open end is not."""
+    box = _box(open_ends=True)
+    w, d = depths_inside(np.array([[0.0, 0.0, 0.2], [0.0, 2.5, 0.0]]), box)
+    assert w[0] > 0.5 and d[0] == pytest.approx(0.3, abs=1e-9)
+    assert w[1] < 0.5 and d[1] == 0.0
+
+
+@pytest.fixture(scope="module")
+def characters(data_dir):
+    path = data_dir.parent / "characters"
+    if not path.is_dir():
+        missing(f"{path} not found (../shared/characters beside RETARGET_DATA)")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "walk"),
+    [
+        ("kaykit_Knight.glb", "Walking_A"),
+        ("RobotExpressive.glb", "Walking"),
+        ("quaternius_UAL_Standard/AnimationLibrary_Godot_Standard.gltf", "Walk_Loop"),
+    ],
+)
+def test_the_artists_own_walks_score_zero(name, walk, characters):
+    """Each character's own walk, as its artist made it: no hand vertex deeper than 1 %
+    of the height in the body on any frame measured."""
+    from retarget.io.gltf import character_motion, read_character, skin_mesh
+    from retarget.targets.character.surface import hands_in_surface
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        char = read_character(characters / name)
+    got = hands_in_surface(character_motion(char, walk), skin_mesh(char))
+    assert got.share == 0.0, (got.depth.max(), got.limit)
+
+
+def test_the_report_says_what_the_surface_says(characters, lafan):
+    """The knight by hierarchical editing: the capsules the pass keeps its hands out of
+    report none inside, the posed surface (its chest armour, which no capsule covers)
+    a third of the frames: the report gives both, the surface's under ``surface``."""
+    import retarget as rt
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = rt.retarget(lafan[:300], str(characters / "kaykit_Knight.glb"), "hierarchical")
+    hands = out.report["hands_in_body"]
+    assert hands["share_of_frames"] == 0.0
+    assert hands["surface"]["share_of_frames"] > 0.2
+    assert hands["surface"]["before"]["share_of_frames"] >= hands["surface"]["share_of_frames"]
