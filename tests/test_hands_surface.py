@@ -52,6 +52,23 @@ def test_depths_inside_a_closed_box(x, y, z, far):
     assert abs(w[0]) < 1e-9 and d[0] == 0.0
 
 
+def test_degenerate_triangles_are_points_and_segments():
+    """Triangles with two or three corners at one place (a mesh's collapsed faces): the
+    distance to the point or segment they are, no division by zero (the demo's
+    mannequin has them)."""
+    p = np.array([[0.0, 1.0, 0.0], [2.0, 0.5, 0.0], [-1.0, 0.0, 0.0]])
+    tri = np.array([
+        [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [1.0, 0.0, 0.0]],
+        [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0]],
+    ])  # fmt: skip
+    from retarget.targets.character.surface import _depths
+
+    w, d = np.zeros(3), np.zeros(3)
+    _depths(p, tri, w, d)
+    np.testing.assert_allclose(d, [1.0, np.hypot(1.0, 0.5), 1.0], atol=1e-12)
+    np.testing.assert_allclose(w, 0.0, atol=1e-12)
+
+
 def test_depths_inside_a_trunk_open_at_both_ends():
     """A box open at its ends (a trunk without neck and legs): its middle is inside
     (winding number over one half), a point beyond an open end is not."""

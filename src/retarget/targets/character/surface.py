@@ -97,15 +97,16 @@ def _depths(points, tri, out_w, out_d):  # pragma: no cover - jitted
                 if d3 >= 0.0 and d4 <= d3:
                     qx, qy, qz = bx, by, bz
                 elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-                    v = d1 / (d1 - d3)
+                    v = d1 / (d1 - d3) if d1 > d3 else 0.0  # (a == b: a degenerate edge)
                     qx, qy, qz = ax + v * abx, ay + v * aby, az + v * abz
                 elif d6 >= 0.0 and d5 <= d6:
                     qx, qy, qz = cx, cy, cz
                 elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-                    w = d2 / (d2 - d6)
+                    w = d2 / (d2 - d6) if d2 > d6 else 0.0
                     qx, qy, qz = ax + w * acx, ay + w * acy, az + w * acz
                 elif va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-                    w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+                    e = (d4 - d3) + (d5 - d6)
+                    w = (d4 - d3) / e if e > 0.0 else 0.0
                     qx, qy, qz = bx + w * (cx - bx), by + w * (cy - by), bz + w * (cz - bz)
                 else:
                     s = va + vb + vc
