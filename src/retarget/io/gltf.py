@@ -217,7 +217,7 @@ def _check_document(path: Path, js: dict) -> None:
     needs: lists of objects, indices that point at something, node transforms of
     finite numbers (a rotation that is one), known interpolations and component types;
     else one :class:`FormatError` saying what and where. (A reader that trusted them
-    ended in a traceback on 7 of 40 broken files: issue 41.)"""
+    ended in a traceback on 7 of 40 runs of broken files: issue 41.)"""
 
     def bad(what: str) -> FormatError:
         return _fail(path, what)
@@ -322,6 +322,8 @@ def _accessor(path: Path, doc: _Doc, index: int) -> Array:
         try:
             sp = acc["sparse"]
             n = int(sp["count"])
+            if n < 0:
+                raise _fail(path, f"accessor {index}: sparse count {n}")
             kind = np.dtype(_DTYPES[sp["indices"]["componentType"]])
             at = _elements(
                 path,
