@@ -109,8 +109,9 @@ def test_the_artists_own_walks_score_zero(name, walk, characters):
 
 def test_the_report_says_what_the_surface_says(characters, lafan):
     """The knight by hierarchical editing: the capsules the pass keeps its hands out of
-    report none inside, the posed surface (its chest armour, which no capsule covers)
-    a third of the frames: the report gives both, the surface's under ``surface``."""
+    report none inside, the posed surface (its armour, wider than the capsules) a fifth
+    of the frames: the report gives both, the surface's under ``surface``. (With no
+    capsule on its chest joint, the surface counted two thirds.)"""
     import retarget as rt
 
     with warnings.catch_warnings():
@@ -118,5 +119,5 @@ def test_the_report_says_what_the_surface_says(characters, lafan):
         out = rt.retarget(lafan[:300], str(characters / "kaykit_Knight.glb"), "hierarchical")
     hands = out.report["hands_in_body"]
     assert hands["share_of_frames"] == 0.0
-    assert hands["surface"]["share_of_frames"] > 0.2
-    assert hands["surface"]["before"]["share_of_frames"] >= hands["surface"]["share_of_frames"]
+    assert hands["surface"]["share_of_frames"] > 0.1
+    assert hands["surface"]["before"]["share_of_frames"] > 2 * hands["surface"]["share_of_frames"]
