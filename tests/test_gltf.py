@@ -370,7 +370,7 @@ def test_run_onto_a_character_writes_it_with_the_clip(characters, data_dir, tmp_
 THREE = Path(__file__).parents[1] / "src" / "retarget" / "viz" / "_three" / "three.min.js"
 #: three.js's evaluation: GLTFLoader parses the file, an AnimationMixer plays its first
 #: animation once (clamped), and every node the loader made is found by its index.
-_THREE_EVAL = """async ([b64, nodes, times]) => {
+_THREE_EVAL = """async ([b64, nodes, times, name]) => {
   const bin = Uint8Array.from(atob(b64), c => c.charCodeAt(0)).buffer;
   const gltf = await new Promise((ok, no) => new THREE.GLTFLoader().parse(bin, '', ok, no));
   const byNode = new Map();
@@ -378,7 +378,8 @@ _THREE_EVAL = """async ([b64, nodes, times]) => {
     if (a && a.nodes !== undefined && !byNode.has(a.nodes)) byNode.set(a.nodes, obj);
   }
   const mixer = new THREE.AnimationMixer(gltf.scene);
-  const action = mixer.clipAction(gltf.animations[0]);
+  const clip = name ? gltf.animations.find(a => a.name === name) : gltf.animations[0];
+  const action = mixer.clipAction(clip);
   action.setLoop(THREE.LoopOnce);
   action.clampWhenFinished = true;
   action.play();

@@ -195,7 +195,7 @@ def test_blender_plays_a_written_variant_as_our_fk(variant, written, tmp_path):
     """Blender's glTF importer reads the knight's variants as written with the walk:
     every bone's head where our FK of the same run puts its joint, within 1e-4 of the
     height, on every 10th frame."""
-    from test_fbx import _blender_heads
+    from test_fbx import assert_blender_plays_as_our_fk
 
     from retarget.core.errors import RetargetError
     from retarget.io.blender import blender_python
@@ -205,38 +205,7 @@ def test_blender_plays_a_written_variant_as_our_fk(variant, written, tmp_path):
     except RetargetError as exc:
         missing(str(exc))
     glb, bvh = written(CHARACTERS[0], variant)
-    ours = read_motion(bvh)
-    frames = np.arange(0, ours.num_frames, 10)
-    bones, heads = _blender_heads(blender, glb, "lafan_walk", ours.fps, frames, tmp_path)
-    pos, _ = forward_kinematics(ours.skeleton, ours.root_position, ours.rotations)
-    tall = np.ptp(pos[0], axis=0).max()
-    names = ours.skeleton.names
-    shared = [(i, names.index(b)) for i, b in enumerate(bones) if b in names]
-    assert len(shared) >= 0.9 * len(names)
-    np.testing.assert_allclose(
-        heads[:, [i for i, _ in shared]], pos[frames][:, [j for _, j in shared]], atol=1e-4 * tall
-    )
-
-
-_THREE_PLAY = """async ([b64, name, nodes, times]) => {
-  const bin = Uint8Array.from(atob(b64), c => c.charCodeAt(0)).buffer;
-  const gltf = await new Promise((ok, no) => new THREE.GLTFLoader().parse(bin, '', ok, no));
-  const byNode = new Map();
-  for (const [obj, a] of gltf.parser.associations) {
-    if (a && a.nodes !== undefined && !byNode.has(a.nodes)) byNode.set(a.nodes, obj);
-  }
-  const mixer = new THREE.AnimationMixer(gltf.scene);
-  const action = mixer.clipAction(gltf.animations.find(a => a.name === name));
-  action.setLoop(THREE.LoopOnce);
-  action.clampWhenFinished = true;
-  action.play();
-  const v = new THREE.Vector3();
-  return times.map(t => {
-    mixer.setTime(t);
-    gltf.scene.updateMatrixWorld(true);
-    return nodes.map(i => byNode.get(i).getWorldPosition(v).toArray());
-  });
-}"""
+    assert_blender_plays_as_our_fk(blender, glb, bvh, 10, tmp_path)
 
 
 @pytest.mark.parametrize("variant", ["z_up", "quantized", "meshopt", "with_prop"])
@@ -244,7 +213,7 @@ def test_three_js_plays_a_written_variant_as_our_fk(variant, written, made, brow
     """three.js (GLTFLoader, AnimationMixer, headless Chromium) plays the walk written onto
     the knight's variants with every joint node where our FK puts it, within 1e-4 of the
     height, on 12 frames."""
-    from test_gltf import THREE
+    from test_gltf import _THREE_EVAL, THREE
 
     if not THREE.is_file():
         missing(f"{THREE} not built: run make")
@@ -257,12 +226,12 @@ def test_three_js_plays_a_written_variant_as_our_fk(variant, written, made, brow
     page.add_script_tag(path=str(THREE))
     got = np.array(
         page.evaluate(
-            _THREE_PLAY,
+            _THREE_EVAL,
             [
                 base64.b64encode(glb.read_bytes()).decode(),
-                "lafan_walk",
                 [int(n) for n in char.nodes],
                 (frames / motion.fps).tolist(),
+                "lafan_walk",
             ],
         )
     )

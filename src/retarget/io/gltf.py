@@ -325,25 +325,9 @@ def _accessor(path: Path, doc: _Doc, index: int) -> Array:
             if n < 0:
                 raise _fail(path, f"accessor {index}: sparse count {n}")
             kind = np.dtype(_DTYPES[sp["indices"]["componentType"]])
-            at = _elements(
-                path,
-                doc,
-                index,
-                sp["indices"]["bufferView"],
-                sp["indices"].get("byteOffset", 0),
-                kind,
-                n,
-                1,
-            )
-            values = _elements(
-                path,
-                doc,
-                index,
-                sp["values"]["bufferView"],
-                sp["values"].get("byteOffset", 0),
-                dtype,
-                n,
-                width,
+            at, values = (
+                _elements(path, doc, index, part["bufferView"], part.get("byteOffset", 0), t, n, w)
+                for part, t, w in ((sp["indices"], kind, 1), (sp["values"], dtype, width))
             )
         except (KeyError, TypeError):
             raise _fail(
