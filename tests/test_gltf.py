@@ -476,7 +476,9 @@ def test_hands_are_kept_out_of_the_body(characters, data_dir, tmp_path):
     with nothing to stop it (the KayKit knight is wide and short-armed: its hands into
     its hips and thighs on most frames); kept out (the default onto a character), none
     deeper than 1 % of the height, and the legs, root and feet exactly as before."""
+    from retarget.io.gltf import skin_mesh
     from retarget.targets.character.skin import character_capsules, hands_in_body
+    from retarget.targets.character.surface import hands_in_surface
 
     char = read_character(characters / FILES[1])
     capsules, skinned = character_capsules(char)
@@ -492,10 +494,13 @@ def test_hands_are_kept_out_of_the_body(characters, data_dir, tmp_path):
         assert run.returncode == 0, run.stderr
         out[key] = (read_motion(path), json.loads(report.read_text())["hands_in_body"])
     (m_in, r_in), (m_out, r_out) = out["in"], out["out"]
+    assert r_in["measured_on"] == r_out["measured_on"] == "surface"
     assert r_in["share_of_frames"] > 0.5 and not r_in["kept_out"]
     assert r_out["share_of_frames"] == 0.0 and r_out["deepest"] < r_out["depth_counted"]
-    mine = hands_in_body(m_out.replace(skeleton=char.skeleton), skinned, capsules)
-    assert mine.share == 0.0
+    mesh, written = skin_mesh(char), m_out.replace(skeleton=char.skeleton)
+    mine = hands_in_surface(written, mesh)  # (the report's frames: every 5th)
+    assert mine.share == 0.0 and mine.depth.max() == pytest.approx(r_out["deepest"], abs=1e-3)
+    assert hands_in_surface(written, mesh, every=1).share <= 0.01
     sk = char.skeleton
     roles = find_roles(sk)
     legs = [

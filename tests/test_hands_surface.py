@@ -52,6 +52,39 @@ def test_depths_inside_a_closed_box(x, y, z, far):
     assert abs(w[0]) < 1e-9 and d[0] == 0.0
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    x=st.floats(-0.99, 0.99), y=st.floats(-1.49, 1.49), z=st.floats(-0.49, 0.49),
+    far=st.floats(0.01, 3.0),
+)  # fmt: skip
+def test_signed_distances_to_a_closed_box(x, y, z, far):
+    """Inside: minus the distance to the nearest face, the nearest point on it and that
+    face's outward normal; outside (moved past +x): the distance, the normal from the
+    nearest point to the point (outward again); the nearest point the brute force's."""
+    from retarget.targets.character.surface import signed_distances
+
+    box = _box()
+    half = np.array([1.0, 1.5, 0.5])
+    p = np.array([x, y, z])
+    gaps = half - np.abs(p)
+    axis = int(gaps.argmin())
+    d, near, normal = signed_distances(p[None], box)
+    assert d[0] == pytest.approx(-gaps[axis], abs=1e-9)
+    out = np.zeros(3)
+    out[axis] = np.sign(p[axis])
+    if np.partition(gaps, 1)[1] - gaps[axis] > 1e-6 and abs(p[axis]) > 1e-6:  # (one face)
+        np.testing.assert_allclose(
+            normal[0], out, atol=1e-6
+        )  # (a point within 1e-7 of the face: its gap rounds)
+        np.testing.assert_allclose(near[0], p + gaps[axis] * out, atol=1e-8)
+    q = np.array([1.0 + far, y, z])
+    d, near, normal = signed_distances(q[None], box)
+    assert d[0] == pytest.approx(far, abs=1e-9)
+    np.testing.assert_allclose(normal[0], [1.0, 0.0, 0.0], atol=1e-9)
+    d_far, _, _ = signed_distances(q[None], box, band=0.5 * far)  # (not tested for inside)
+    assert d_far[0] == pytest.approx(far, abs=1e-9)
+
+
 def test_degenerate_triangles_are_points_and_segments():
     """Triangles with two or three corners at one place (a mesh's collapsed faces): the
     distance to the point or segment they are, no division by zero (the demo's
@@ -61,12 +94,14 @@ def test_degenerate_triangles_are_points_and_segments():
         [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [1.0, 0.0, 0.0]],
         [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0]],
     ])  # fmt: skip
-    from retarget.targets.character.surface import _depths
+    from retarget.targets.character.surface import signed_distances
 
-    w, d = np.zeros(3), np.zeros(3)
-    _depths(p, tri, w, d)
+    w, _ = depths_inside(p, tri)
+    d, near, normal = signed_distances(p, tri)
     np.testing.assert_allclose(d, [1.0, np.hypot(1.0, 0.5), 1.0], atol=1e-12)
     np.testing.assert_allclose(w, 0.0, atol=1e-12)
+    np.testing.assert_allclose(near, [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(np.linalg.norm(normal, axis=1), 1.0)
 
 
 def test_depths_inside_a_trunk_open_at_both_ends():
@@ -108,16 +143,51 @@ def test_the_artists_own_walks_score_zero(name, walk, characters):
 
 
 def test_the_report_says_what_the_surface_says(characters, lafan):
-    """The knight by hierarchical editing: the capsules the pass keeps its hands out of
-    report none inside, the posed surface (its armour, wider than the capsules) a fifth
-    of the frames: the report gives both, the surface's under ``surface``. (With no
-    capsule on its chest joint, the surface counted two thirds.)"""
+    """The knight by hierarchical editing: the report's figure is the posed surface's
+    (``measured_on``), the capsules' beside it; the capsule pass alone left its hands in
+    the chest armour (which sticks out of the capsules) on half the frames, the surface
+    pass on none, and its departure from the method's arms is reported per frame."""
     import retarget as rt
+    from retarget.targets.character import target as character_target
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = rt.retarget(lafan[:300], str(characters / "kaykit_Knight.glb"), "hierarchical")
     hands = out.report["hands_in_body"]
-    assert hands["share_of_frames"] == 0.0
-    assert hands["surface"]["share_of_frames"] > 0.1
-    assert hands["surface"]["before"]["share_of_frames"] > 2 * hands["surface"]["share_of_frames"]
+    assert hands["measured_on"] == "surface"
+    assert hands["share_of_frames"] == 0.0 and hands["deepest"] < hands["depth_counted"]
+    assert hands["before"]["share_of_frames"] > 0.5
+    assert set(hands["capsules"]) == {"share_of_frames", "deepest", "before"}
+    assert hands["own_animations"]["Walking_A"] == 0.0
+    departure = hands["surface_pass"]["arm_departure_deg"]
+    assert len(departure["per_frame"]) == 300 and departure["max"] > 5.0
+    # the capsules alone: the same run without the surface pass
+    real = character_target.clear_hands
+    try:
+        character_target.clear_hands = lambda *a, **k: None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            alone = rt.retarget(lafan[:300], str(characters / "kaykit_Knight.glb"), "hierarchical")
+    finally:
+        character_target.clear_hands = real
+    assert alone.report["hands_in_body"]["share_of_frames"] > 0.1
+    assert "surface_pass" not in alone.report["hands_in_body"]
+
+
+def test_compiled_skinning_is_the_meshs_own(characters):
+    """:func:`posed_vertices` (compiled) equals :meth:`SkinMesh.posed` (numpy) on the
+    knight's own walk, every vertex, every frame."""
+    from retarget.core.kinematics import forward_kinematics, rest_pose
+    from retarget.io.gltf import character_motion, read_character, skin_mesh
+    from retarget.targets.character.surface import posed_vertices
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        char = read_character(characters / "kaykit_Knight.glb")
+    walk = character_motion(char, "Walking_A")
+    mesh, sk = skin_mesh(char), walk.skeleton
+    pos, rot = forward_kinematics(sk, walk.root_position, walk.rotations)
+    rest, _ = rest_pose(sk)
+    np.testing.assert_allclose(
+        posed_vertices(mesh, pos, rot, rest), mesh.posed(pos, rot, rest), atol=1e-12
+    )

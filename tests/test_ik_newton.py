@@ -21,6 +21,7 @@ from retarget.targets.robot.model import read_robot
 from retarget.tasks import (
     CollisionTask,
     GroundTask,
+    HalfSpaceTask,
     JointLimitTask,
     OrientationTask,
     PositionTask,
@@ -77,7 +78,28 @@ def _tasks(robot, root, rot, rng, push: float = 1.0):
         GroundTask(feet, floor, rng.uniform(0, 0.05 * push, (frames, len(feet))), weight=1e5),
         CollisionTask(capsules, pairs, margin=gaps + 0.05 * push, weight=1e5),
         JointLimitTask(sk, weight=1e3),
+        _half_spaces(sk, pm, wm, hand, rng, push),
     ]
+
+
+def _half_spaces(sk, pm, wm, hand, rng, push):
+    """Points blended over three joints (as skinned vertices), each kept beyond a plane
+    through its position moved along the normal (violated where moved out); a row of
+    every other frame inactive."""
+    frames, k = len(pm), 3
+    joints = np.array([7, 9, sk.site_parents[hand - sk.num_joints]])
+    offsets = rng.normal(size=(frames, k, 3, 3)) * 0.05
+    weights = rng.dirichlet(np.ones(3), (frames, k))
+    normal = rng.normal(size=(frames, k, 3))
+    normal /= np.linalg.norm(normal, axis=-1, keepdims=True)
+    points = np.einsum(
+        "fki,fkic->fkc",
+        weights,
+        pm[:, joints, None].swapaxes(1, 2) + quat.rotate(wm[:, None, joints], offsets),
+    )
+    level = (normal * points).sum(-1) + rng.normal(size=(frames, k)) * 0.03 * push
+    normal[::2, 1] = np.nan
+    return HalfSpaceTask(joints, offsets, weights, normal, level, weight=1e5)
 
 
 def _kernel_problem(sk, root, rot, tasks, rigidity):
@@ -235,7 +257,11 @@ def test_carry_reaches_the_same_minima_as_a_cold_start(robot):
     rot = np.repeat(rot, 12, axis=0)
     rot[:, 0] = quat.multiply(turn, rot[:, 0])
     root = np.repeat(root, 12, axis=0)
-    tasks = [t for t in _tasks(robot, root, rot, rng, push=0.5) if not isinstance(t, CollisionTask)]
+    tasks = [  # (the half-spaces' random planes change from frame to frame: not smooth)
+        t
+        for t in _tasks(robot, root, rot, rng, push=0.5)
+        if not isinstance(t, CollisionTask | HalfSpaceTask)
+    ]
     kw = {"tolerance": 1e-9, "max_iterations": 300, "first_iterations": 300}
     warm = newton.solve_ik_newton(sk, root, rot, tasks, predict=1.0, **kw)
     cold = newton.solve_ik_newton(sk, root, rot, tasks, carry=False, **kw)
@@ -396,3 +422,20 @@ def test_cholesky_solve_is_numpys(n, seed):
     np.testing.assert_allclose(np.tril(lower) @ np.tril(lower).T, h, rtol=1e-9, atol=1e-9)
     h[n - 1, n - 1] = -1.0 - np.abs(h).sum()  # no longer positive definite
     assert not cholesky_solve(h, g, out, lower)
+
+
+def test_parameters_of_a_result_are_its_x(robot):
+    """:func:`newton.parameters` reads back the parameters of the solver's own result
+    (hinges and the free root), so that a solve can start where another ended."""
+    rng = np.random.default_rng(11)
+    sk = robot.skeleton
+    root, rot = _random_poses(sk, 5, rng, spread=0.3)
+    tasks = [t for t in _tasks(robot, root, rot, rng, push=0.5) if not isinstance(t, CollisionTask)]
+    rigidity = default_rigidity(sk)
+    res = newton.solve_ik_newton(sk, root, rot, tasks, rigidity=rigidity, carry=False)
+    got = newton.parameters(sk, rigidity, res.root_position, res.rotations, root, rot)
+    np.testing.assert_allclose(got, res.x, atol=1e-9)
+    again = newton.solve_ik_newton(
+        sk, root, rot, tasks, rigidity=rigidity, carry=False, start=got, max_iterations=0
+    )
+    np.testing.assert_allclose(again.rotations, res.rotations, atol=1e-9)

@@ -19,6 +19,7 @@ from retarget.io import read_asf_amc
 from retarget.tasks import (
     Ground,
     GroundTask,
+    HalfSpaceTask,
     JointLimitTask,
     OrientationTask,
     PositionTask,
@@ -102,10 +103,39 @@ def make_tasks(sk, n_frames, rng):
         "segment_across": SegmentTask(  # two limbs: the start not above the end
             sk.index("RightHand"), sk.index("LeftToe_end"), rng.normal(0, 30, (n_frames, 3))
         ),
+        "halfspace": halfspace_task(sk, n_frames, rng),
     }
 
 
-KINDS = ["position", "orientation", "ground", "ground_fd", "limits", "segment", "segment_across"]
+def halfspace_task(sk, n_frames, rng, points=4):
+    """Points blended over a hand, its forearm and a foot (as skinned vertices are), kept
+    beyond random planes; a row of every other frame inactive."""
+    joints = sk.indices(["LeftHand", "LeftForeArm", "RightFoot"])
+    weights = rng.dirichlet(np.ones(3), (n_frames, points))
+    weights[:, 0] = [1.0, 0.0, 0.0]  # a point on one joint
+    normal = rng.normal(size=(n_frames, points, 3))
+    normal /= np.linalg.norm(normal, axis=-1, keepdims=True)
+    normal[::2, 1] = np.nan
+    return HalfSpaceTask(
+        joints,
+        rng.normal(0, 10, (n_frames, points, 3, 3)),
+        weights,
+        normal,
+        rng.normal(0, 50, (n_frames, points)),
+        weight=2.5,
+    )
+
+
+KINDS = [
+    "position",
+    "orientation",
+    "ground",
+    "ground_fd",
+    "limits",
+    "segment",
+    "segment_across",
+    "halfspace",
+]
 
 
 @pytest.fixture(scope="module")

@@ -85,6 +85,7 @@ __all__ = [
     "Roles",
     "find_roles",
     "foot_length",
+    "hand_joints",
     "height",
     "leg_length",
     "require_humanoid",
@@ -445,6 +446,35 @@ def standing_heights(
             if p in foot:
                 out[k] = float(pos[p] @ up) - low
     return out
+
+
+def hand_joints(skeleton: Skeleton, side: str, roles: Mapping[str, int] | None = None) -> list[int]:
+    """The joints of one hand (``side`` "left" or "right"; none without a wrist): the
+    wrist and every joint below it, and the branches of the wrist's parent that carry a
+    hand's other parts: each sibling of the wrist with joints below it (a palm bone, a
+    thumb: a rig whose fingers each hang from the forearm, as Quaternius' robot's do) or
+    within a tenth of the forearm of the wrist (a palm bone on its own); not a
+    forearm's twist bone, which hangs on its own along the forearm. ``roles``:
+    :func:`find_roles`'s by default."""
+    roles = find_roles(skeleton) if roles is None else roles
+    wrist = roles.get(f"{side}_wrist")
+    if wrist is None or wrist >= skeleton.num_joints:
+        return []
+    n = skeleton.num_joints
+    parents = skeleton.parents
+    tops = [wrist]
+    up = int(parents[wrist])
+    if up >= 0:
+        pos = rest_pose(skeleton)[0]
+        elbow = roles.get(f"{side}_elbow", up)
+        forearm = float(np.linalg.norm(pos[wrist] - pos[elbow])) or float("inf")
+        for s in range(n):
+            if s == wrist or int(parents[s]) != up:
+                continue
+            below = any(int(parents[k]) == s for k in range(n))
+            if below or np.linalg.norm(pos[s] - pos[wrist]) < 0.1 * forearm:
+                tops.append(s)
+    return [j for j in range(n) if any(t in skeleton.chain(j) for t in tops)]
 
 
 def leg_length(

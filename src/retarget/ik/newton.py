@@ -21,8 +21,8 @@ The frame loop is compiled (:mod:`retarget.ik._kernels.newton`): numpy's
 per-call overhead on a robot's 35 unknowns and ~150 rows is most of the time,
 and the frames are a recursion it cannot batch. So the kernel knows the kinds
 of task it takes by their formulas (position, orientation, ground on a level
-floor, body collision, joint limits of hinges), checked against the task objects
-in ``tests/test_ik_newton.py``; a task of another kind is refused with a
+floor, body collision, joint limits of hinges, half-spaces), checked against the
+task objects in ``tests/test_ik_newton.py``; a task of another kind is refused with a
 one-line error (solve it with :func:`~retarget.ik.numeric.solve_ik`).
 
 **Hard rows.** Penalties leave an inequality violated by ``~ force / w``: the
@@ -56,6 +56,7 @@ from ..environment.shapes import Floor
 from ..tasks import (
     CollisionTask,
     GroundTask,
+    HalfSpaceTask,
     JointLimitTask,
     OrientationTask,
     PositionTask,
@@ -64,7 +65,7 @@ from ..tasks import (
 )
 from .numeric import _check_rigidity, default_rigidity
 
-__all__ = ["NewtonResult", "solve_ik_newton"]
+__all__ = ["NewtonResult", "parameters", "solve_ik_newton"]
 
 _kernel = loader("retarget.ik._kernels.newton")
 
@@ -147,6 +148,38 @@ def _joints(skeleton: Skeleton, rigidity: Array, rot0: Array) -> tuple:
     )
 
 
+def parameters(
+    skeleton: Skeleton,
+    rigidity: ArrayLike,
+    root_position: ArrayLike,
+    rotations: ArrayLike,
+    root_ref: ArrayLike,
+    rot_ref: ArrayLike,
+) -> Array:
+    """The parameters (F, n) of :func:`solve_ik_newton` (its ``start``, its result's
+    ``x``) that put the references ``root_ref`` (F, 3), ``rot_ref`` (F, J, 4) at the
+    poses ``root_position``, ``rotations``: the root's offset (if free), a ball's
+    ``log(q_ref⁻¹ ⊗ q)``, a hinge's turn about its axis (the poses' other turns, and
+    the joints without columns, are left out)."""
+    from ..core import quat
+
+    m = _check_rigidity(skeleton, rigidity)
+    ref = np.asarray(rot_ref, dtype=np.float64)
+    rot = np.asarray(rotations, dtype=np.float64)
+    skel = _joints(skeleton, m, ref[0] if len(ref) else quat.identity((skeleton.num_joints,)))
+    kind, col, axis, t_col = skel[3], skel[4], skel[5], skel[6]
+    out = np.zeros((len(ref), len(skel[7])))
+    if t_col >= 0:
+        out[:, t_col : t_col + 3] = np.asarray(root_position) - np.asarray(root_ref)
+    turn = quat.log(quat.multiply(quat.conjugate(ref), rot))  # (F, J, 3)
+    for j in np.flatnonzero(col >= 0):
+        if kind[j] == _BALL:
+            out[:, col[j] : col[j] + 3] = turn[:, j]
+        else:
+            out[:, col[j]] = turn[:, j] @ axis[j]
+    return out
+
+
 def _lower(
     tasks: Sequence[Task],
     frames: int,
@@ -158,13 +191,14 @@ def _lower(
 ) -> tuple[tuple, list[tuple[str, int, int]]]:
     """The tasks as the kernel's arrays (and the hinges' speeds, ``rate``), and per task
     ``(kind, first row, rows)`` in the kernel's row order (positions, segments,
-    orientations, ground, collision, limits)."""
+    orientations, ground, collision, limits, half-spaces)."""
     pos: list = []
     ori: list = []
     ground: list = []
     coll: list = []
     lim: list = []
     seg: list = []
+    half: list = []
     floor = None
     for i, t in enumerate(tasks):
         if t.weight == 0.0 or t.size == 0:
@@ -188,6 +222,8 @@ def _lower(
             ground.append((i, t.points, clear, t.weight))
         elif isinstance(t, CollisionTask):
             coll.append((i, t))
+        elif isinstance(t, HalfSpaceTask):
+            half.append((i, t))
         elif isinstance(t, JointLimitTask):
             for j, _, _ in t.rows:
                 if kind[j] not in (_HINGE, _FIXED):
@@ -198,8 +234,8 @@ def _lower(
             lim.append((i, t))
         else:
             raise ValueError(
-                f"solve_ik_newton takes position, orientation, segment, ground, collision "
-                f"and joint-limit tasks; got {type(t).__name__} (use solve_ik)"
+                f"solve_ik_newton takes position, orientation, segment, ground, collision, "
+                f"joint-limit and half-space tasks; got {type(t).__name__} (use solve_ik)"
             )
     layout: list[tuple[int, str, int, int]] = []
     row = 0
@@ -248,6 +284,28 @@ def _lower(
         lim_bound += list(t._bounds)
         lim_w += [t.weight] * t.size
         lim_hard += [i in hard] * t.size
+    # half-spaces: one list of carrying joints for every task, each task's points'
+    # weights and offsets spread over it (zero where a joint does not carry them)
+    hs_joint = np.unique(np.concatenate([t.joints for _, t in half] or [np.zeros(0, np.intp)]))
+    width = sum(t.size for _, t in half)
+    hs_off = np.zeros((frames, width, len(hs_joint), 3))
+    hs_w = np.zeros((frames, width, len(hs_joint)))
+    hs_n = np.zeros((frames, width, 3))
+    hs_level = np.zeros((frames, width))
+    hs_weight = np.zeros(width)
+    hs_hard = np.zeros(width, np.bool_)
+    at = 0
+    for i, t in half:
+        k, slots = t.size, np.searchsorted(hs_joint, t.joints)
+        hs_off[:, at : at + k, slots] = np.broadcast_to(t.offsets, (frames, k, len(slots), 3))
+        hs_w[:, at : at + k, slots] = np.broadcast_to(t.weights, (frames, k, len(slots)))
+        hs_n[:, at : at + k] = np.broadcast_to(t.normal, (frames, k, 3))
+        hs_level[:, at : at + k] = np.broadcast_to(t.level, (frames, k))
+        hs_weight[at : at + k] = t.weight
+        hs_hard[at : at + k] = i in hard
+        layout.append((i, "halfspace", row, k))
+        row += k
+        at += k
     a = np.asarray(cap_a, dtype=np.float64).reshape(-1, 3)
     b = np.asarray(cap_b, dtype=np.float64).reshape(-1, 3)
     r = np.asarray(cap_r, dtype=np.float64)
@@ -292,6 +350,13 @@ def _lower(
         np.ascontiguousarray(np.full(len(kind), np.inf) if rate is None else rate, np.float64),
         float(rate_weight),
         np.ascontiguousarray(np.zeros(len(kind)) if damping is None else damping, np.float64),
+        hs_joint.astype(np.intp),
+        hs_off,
+        hs_w,
+        hs_n,
+        hs_level,
+        hs_weight,
+        hs_hard,
     )
     order = sorted(layout)  # by task index
     return lowered, [(k, start, size) for _, k, start, size in order]
@@ -331,7 +396,8 @@ def solve_ik_newton(
     rotations : array_like, shape (F, J, 4)
         Reference local rotations.
     tasks : sequence of Task
-        Position, orientation, segment, ground (level floor), collision and joint-limit tasks,
+        Position, orientation, segment, ground (level floor), collision, joint-limit and
+        half-space tasks,
         their goals per frame (F, ...) or constant; NaN: inactive.
     rigidity : array_like, shape (J + 1,), optional
         Diagonal of ``M`` (:func:`retarget.ik.numeric.default_rigidity`).

@@ -20,6 +20,7 @@ JointLimitTask     ``θ − lo ≥ 0``, ``hi − θ ≥ 0`` per finite limit  va
 GroundTask         ``y − h(x, z) − clearance ≥ 0`` per point        K      ``ground``
 CollisionTask      ``|c_a − c_b| − r_a − r_b − margin ≥ 0``         P      ``collision``
 SegmentTask        ``(p_end − p_start) − goal``                     3      ``segment``
+HalfSpaceTask      ``n·Σ w_i (p_i + W_i o_i) − level ≥ 0``          K      ``halfspace``
 =================  ===============================================  =====  ===============
 
 A root-position task is ``PositionTask(0, goal)``.
@@ -34,6 +35,7 @@ from .base import Residual, Task, penalty, penalty_and_gradient, penalty_gradien
 from .collision import Capsules, CollisionTask, fit_capsules
 from .constraints import Constraints, Ground
 from .ground import GroundTask
+from .halfspace import HalfSpaceTask
 from .limits import JointLimitTask
 from .orientation import OrientationTask
 from .position import PositionTask
@@ -46,6 +48,7 @@ __all__ = [
     "Constraints",
     "Ground",
     "GroundTask",
+    "HalfSpaceTask",
     "IKFrames",
     "IKSolver",
     "JointLimitTask",

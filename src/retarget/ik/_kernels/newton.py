@@ -23,7 +23,9 @@ one tangent space (DESIGN.md idea 1), each with its chain of columns:
 * collision ``r = |c_a − c_b| − r_a − r_b − margin ≥ 0``, columns
   ``nᵀ (J_{c_a} − J_{c_b})`` (:class:`~retarget.tasks.CollisionTask`; closest
   points of segments as :func:`retarget.tasks.collision.closest_points`);
-* hinge limits ``θ − lo ≥ 0``, ``hi − θ ≥ 0`` (:class:`~retarget.tasks.JointLimitTask`).
+* hinge limits ``θ − lo ≥ 0``, ``hi − θ ≥ 0`` (:class:`~retarget.tasks.JointLimitTask`);
+* half-spaces ``r = n·Σ w_i (p_i + W_i o_i) − level ≥ 0``, columns ``Σ w_i nᵀ J_{c_i}``
+  of the points ``c_i = p_i + W_i o_i`` (:class:`~retarget.tasks.HalfSpaceTask`).
 
 ``tests/test_ik_newton.py`` checks every kind of row against the task objects'
 ``residual`` and ``jacobian`` on random poses.
@@ -401,6 +403,13 @@ def _evaluate(
         rate,
         rate_w,
         damp,
+        hs_joint,
+        hs_off,
+        hs_w,
+        hs_n,
+        hs_level,
+        hs_weight,
+        hs_hard,
     ) = tasks
     root, rot, p, theta_ref, pos, world = state
     hess, grad, jrow, mark, nz_list, u, ends, jac3, cand, flags = work[:10]
@@ -576,6 +585,49 @@ def _evaluate(
             continue
         if with_jac:
             _store_one(col[j], sign, r, w, ineq_j, ineq_r, ineq_w, ineq_n)
+    # -- half-spaces: n·Σ w_i (p_i + W_i o_i) − level ≥ 0 -----------------------------
+    hs_base = n_ground + n_pairs + lim_joint.shape[0] + 2 * num_joints
+    for i in range(hs_level.shape[1]):
+        nx, ny, nz, lv = hs_n[f, i, 0], hs_n[f, i, 1], hs_n[f, i, 2], hs_level[f, i]
+        if not (np.isfinite(nx) and np.isfinite(ny) and np.isfinite(nz) and np.isfinite(lv)):
+            if keep:
+                residuals[f, row + i] = 0.0
+            continue
+        r = -lv
+        for m in range(hs_joint.shape[0]):
+            wm = hs_w[f, i, m]
+            if wm == 0.0:
+                continue
+            j = hs_joint[m]
+            arm = rotate(
+                (world[j, 0], world[j, 1], world[j, 2], world[j, 3]),
+                (hs_off[f, i, m, 0], hs_off[f, i, m, 1], hs_off[f, i, m, 2]),
+            )
+            r += wm * (
+                nx * (pos[j, 0] + arm[0]) + ny * (pos[j, 1] + arm[1]) + nz * (pos[j, 2] + arm[2])
+            )
+        if keep:
+            residuals[f, row + i] = r
+        take, w, more, violation, new = _one_sided(
+            r, hs_base + i, hs_weight[i], hs_hard[i], boost, near, record, flags
+        )
+        added, pen, worst = added + new, pen + more, max(worst, violation)
+        if not take or not with_jac:
+            continue
+        count = 0
+        for m in range(hs_joint.shape[0]):
+            wm = hs_w[f, i, m]
+            if wm == 0.0:
+                continue
+            j = hs_joint[m]
+            arm = rotate(
+                (world[j, 0], world[j, 1], world[j, 2], world[j, 3]),
+                (hs_off[f, i, m, 0], hs_off[f, i, m, 1], hs_off[f, i, m, 2]),
+            )
+            at = (pos[j, 0] + arm[0], pos[j, 1] + arm[1], pos[j, 2] + arm[2])
+            count = _add_point_columns(j, at, (nx, ny, nz), wm, chain, jrow, mark, nz_list, count)
+        _store(w, r, jrow, mark, nz_list, count, ineq_j, ineq_r, ineq_w, ineq_n)
+    row += hs_level.shape[1]
     # -- hinge speeds: at most rate[j] from the last frame's angle (the solver's, causal),
     # and the change of its correction from the last frame's damped by ½ damp[j] (Δp)²
     prev, has_prev = work[17], work[18][0] > 0
@@ -788,7 +840,11 @@ def solve_frames(
         num_joints,
         tasks[11].shape[0],
         tasks[16].shape[0],
-        tasks[6].shape[0] + tasks[16].shape[0] + tasks[20].shape[0] + 2 * num_joints,
+        tasks[6].shape[0]
+        + tasks[16].shape[0]
+        + tasks[20].shape[0]
+        + 2 * num_joints
+        + tasks[33].shape[1],
     )
     hess, grad, ends, cand, flags = work[0], work[1], work[6], work[8], work[9]
     ctx = (skel, tasks, near, near_angle, root_ref, rot_ref, theta_ref, root, rot, pos, world, work)
@@ -909,7 +965,11 @@ def evaluate_frame(skel, tasks, root_ref, rot_ref, theta_ref, f, p, boost, near,
         num_joints,
         tasks[11].shape[0],
         tasks[16].shape[0],
-        tasks[6].shape[0] + tasks[16].shape[0] + tasks[20].shape[0] + 2 * num_joints,
+        tasks[6].shape[0]
+        + tasks[16].shape[0]
+        + tasks[20].shape[0]
+        + 2 * num_joints
+        + tasks[33].shape[1],
     )
     _set_pose(f, skel, root_ref, rot_ref, p, root, rot)
     _select_pairs(skel, tasks, root, rot, pos, world, work[6], np.inf, work[8])

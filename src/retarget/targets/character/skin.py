@@ -26,7 +26,7 @@ from ...core.arrays import Array
 from ...core.kinematics import forward_kinematics, rest_pose
 from ...core.motion import Motion
 from ...core.skeleton import Skeleton
-from ...humanoid.roles import find_roles, height
+from ...humanoid.roles import find_roles, hand_joints, height
 from ...tasks.collision import Capsules, fit_capsules
 
 __all__ = ["SHARE", "HandsInBody", "body_capsules", "hand_and_body_joints", "hands_in_body"]
@@ -42,21 +42,29 @@ def body_capsules(points: Mapping[int, Array], share: float = SHARE) -> Capsules
 
 
 def hand_and_body_joints(skeleton: Skeleton) -> tuple[list[int], list[int]]:
-    """The hands' joints (each wrist and every joint below it) and the body's (the hips,
+    """The hands' joints (:func:`retarget.humanoid.roles.hand_joints`) and the body's (the hips,
     every joint from them up to the head: the spine, the chest, the neck; the thighs:
     each hip joint). (Up to the neck only, the KayKit knight's chest joint, which
     carries its chest armour, had no capsule: its hands went into it on 60 % of the
     frames of the walk that the pass had kept out of its capsules.)"""
     roles = find_roles(skeleton)
-    hands = []
-    for side in ("left", "right"):
-        wrist = roles.get(f"{side}_wrist")
-        if wrist is not None and wrist < skeleton.num_joints:
-            hands += [j for j in range(skeleton.num_joints) if wrist in skeleton.chain(j)]
+    hands = [j for side in ("left", "right") for j in hand_joints(skeleton, side, roles)]
     trunk = [int(j) for j in skeleton.chain(roles["head"])]
     body = trunk[trunk.index(roles["hips"]) : -1]  # the hips, the spine, the neck
     body += [roles[f"{s}_hip"] for s in ("left", "right") if f"{s}_hip" in roles]
     return hands, body
+
+
+def arm_joints(skeleton: Skeleton) -> set[int]:
+    """The arms' joints: each clavicle (the shoulder without one) and every joint below
+    it."""
+    roles = find_roles(skeleton)
+    arms: set[int] = set()
+    for side in ("left", "right"):
+        top = roles.get(f"{side}_clavicle", roles.get(f"{side}_shoulder"))
+        if top is not None and top < skeleton.num_joints:
+            arms |= {j for j in range(skeleton.num_joints) if top in skeleton.chain(j)}
+    return arms
 
 
 @dataclass(frozen=True)
@@ -141,11 +149,7 @@ def keep_hands_out(motion: Motion, capsules: Capsules, *, margin: float = MARGIN
     roles = find_roles(sk)
     tall = height(sk, roles)
     hands, body = hand_and_body_joints(sk)
-    arms: set[int] = set()
-    for side in ("left", "right"):
-        top = roles.get(f"{side}_clavicle", roles.get(f"{side}_shoulder"))
-        if top is not None and top < sk.num_joints:
-            arms |= {j for j in range(sk.num_joints) if top in sk.chain(j)}
+    arms = arm_joints(sk)
     hand_caps = np.flatnonzero(np.isin(capsules.joints, hands))
     body_caps = np.flatnonzero(np.isin(capsules.joints, body))
     if not len(hand_caps) or not len(body_caps) or not arms:
@@ -175,7 +179,7 @@ def keep_hands_out(motion: Motion, capsules: Capsules, *, margin: float = MARGIN
 
 def character_capsules(character, *, share: float = SHARE) -> tuple[Capsules, dict[int, Array]]:
     """A glTF character's capsules (:class:`retarget.io.gltf.Character`): each hand one,
-    on its wrist, round the skinned vertices of the wrist and every joint below it (its
+    on its wrist, round the skinned vertices of its joints (:func:`hand_joints`: its
     fingers as they rest; not the sword or shield hanging there); every other joint's
     from all its vertices (a robot's rigid parts); and the skinned vertices by joint
     (what :func:`hands_in_body` tests). (A capsule a finger joint, the UAL mannequin's
@@ -190,14 +194,11 @@ def character_capsules(character, *, share: float = SHARE) -> tuple[Capsules, di
     points: dict[int, Array] = {j: v for j, v in every.items() if j not in hands and len(v) >= 2}
     roles = find_roles(sk)
     for side in ("left", "right"):
-        wrist = roles.get(f"{side}_wrist")
-        if wrist is None or wrist >= sk.num_joints:
+        hand = hand_joints(sk, side, roles)
+        if not hand:
             continue
-        mine = [
-            skinned[j] + rest[j] - rest[wrist]
-            for j in hands
-            if j in skinned and wrist in sk.chain(j)
-        ]
+        wrist = roles[f"{side}_wrist"]
+        mine = [skinned[j] + rest[j] - rest[wrist] for j in hand if j in skinned]
         if mine and sum(len(v) for v in mine) >= 2:
             points[wrist] = np.concatenate(mine)
     return body_capsules(points, share), skinned

@@ -16,9 +16,13 @@ holes (the neck, the arms and legs cut off); its depth is then its distance to t
 nearest body triangle (Ericson, "Real-Time Collision Detection", §5.1.5). A frame
 counts when a hand vertex is deeper than a share of the height.
 
-The kernel is our own (compiled): one pass over the triangles per point gives both
-the solid angle sum and the nearest distance; a library's mesh query builds a tree
-for one surface, and here every frame is another surface.
+The kernels are our own (compiled, :mod:`retarget.targets.character._kernels.surface`):
+passes over the triangles per point give the solid angle sum and the nearest point;
+a library's mesh query builds a tree for one surface, and here every frame is another
+surface. The same queries serve the pass that keeps the hands off the surface
+(:mod:`retarget.targets.character.clearance`): :func:`signed_distances_posed`, every
+frame at once, with the surface's smooth normals, and :func:`posed_vertices`
+(linear blend skinning, compiled).
 
 Units: the skeleton's (metres for glTF).
 """
@@ -28,12 +32,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
 from ...core.arrays import Array
 from ...core.kinematics import forward_kinematics, rest_pose
+from ...core.lazy import loader
 from ...core.motion import Motion
 from ...humanoid.roles import find_roles, height
 from ...io.gltf import SkinMesh
@@ -49,80 +53,122 @@ def _body_joints(motion: Motion) -> list[int]:
     return trunk + [roles[f"{s}_hip"] for s in ("left", "right") if f"{s}_hip" in roles]
 
 
-__all__ = ["SurfaceDepth", "depths_inside", "hands_in_surface"]
+_kernels = loader("retarget.targets.character._kernels.surface")
+
+__all__ = [
+    "SurfaceDepth",
+    "depths_inside",
+    "hands_in_surface",
+    "signed_distances",
+    "signed_distances_posed",
+]
 
 
-@numba.njit(cache=True, nogil=True)
-def _depths(points, tri, out_w, out_d):  # pragma: no cover - jitted
-    """Per point (P, 3): the generalized winding number of the triangles (T, 3, 3) and
-    the distance to the nearest of them."""
-    for p in range(points.shape[0]):
-        px, py, pz = points[p, 0], points[p, 1], points[p, 2]
-        total = 0.0
-        best = np.inf
-        for t in range(tri.shape[0]):
-            ax, ay, az = tri[t, 0, 0] - px, tri[t, 0, 1] - py, tri[t, 0, 2] - pz
-            bx, by, bz = tri[t, 1, 0] - px, tri[t, 1, 1] - py, tri[t, 1, 2] - pz
-            cx, cy, cz = tri[t, 2, 0] - px, tri[t, 2, 1] - py, tri[t, 2, 2] - pz
-            la = math.sqrt(ax * ax + ay * ay + az * az)
-            lb = math.sqrt(bx * bx + by * by + bz * bz)
-            lc = math.sqrt(cx * cx + cy * cy + cz * cz)
-            det = ax * (by * cz - bz * cy) - ay * (bx * cz - bz * cx) + az * (bx * cy - by * cx)
-            den = (
-                la * lb * lc
-                + (ax * bx + ay * by + az * bz) * lc
-                + (bx * cx + by * cy + bz * cz) * la
-                + (cx * ax + cy * ay + cz * az) * lb
-            )
-            total += 2.0 * math.atan2(det, den)
-            # the nearest point of the triangle (Ericson §5.1.5), relative to p: the
-            # triangle a, b, c with the point at the origin
-            abx, aby, abz = bx - ax, by - ay, bz - az
-            acx, acy, acz = cx - ax, cy - ay, cz - az
-            apx, apy, apz = -ax, -ay, -az
-            d1 = abx * apx + aby * apy + abz * apz
-            d2 = acx * apx + acy * apy + acz * apz
-            if d1 <= 0.0 and d2 <= 0.0:
-                qx, qy, qz = ax, ay, az
-            else:
-                bpx, bpy, bpz = -bx, -by, -bz
-                d3 = abx * bpx + aby * bpy + abz * bpz
-                d4 = acx * bpx + acy * bpy + acz * bpz
-                cpx, cpy, cpz = -cx, -cy, -cz
-                d5 = abx * cpx + aby * cpy + abz * cpz
-                d6 = acx * cpx + acy * cpy + acz * cpz
-                vc = d1 * d4 - d3 * d2
-                vb = d5 * d2 - d1 * d6
-                va = d3 * d6 - d5 * d4
-                if d3 >= 0.0 and d4 <= d3:
-                    qx, qy, qz = bx, by, bz
-                elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-                    v = d1 / (d1 - d3) if d1 > d3 else 0.0  # (a == b: a degenerate edge)
-                    qx, qy, qz = ax + v * abx, ay + v * aby, az + v * abz
-                elif d6 >= 0.0 and d5 <= d6:
-                    qx, qy, qz = cx, cy, cz
-                elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-                    w = d2 / (d2 - d6) if d2 > d6 else 0.0
-                    qx, qy, qz = ax + w * acx, ay + w * acy, az + w * acz
-                elif va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-                    e = (d4 - d3) + (d5 - d6)
-                    w = (d4 - d3) / e if e > 0.0 else 0.0
-                    qx, qy, qz = bx + w * (cx - bx), by + w * (cy - by), bz + w * (cz - bz)
-                else:
-                    s = va + vb + vc
-                    if s == 0.0:  # (a degenerate triangle: its first corner)
-                        qx, qy, qz = ax, ay, az
-                    else:
-                        v = vb / s
-                        w = vc / s
-                        qx = ax + abx * v + acx * w
-                        qy = ay + aby * v + acy * w
-                        qz = az + abz * v + acz * w
-            dist = math.sqrt(qx * qx + qy * qy + qz * qz)
-            if dist < best:
-                best = dist
-        out_w[p] = total / (4.0 * math.pi)
-        out_d[p] = best
+#: Faces meeting at more than this angle (radians) keep their own normals at the edge
+#: between them (a hard edge); below it the normals are averaged. By default none: on
+#: the knight's low-poly armour a hard edge's normal jump turned its arms by up to 11°
+#: from one frame to the next (8° with none); averaged across a right-angled rim, a
+#: hand departs up to 0.3 % of the height more than it must there.
+CREASE = math.pi
+
+
+def _rings(corners: NDArray[np.intp], weld: NDArray[np.intp]) -> tuple[NDArray[np.intp], ...]:
+    """The triangles about each welded vertex of the corners (T, 3): ``(ring_ptr (W + 1,),
+    ring_face (3T,), ring_corner (3T + 3T,))``, the last the vertex of each corner
+    (T * 3) then the corner each ring entry is of its triangle (the compiled
+    ``_corner_normals``'s)."""
+    vertex = weld[corners].reshape(-1)  # (3T,)
+    order = np.argsort(vertex, kind="stable")
+    ptr = np.zeros(int(vertex.max(initial=-1)) + 2, np.intp)
+    np.add.at(ptr, vertex + 1, 1)
+    ptr = np.cumsum(ptr)
+    return (
+        ptr.astype(np.intp),
+        (order // 3).astype(np.intp),
+        np.concatenate([vertex, order % 3]).astype(np.intp),
+    )
+
+
+def posed_vertices(mesh: SkinMesh, positions: Array, rotations: Array, rest: Array) -> Array:
+    """:meth:`retarget.io.gltf.SkinMesh.posed` compiled (its per-influence arrays of
+    every frame were most of a pass's time): (F, V, 3)."""
+    out = np.zeros((positions.shape[0], len(mesh.vertices), 3))
+    _kernels()._blend(
+        np.ascontiguousarray(positions, np.float64),
+        np.ascontiguousarray(rotations, np.float64),
+        np.ascontiguousarray(rest, np.float64),
+        np.ascontiguousarray(mesh.vertices, np.float64),
+        np.ascontiguousarray(mesh.joints, np.intp),
+        np.ascontiguousarray(mesh.weights, np.float64),
+        out,
+    )
+    return out
+
+
+def signed_distances(
+    points: Array, triangles: Array, band: float = np.inf
+) -> tuple[Array, Array, Array]:
+    """Each point's signed distance (P,) to the surface of the triangles (T, 3, 3):
+    its distance to the nearest triangle, negative inside (the generalized winding
+    number above one half), the nearest point (P, 3) and the unit normal there (P, 3)
+    pointing outward (from the nearest point toward the point, away from it inside;
+    the triangle's own, counter-clockwise, where the two coincide). A point farther
+    than ``band`` from every triangle is not tested for inside (its distance counted
+    positive): the winding number costs a pass over every triangle."""
+    pts = np.ascontiguousarray(points, np.float64).reshape(-1, 3)
+    tri = np.ascontiguousarray(triangles, np.float64).reshape(-1, 3, 3)
+    out_s, out_q, out_n = (
+        np.full(len(pts), np.inf),
+        np.zeros((len(pts), 3)),
+        np.zeros((len(pts), 3)),
+    )
+    if not (len(tri) and len(pts)):
+        return out_s, out_q + np.nan, out_n + np.nan
+    _kernels()._signed(pts, tri, float(band), out_s, out_q, out_n, np.zeros(len(pts), np.intp))
+    return out_s, out_q, out_n
+
+
+def signed_distances_posed(
+    posed: Array,
+    triangles: NDArray[np.intp],
+    points: NDArray[np.intp],
+    grow: float,
+    band: float = np.inf,
+    rest: Array | None = None,
+    crease: float = CREASE,
+    groups: NDArray[np.intp] | None = None,
+) -> tuple[Array, Array, Array]:
+    """:func:`signed_distances` (inside tested within ``band``) on every frame of posed
+    vertices ``posed`` (F, U, 3): the triangles (T, 3) and the points (P,) as indices
+    into them; a point outside the triangles' bounding box grown by ``grow`` is +inf
+    with NaN nearest point and normal. The normals are the surface's smooth ones (the
+    angle-weighted vertex normals interpolated at the nearest point, as Phong shades:
+    they turn gradually from face to face where a face's own would jump; faces that
+    meet at more than ``crease`` (radians) keep theirs), the vertices at one place in
+    ``rest`` (U, 3) (default the first frame) one vertex across a mesh's seams. The
+    points in one of ``groups`` (P,) (default one) are near one another (a hand's):
+    their nearest triangles are looked for among those near them together. Shapes
+    (F, P), (F, P, 3), (F, P, 3)."""
+    f, p = posed.shape[0], len(points)
+    out_s, out_q, out_n = (
+        np.full((f, p), np.inf),
+        np.full((f, p, 3), np.nan),
+        np.full((f, p, 3), np.nan),
+    )
+    if len(triangles) and p and f:
+        where = posed[0] if rest is None else np.asarray(rest)
+        _, weld = np.unique(
+            np.round(where / max(float(np.ptp(where)), 1e-300), 9), axis=0, return_inverse=True
+        )
+        _kernels()._signed_frames(
+            np.ascontiguousarray(posed, np.float64),
+            np.ascontiguousarray(triangles, np.intp),
+            np.ascontiguousarray(points, np.intp),
+            np.zeros(p, np.intp) if groups is None else np.ascontiguousarray(groups, np.intp),
+            _rings(np.asarray(triangles, np.intp), weld.reshape(-1).astype(np.intp)),
+            float(crease), float(grow), float(band), out_s, out_q, out_n,
+        )  # fmt: skip
+    return out_s, out_q, out_n
 
 
 def depths_inside(points: Array, triangles: Array) -> tuple[Array, Array]:
@@ -133,7 +179,13 @@ def depths_inside(points: Array, triangles: Array) -> tuple[Array, Array]:
     tri = np.ascontiguousarray(triangles, np.float64).reshape(-1, 3, 3)
     w, d = np.zeros(len(pts)), np.full(len(pts), np.inf)
     if len(tri) and len(pts):
-        _depths(pts, tri, w, d)
+        _kernels()._winding(pts, tri, w)
+        centre, radius = np.zeros((len(tri), 3)), np.zeros(len(tri))
+        _kernels()._bounds(tri, centre, radius)
+        cand = np.arange(len(tri))
+        _kernels()._nearest(
+            pts, tri, centre, radius, cand, d, np.zeros((len(pts), 3)), np.zeros(len(pts), np.intp)
+        )
     return w, np.where(w > 0.5, d, 0.0)
 
 
@@ -192,7 +244,7 @@ def hands_in_surface(
         sub = SkinMesh(
             mesh.vertices[used], mesh.joints[used], mesh.weights[used], mesh.triangles, None
         )
-        posed = sub.posed(pos, rot, rest)  # (K, U, 3)
+        posed = posed_vertices(sub, pos, rot, rest)  # (K, U, 3)
         at = {int(v): k for k, v in enumerate(used)}
         tri_idx = np.vectorize(at.__getitem__)(body_tris)
         hand_idx = np.array([at[int(v)] for v in hand_verts])

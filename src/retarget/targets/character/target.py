@@ -3,9 +3,13 @@ its body after every method, and the character's own file written with the clip 
 
 Opened once (:func:`open_character`: the file parsed once, an FBX converted by Blender
 once); the capsules of its body (:func:`retarget.targets.character.skin.character_capsules`)
-fitted once, at the first clip. The measures are DESIGN.md's on the skeleton the method
-ran on, and the hands' depth in the body before and after the pass (``hands_in_body``
-in the report).
+fitted once, at the first clip. After the method, the hands are kept out of the body's
+capsules (:func:`retarget.targets.character.skin.keep_hands_out`), then off its posed
+surface by the least departure from the method's arms
+(:func:`retarget.targets.character.clearance.clear_hands`, where the character has a
+mesh). The measures are DESIGN.md's on the skeleton the method ran on, and the hands'
+depth in the body before and after the passes, on the capsules and on the surface, the
+latter beside the character's own animations' (``hands_in_body`` in the report).
 """
 
 from __future__ import annotations
@@ -27,10 +31,11 @@ from ...io.formats import (
     write_character,
     write_motion,
 )
-from ...io.gltf import Character, SkinMesh, skin_mesh
+from ...io.gltf import Character, SkinMesh, character_motion, skin_mesh
 from ...tasks.collision import Capsules
 from ..base import Carried, Prepared
 from ..skeleton import MotionTarget
+from .clearance import clear_hands
 from .skin import character_capsules, hands_in_body, keep_hands_out
 from .surface import SurfaceDepth, hands_in_surface
 
@@ -113,22 +118,30 @@ class CharacterTarget(MotionTarget):
             surface_before = self._in_surface(motion)
         except RetargetError as exc:
             return motion, {"hands_in_body_note": str(exc)}
+        cleared = None
         if self.body_collision:
-            motion = keep_hands_out(motion, capsules)
+            kept = keep_hands_out(motion, capsules)
+            mesh = self._surface
+            cleared = None if mesh is None else clear_hands(motion, mesh, kept)
+            motion = kept if cleared is None else cleared.motion
         now = hands_in_body(motion, skinned, capsules)
         surface_now = self._in_surface(motion)
-        report: dict[str, Any] = {
-            "kept_out": self.body_collision,
+        capsule_figures = {
             "share_of_frames": now.share,
             "deepest": float(now.depth.max(initial=0.0)),
             "before": {
                 "share_of_frames": before.share,
                 "deepest": float(before.depth.max(initial=0.0)),
             },
-            "depth_counted": now.limit,
         }
+        report: dict[str, Any] = {"kept_out": self.body_collision, "measured_on": "capsules"}
+        report |= capsule_figures
+        report["depth_counted"] = now.limit
         if surface_now is not None and surface_before is not None:
-            report["surface"] = {  # the measure on the posed surface itself (surface.py)
+            # the measure on the posed surface itself (surface.py) is the report's; the
+            # capsules', which only approximate the body, beside it
+            report |= {
+                "measured_on": "surface",
                 "share_of_frames": surface_now.share,
                 "deepest": float(surface_now.depth.max(initial=0.0)),
                 "before": {
@@ -138,8 +151,36 @@ class CharacterTarget(MotionTarget):
                 "every": int(surface_now.frames[1] - surface_now.frames[0])
                 if len(surface_now.frames) > 1
                 else 1,
+                "own_animations": self._own_in_surface,
+                "capsules": capsule_figures,
+            }
+        if cleared is not None:  # the surface pass (clearance.py): what it departed
+            report["surface_pass"] = {
+                "rounds": cleared.rounds,
+                "frames_with_rows": cleared.frames,
+                "arm_departure_deg": {
+                    "mean": float(cleared.departure.mean()) if len(cleared.departure) else 0.0,
+                    "max": float(cleared.departure.max(initial=0.0)),
+                    "per_frame": [round(float(d), 3) for d in cleared.departure],
+                },
             }
         return motion, {"hands_in_body": report}
+
+    @cached_property
+    def _own_in_surface(self) -> dict[str, float]:
+        """The surface measure on each of the character's own animations (its artist's
+        hands: the figure the retargeted one is read against), share of the frames."""
+        mesh = self._surface
+        if mesh is None:
+            return {}
+        out: dict[str, float] = {}
+        for name in self.character.animations:
+            try:
+                clip = character_motion(self.character, name)
+                out[name] = hands_in_surface(clip, mesh).share
+            except (RetargetError, ValueError):  # (a clip that cannot be sampled)
+                continue
+        return out
 
     def _in_surface(self, motion: Motion) -> SurfaceDepth | None:
         """The hands' depth in the posed surface (:func:`hands_in_surface`), if a mesh."""

@@ -144,16 +144,13 @@ def _moving_parent(robot: Skeleton, k: int) -> int:
 
 
 def _hands(skeleton: Skeleton) -> dict[int, int]:
-    """Joints below a wrist (the wrist included), each mapped to its wrist."""
-    from ...humanoid.roles import find_roles
+    """A hand's joints (:func:`retarget.humanoid.roles.hand_joints`), each mapped to its
+    wrist."""
+    from ...humanoid.roles import find_roles, hand_joints
 
     roles = find_roles(skeleton)
-    out: dict[int, int] = {}
-    for side in ("left", "right"):
-        wrist = roles.get(f"{side}_wrist")
-        if wrist is None or wrist >= skeleton.num_joints:
-            continue
-        for j in range(skeleton.num_joints):
-            if wrist in skeleton.chain(j):
-                out[j] = wrist
-    return out
+    return {
+        j: roles[f"{side}_wrist"]
+        for side in ("left", "right")
+        for j in hand_joints(skeleton, side, roles)
+    }

@@ -1,0 +1,1 @@
+"""A character's compiled surface queries (numba)."""
