@@ -191,3 +191,38 @@ def test_compiled_skinning_is_the_meshs_own(characters):
     np.testing.assert_allclose(
         posed_vertices(mesh, pos, rot, rest), mesh.posed(pos, rot, rest), atol=1e-12
     )
+
+
+def test_every_frame_at_once_is_each_frame_alone(characters):
+    """:func:`signed_distances_posed` (every frame, in parallel, the nearest triangles
+    looked for among those near each group of points) gives each frame's depths as
+    :func:`depths_inside` does alone, on the knight's hands in its retargeting-free
+    2H attack (its hands cross its body)."""
+    from retarget.core.kinematics import forward_kinematics, rest_pose
+    from retarget.io.gltf import character_motion, read_character, skin_mesh
+    from retarget.targets.character.skin import hand_and_body_joints
+    from retarget.targets.character.surface import (
+        _body_joints,
+        posed_vertices,
+        signed_distances_posed,
+    )
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        char = read_character(characters / "kaykit_Knight.glb")
+    clip = character_motion(char, "2H_Melee_Attack_Slice")
+    mesh, sk = skin_mesh(char), clip.skeleton
+    main = mesh.joints[np.arange(len(mesh.joints)), mesh.weights.argmax(axis=1)]
+    hands, _ = hand_and_body_joints(sk)
+    tris = mesh.triangles[np.isin(main, _body_joints(clip))[mesh.triangles].all(axis=1)]
+    pts = np.flatnonzero(np.isin(main, hands) & ~mesh.rigid)
+    pos, rot = forward_kinematics(sk, clip.root_position, clip.rotations)
+    posed = posed_vertices(mesh, pos, rot, rest_pose(sk)[0])
+    groups = np.arange(len(pts)) % 2
+    signed, _, _ = signed_distances_posed(posed, tris, pts, np.inf, groups=groups)
+    inside = 0
+    for f in range(len(posed)):
+        _, alone = depths_inside(posed[f][pts], posed[f][tris])
+        np.testing.assert_allclose(np.maximum(-signed[f], 0.0), alone, atol=1e-12)
+        inside += int((alone > 0).any())
+    assert inside > 0
