@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -155,3 +156,35 @@ def assert_blender_plays_as_our_fk(blender: str, glb: Path, bvh: Path, every: in
     np.testing.assert_allclose(
         heads[:, [i for i, _ in shared]], pos[frames][:, [j for _, j in shared]], atol=1e-4 * tall
     )
+
+
+RENAME = Path(__file__).resolve().parents[1] / "tools" / "_blender_rename.py"
+
+
+def test_renaming_every_bone_of_an_fbx_changes_no_result(blender, human, lafan, tmp_path):
+    """The FBX character written again by Blender twice, once with every bone renamed
+    ``b<k>`` in a shuffled order (its vertex groups and actions' channels with it): the
+    walk onto each by hierarchical editing (the roles read from the body's shape, the
+    hands kept off its surface) gives the same rotations within 1e-9 (measured: 0)."""
+    import retarget as rt
+
+    files = {}
+    for mode in ("keep", "rename"):
+        files[mode] = tmp_path / f"{mode}.fbx"
+        run = subprocess.run(
+            [blender, str(RENAME), str(human), str(files[mode]), mode, "7"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    names = rt.open_target(str(files["rename"])).character.skeleton.names
+    assert all(n.startswith("b") and n[1:].isdigit() for n in names)
+    walk = lafan[:200]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = rt.retarget(walk, str(files["keep"]), "hierarchical")
+        other = rt.retarget(walk, str(files["rename"]), "hierarchical")
+    np.testing.assert_allclose(other.output.rotations, ours.output.rotations, atol=1e-9)
+    np.testing.assert_allclose(other.output.root_position, ours.output.root_position, atol=1e-9)
+    assert other.report["hands_in_body"] == ours.report["hands_in_body"]
